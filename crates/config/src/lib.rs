@@ -1,0 +1,8 @@
+//! Tessera configuration: the typed model ([`model`]), loading from a TOML file and validation
+//! with errors that name the file, the key and the fix ([`load`]).
+
+pub mod load;
+pub mod model;
+
+pub use load::{load_file, parse_str, ConfigError};
+pub use model::*;

@@ -1,0 +1,210 @@
+//! Loading a configuration from TOML and validating it; every error names the key and the fix.
+
+use crate::model::Config;
+use std::net::ToSocketAddrs;
+use std::path::Path;
+use thiserror::Error;
+
+/// Why a configuration was refused.
+#[derive(Debug, Error)]
+pub enum ConfigError {
+    #[error("{path}: cannot read: {source}")]
+    Read { path: String, source: std::io::Error },
+    #[error("{path}: {message}")]
+    Syntax { path: String, message: String },
+    #[error("{path}: `{key}`: {problem}; fix: {fix}")]
+    Invalid { path: String, key: String, problem: String, fix: String },
+}
+
+/// Reads and validates a TOML configuration file.
+pub fn load_file(path: &Path) -> Result<Config, ConfigError> {
+    let shown = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: shown.clone(), source })?;
+    parse_str(&text, &shown)
+}
+
+/// Parses and validates TOML text; `origin` names it in errors.
+pub fn parse_str(text: &str, origin: &str) -> Result<Config, ConfigError> {
+    let config: Config =
+        toml::from_str(text).map_err(|e| ConfigError::Syntax { path: origin.to_string(), message: e.to_string() })?;
+    validate(&config).map_err(|(key, problem, fix)| ConfigError::Invalid {
+        path: origin.to_string(),
+        key,
+        problem,
+        fix: fix.to_string(),
+    })?;
+    Ok(config)
+}
+
+type Problem = (String, String, &'static str);
+
+fn invalid(key: impl Into<String>, problem: impl Into<String>, fix: &'static str) -> Problem {
+    (key.into(), problem.into(), fix)
+}
+
+fn validate(c: &Config) -> Result<(), Problem> {
+    validate_server(c)?;
+    validate_pool(c)?;
+    validate_users(c)?;
+    validate_groups(c)
+}
+
+fn validate_server(c: &Config) -> Result<(), Problem> {
+    let s = &c.server;
+    if s.listen.to_socket_addrs().is_err() {
+        return Err(invalid("server.listen", format!("`{}` is not host:port", s.listen), "write e.g. \"127.0.0.1:6033\""));
+    }
+    if !["mysql_native_password", "caching_sha2_password"].contains(&s.default_auth_plugin.as_str()) {
+        return Err(invalid(
+            "server.default_auth_plugin",
+            format!("unknown plugin `{}`", s.default_auth_plugin),
+            "use mysql_native_password or caching_sha2_password",
+        ));
+    }
+    if s.tls_cert.is_some() != s.tls_key.is_some() {
+        return Err(invalid("server.tls_cert", "tls_cert and tls_key must be given together", "set both or neither"));
+    }
+    if s.require_tls && s.tls_cert.is_none() {
+        return Err(invalid("server.require_tls", "TLS is required but no certificate is set", "set tls_cert and tls_key"));
+    }
+    if s.max_allowed_packet < 1024 || s.max_allowed_packet > 1 << 30 {
+        return Err(invalid("server.max_allowed_packet", "out of range", "use a value between 1024 and 1073741824"));
+    }
+    if s.max_connections == 0 {
+        return Err(invalid("server.max_connections", "must be at least 1", "raise it"));
+    }
+    Ok(())
+}
+
+fn validate_pool(c: &Config) -> Result<(), Problem> {
+    let p = &c.pool;
+    if p.max_size == 0 {
+        return Err(invalid("pool.max_size", "must be at least 1", "raise it"));
+    }
+    if p.min_idle > p.max_size {
+        return Err(invalid("pool.min_idle", "is larger than pool.max_size", "lower min_idle or raise max_size"));
+    }
+    if p.prepared_cache_size == 0 {
+        return Err(invalid("pool.prepared_cache_size", "must be at least 1", "raise it (e.g. 256)"));
+    }
+    for (key, v) in [("pool.connect_timeout_ms", p.connect_timeout_ms), ("pool.checkout_timeout_ms", p.checkout_timeout_ms)] {
+        if v == 0 {
+            return Err(invalid(key, "must be positive", "give a timeout in milliseconds"));
+        }
+    }
+    Ok(())
+}
+
+fn validate_users(c: &Config) -> Result<(), Problem> {
+    if c.users.is_empty() {
+        return Err(invalid("users", "no users are defined", "add a [[users]] table with name and password"));
+    }
+    let mut seen = std::collections::HashSet::new();
+    for (i, u) in c.users.iter().enumerate() {
+        let key = format!("users[{i}]");
+        if u.name.is_empty() || !seen.insert(u.name.as_str()) {
+            return Err(invalid(format!("{key}.name"), "empty or duplicate user name", "give every user a unique name"));
+        }
+        match (&u.password, &u.password_hash) {
+            (Some(_), Some(_)) => {
+                return Err(invalid(key, "both password and password_hash are set", "keep only one"));
+            }
+            (None, Some(h)) if is_native_hash(h) => {}
+            (None, Some(_)) => {
+                return Err(invalid(
+                    format!("{key}.password_hash"),
+                    "not a mysql_native_password hash",
+                    "use \"*\" followed by 40 hex digits, as SELECT PASSWORD('...') prints",
+                ));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+fn is_native_hash(h: &str) -> bool {
+    let hex = h.strip_prefix('*').unwrap_or(h);
+    hex.len() == 40 && hex.chars().all(|c| c.is_ascii_hexdigit())
+}
+
+fn validate_groups(c: &Config) -> Result<(), Problem> {
+    if c.groups.is_empty() {
+        return Err(invalid("groups", "no backend group is defined", "add a [[groups]] table with a primary"));
+    }
+    let mut seen = std::collections::HashSet::new();
+    for (i, g) in c.groups.iter().enumerate() {
+        if g.name.is_empty() || !seen.insert(g.name.as_str()) {
+            return Err(invalid(format!("groups[{i}].name"), "empty or duplicate group name", "name every group uniquely"));
+        }
+        let servers = std::iter::once(("primary".to_string(), &g.primary))
+            .chain(g.replicas.iter().enumerate().map(|(j, r)| (format!("replicas[{j}]"), r)));
+        for (key, s) in servers {
+            if !valid_address(&s.address) {
+                return Err(invalid(
+                    format!("groups[{i}].{key}.address"),
+                    format!("`{}` is not host:port", s.address),
+                    "write e.g. \"127.0.0.1:3306\"",
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn valid_address(a: &str) -> bool {
+    match a.rsplit_once(':') {
+        Some((host, port)) => !host.is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0),
+        None => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+        [server]
+        listen = "127.0.0.1:6033"
+        [pool]
+        max_size = 8
+        [[users]]
+        name = "app"
+        password = "secret"
+        [[users]]
+        name = "ro"
+        password_hash = "*2470C0C06DEE42FD1618BB99005ADCA2EC9D1E19"
+        [[groups]]
+        name = "main"
+        user = "tessera"
+        password = "tessera"
+        primary = { address = "127.0.0.1:3306" }
+    "#;
+
+    #[test]
+    fn good_config_parses_with_defaults() {
+        let c = parse_str(GOOD, "t.toml").unwrap();
+        assert_eq!(c.pool.max_size, 8);
+        assert_eq!(c.pool.prepared_cache_size, 256);
+        assert_eq!(c.groups[0].primary.weight, 1);
+        assert!(!format!("{:?}", c).contains("secret"), "passwords never in Debug output");
+    }
+
+    fn err_of(text: &str) -> String {
+        parse_str(text, "t.toml").unwrap_err().to_string()
+    }
+
+    #[test]
+    fn errors_name_key_and_fix() {
+        let e = err_of(&GOOD.replace("127.0.0.1:3306", "nohost"));
+        assert!(e.contains("groups[0].primary.address") && e.contains("fix:"), "{e}");
+        let e = err_of(&GOOD.replace("max_size = 8", "max_size = 0"));
+        assert!(e.contains("pool.max_size"), "{e}");
+        let e = err_of(&GOOD.replace("*2470C0C06DEE42FD1618BB99005ADCA2EC9D1E19", "abc"));
+        assert!(e.contains("users[1].password_hash"), "{e}");
+        let e = err_of(&GOOD.replace("[pool]", "[pool]\nmax_sise = 3"));
+        assert!(e.contains("max_sise"), "{e}");
+        let e = err_of("[server]\n");
+        assert!(e.contains("`users`"), "{e}");
+    }
+}

@@ -1,0 +1,186 @@
+//! The typed configuration model. Every key has a default except users and groups.
+
+use serde::Deserialize;
+use std::time::Duration;
+
+/// The whole configuration file.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    #[serde(default)]
+    pub server: ServerConfig,
+    #[serde(default)]
+    pub pool: PoolConfig,
+    #[serde(default)]
+    pub users: Vec<UserConfig>,
+    #[serde(default)]
+    pub groups: Vec<GroupConfig>,
+    #[serde(default)]
+    pub admin: AdminConfig,
+}
+
+/// The client-facing listener and per-connection limits.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServerConfig {
+    pub listen: String,
+    /// Version string announced to clients; empty = the first backend's version.
+    pub server_version: String,
+    pub max_connections: usize,
+    pub max_allowed_packet: usize,
+    pub handshake_timeout_ms: u64,
+    pub shutdown_timeout_ms: u64,
+    /// Auth plugin proposed in the greeting: mysql_native_password or caching_sha2_password.
+    pub default_auth_plugin: String,
+    pub tls_cert: Option<String>,
+    pub tls_key: Option<String>,
+    /// Refuse clients that do not switch to TLS.
+    pub require_tls: bool,
+    /// Worker threads of the runtime; 0 = one per core.
+    pub worker_threads: usize,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            listen: "127.0.0.1:6033".into(),
+            server_version: String::new(),
+            max_connections: 20_000,
+            max_allowed_packet: 64 << 20,
+            handshake_timeout_ms: 10_000,
+            shutdown_timeout_ms: 30_000,
+            default_auth_plugin: "mysql_native_password".into(),
+            tls_cert: None,
+            tls_key: None,
+            require_tls: false,
+            worker_threads: 0,
+        }
+    }
+}
+
+impl ServerConfig {
+    pub fn handshake_timeout(&self) -> Duration {
+        Duration::from_millis(self.handshake_timeout_ms)
+    }
+    pub fn shutdown_timeout(&self) -> Duration {
+        Duration::from_millis(self.shutdown_timeout_ms)
+    }
+}
+
+/// Backend connection pool limits, per backend server.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct PoolConfig {
+    pub min_idle: usize,
+    pub max_size: usize,
+    pub idle_timeout_ms: u64,
+    pub max_lifetime_ms: u64,
+    pub connect_timeout_ms: u64,
+    pub checkout_timeout_ms: u64,
+    /// Prepared statements kept open per backend connection (least recently used closed first).
+    pub prepared_cache_size: usize,
+    /// Longest wait between reconnect attempts to a dead server.
+    pub backoff_max_ms: u64,
+}
+
+impl Default for PoolConfig {
+    fn default() -> Self {
+        PoolConfig {
+            min_idle: 0,
+            max_size: 64,
+            idle_timeout_ms: 600_000,
+            max_lifetime_ms: 3_600_000,
+            connect_timeout_ms: 5_000,
+            checkout_timeout_ms: 10_000,
+            prepared_cache_size: 256,
+            backoff_max_ms: 5_000,
+        }
+    }
+}
+
+impl PoolConfig {
+    pub fn idle_timeout(&self) -> Duration {
+        Duration::from_millis(self.idle_timeout_ms)
+    }
+    pub fn max_lifetime(&self) -> Duration {
+        Duration::from_millis(self.max_lifetime_ms)
+    }
+    pub fn connect_timeout(&self) -> Duration {
+        Duration::from_millis(self.connect_timeout_ms)
+    }
+    pub fn checkout_timeout(&self) -> Duration {
+        Duration::from_millis(self.checkout_timeout_ms)
+    }
+    pub fn backoff_max(&self) -> Duration {
+        Duration::from_millis(self.backoff_max_ms)
+    }
+}
+
+/// A client account of Tessera (not a backend account).
+#[derive(Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct UserConfig {
+    pub name: String,
+    /// Plaintext password (allows caching_sha2_password and mysql_native_password).
+    pub password: Option<String>,
+    /// mysql_native_password hash as printed by PASSWORD(): "*" + 40 hex digits.
+    pub password_hash: Option<String>,
+}
+
+impl std::fmt::Debug for UserConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UserConfig").field("name", &self.name).finish_non_exhaustive()
+    }
+}
+
+/// A group of backend servers holding the same data: one primary and its replicas.
+#[derive(Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct GroupConfig {
+    pub name: String,
+    /// Backend account Tessera logs in with.
+    pub user: String,
+    #[serde(default)]
+    pub password: String,
+    pub primary: ServerAddr,
+    #[serde(default)]
+    pub replicas: Vec<ServerAddr>,
+    /// Connect to the backends over TLS.
+    #[serde(default)]
+    pub tls: bool,
+}
+
+impl std::fmt::Debug for GroupConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GroupConfig")
+            .field("name", &self.name)
+            .field("user", &self.user)
+            .field("primary", &self.primary)
+            .field("replicas", &self.replicas)
+            .field("tls", &self.tls)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One backend server.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ServerAddr {
+    /// host:port
+    pub address: String,
+    /// Share of reads (used by read/write splitting).
+    #[serde(default = "default_weight")]
+    pub weight: u32,
+}
+
+fn default_weight() -> u32 {
+    1
+}
+
+/// The HTTP endpoint for /metrics and /health.
+#[derive(Debug, Clone, Deserialize, PartialEq, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct AdminConfig {
+    /// host:port for HTTP /metrics and /health; empty = disabled.
+    pub http_listen: String,
+}

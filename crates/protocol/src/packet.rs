@@ -1,0 +1,238 @@
+//! Packet framing over an async stream: 3-byte length + sequence id, 16 MiB split and join,
+//! buffered reads and batched writes (several packets per syscall).
+
+use crate::error::{ProtocolError, Result};
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+/// Largest payload of one frame; a logical packet of this size or more continues in the next frame.
+pub const MAX_FRAME: usize = 0xff_ffff;
+const READ_CHUNK: usize = 16 * 1024;
+
+/// A MySQL packet connection: owns the stream, a read buffer, a write buffer and the sequence id.
+#[derive(Debug)]
+pub struct PacketStream<S> {
+    stream: S,
+    rbuf: BytesMut,
+    wbuf: BytesMut,
+    seq: u8,
+    max_packet: usize,
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
+    pub fn new(stream: S) -> Self {
+        Self::with_buffer(stream, BytesMut::with_capacity(READ_CHUNK))
+    }
+
+    /// Wraps a stream whose first bytes were already read into `rbuf`.
+    pub fn with_buffer(stream: S, rbuf: BytesMut) -> Self {
+        PacketStream {
+            stream,
+            rbuf,
+            wbuf: BytesMut::with_capacity(READ_CHUNK),
+            seq: 0,
+            max_packet: 1 << 30,
+        }
+    }
+
+    /// Largest logical packet accepted by [`Self::read_packet`].
+    pub fn set_max_packet(&mut self, max: usize) {
+        self.max_packet = max;
+    }
+
+    pub fn seq(&self) -> u8 {
+        self.seq
+    }
+
+    pub fn set_seq(&mut self, seq: u8) {
+        self.seq = seq;
+    }
+
+    /// Starts a new command exchange: the next packet written or read has sequence id 0.
+    pub fn reset_seq(&mut self) {
+        self.seq = 0;
+    }
+
+    pub fn get_ref(&self) -> &S {
+        &self.stream
+    }
+
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.stream
+    }
+
+    /// True if complete or partial input is already buffered (no syscall needed to read more).
+    pub fn has_buffered_input(&self) -> bool {
+        !self.rbuf.is_empty()
+    }
+
+    /// Splits the stream from its buffers, e.g. to upgrade to TLS; returns unread input.
+    pub fn into_parts(self) -> (S, BytesMut) {
+        (self.stream, self.rbuf)
+    }
+
+    /// Reads one logical packet (joining continuation frames); returns its first sequence id
+    /// and payload. The next packet written continues the sequence.
+    pub async fn read_packet_with_seq(&mut self) -> Result<(u8, Bytes)> {
+        let (first_seq, len) = self.read_frame_header().await?;
+        if len < MAX_FRAME {
+            let payload = self.read_frame_payload(len).await?;
+            return Ok((first_seq, payload));
+        }
+        let mut joined = BytesMut::new();
+        let mut len = len;
+        loop {
+            if joined.len() + len > self.max_packet {
+                return Err(ProtocolError::PacketTooLarge { size: joined.len() + len, max: self.max_packet });
+            }
+            joined.extend_from_slice(&self.read_frame_payload(len).await?);
+            if len < MAX_FRAME {
+                return Ok((first_seq, joined.freeze()));
+            }
+            len = self.read_frame_header().await?.1;
+        }
+    }
+
+    /// Reads one logical packet and returns its payload.
+    pub async fn read_packet(&mut self) -> Result<Bytes> {
+        Ok(self.read_packet_with_seq().await?.1)
+    }
+
+    async fn read_frame_header(&mut self) -> Result<(u8, usize)> {
+        self.fill(4).await?;
+        let len = usize::from(self.rbuf[0]) | usize::from(self.rbuf[1]) << 8 | usize::from(self.rbuf[2]) << 16;
+        let seq = self.rbuf[3];
+        if len > self.max_packet {
+            return Err(ProtocolError::PacketTooLarge { size: len, max: self.max_packet });
+        }
+        self.rbuf.advance(4);
+        self.seq = seq.wrapping_add(1);
+        Ok((seq, len))
+    }
+
+    async fn read_frame_payload(&mut self, len: usize) -> Result<Bytes> {
+        self.fill(len).await?;
+        Ok(self.rbuf.split_to(len).freeze())
+    }
+
+    async fn fill(&mut self, want: usize) -> Result<()> {
+        while self.rbuf.len() < want {
+            let need = (want - self.rbuf.len()).max(READ_CHUNK);
+            self.rbuf.reserve(need);
+            let n = self.stream.read_buf(&mut self.rbuf).await?;
+            if n == 0 {
+                return Err(ProtocolError::Closed);
+            }
+        }
+        Ok(())
+    }
+
+    /// Queues one logical packet (split into frames as needed) with the next sequence ids.
+    pub fn write_packet(&mut self, payload: &[u8]) {
+        let mut rest = payload;
+        loop {
+            let n = rest.len().min(MAX_FRAME);
+            self.wbuf.reserve(4 + n);
+            self.wbuf.put_uint_le(n as u64, 3);
+            self.wbuf.put_u8(self.seq);
+            self.seq = self.seq.wrapping_add(1);
+            self.wbuf.put_slice(&rest[..n]);
+            rest = &rest[n..];
+            if n < MAX_FRAME {
+                return;
+            }
+        }
+    }
+
+    /// Queues a packet built by `build` directly in the write buffer (no intermediate copy).
+    pub fn write_with(&mut self, build: impl FnOnce(&mut BytesMut)) {
+        let start = self.wbuf.len();
+        self.wbuf.put_slice(&[0, 0, 0, 0]);
+        build(&mut self.wbuf);
+        let len = self.wbuf.len() - start - 4;
+        if len < MAX_FRAME {
+            let hdr = (len as u32).to_le_bytes();
+            self.wbuf[start..start + 3].copy_from_slice(&hdr[..3]);
+            self.wbuf[start + 3] = self.seq;
+            self.seq = self.seq.wrapping_add(1);
+        } else {
+            let payload = self.wbuf.split_off(start + 4);
+            self.wbuf.truncate(start);
+            self.write_packet(&payload);
+        }
+    }
+
+    /// Bytes queued but not yet flushed.
+    pub fn pending_write(&self) -> usize {
+        self.wbuf.len()
+    }
+
+    /// Writes every queued packet to the stream.
+    pub async fn flush(&mut self) -> Result<()> {
+        if !self.wbuf.is_empty() {
+            self.stream.write_all(&self.wbuf).await?;
+            self.wbuf.clear();
+        }
+        self.stream.flush().await?;
+        Ok(())
+    }
+
+    /// Queues `payload` as one packet and flushes.
+    pub async fn send(&mut self, payload: &[u8]) -> Result<()> {
+        self.write_packet(payload);
+        self.flush().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn roundtrip_small_and_split_packets() {
+        let (a, b) = tokio::io::duplex(1 << 20);
+        let mut w = PacketStream::new(a);
+        let mut r = PacketStream::new(b);
+        let big = vec![7u8; MAX_FRAME * 2 + 10];
+        let exact = vec![1u8; MAX_FRAME];
+        let writer = tokio::spawn(async move {
+            w.send(b"hello").await.unwrap();
+            w.send(&big).await.unwrap();
+            w.send(&exact).await.unwrap();
+            w
+        });
+        assert_eq!(&r.read_packet().await.unwrap()[..], b"hello");
+        let got = r.read_packet().await.unwrap();
+        assert_eq!(got.len(), MAX_FRAME * 2 + 10);
+        let got = r.read_packet().await.unwrap();
+        assert_eq!(got.len(), MAX_FRAME);
+        assert_eq!(r.seq(), 6, "1 + 3 + 2 frames used seqs 0..=5");
+        writer.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn oversize_and_truncated_packets_are_errors() {
+        let (mut a, b) = tokio::io::duplex(1024);
+        let mut r = PacketStream::new(b);
+        r.set_max_packet(10);
+        a.write_all(&[20, 0, 0, 0]).await.unwrap();
+        assert!(matches!(r.read_packet().await, Err(ProtocolError::PacketTooLarge { .. })));
+        let (mut a, b) = tokio::io::duplex(1024);
+        let mut r = PacketStream::new(b);
+        a.write_all(&[5, 0, 0, 0, 1, 2]).await.unwrap();
+        drop(a);
+        assert!(r.read_packet().await.unwrap_err().is_disconnect());
+    }
+
+    #[tokio::test]
+    async fn write_with_fills_header() {
+        let (a, b) = tokio::io::duplex(1024);
+        let mut w = PacketStream::new(a);
+        let mut r = PacketStream::new(b);
+        w.set_seq(3);
+        w.write_with(|b| b.put_slice(b"abc"));
+        w.flush().await.unwrap();
+        let (seq, p) = r.read_packet_with_seq().await.unwrap();
+        assert_eq!((seq, &p[..]), (3, &b"abc"[..]));
+    }
+}

@@ -1,0 +1,236 @@
+//! One authenticated backend connection: its stream, the session state it currently has, its
+//! prepared-statement cache, and the small request/response helpers Tessera itself needs.
+
+use super::connect::lost;
+use super::stmt_cache::{BackendStmt, StmtCache};
+use super::ServerRef;
+use crate::charset::BACKEND_COLLATION_ID;
+use crate::error::ProxyError;
+use crate::net::Stream;
+use crate::state::SessionVars;
+use bytes::{Bytes, BytesMut};
+use std::sync::Arc;
+use std::time::Instant;
+use tessera_protocol::command::{COM_INIT_DB, COM_QUERY, COM_RESET_CONNECTION};
+use tessera_protocol::flags::*;
+use tessera_protocol::response::{is_eof, is_err, is_ok, ErrPacket, OkPacket};
+use tessera_protocol::resultset::{parse_text_row, ColumnDefinition};
+use tessera_protocol::stmt::{encode_close, encode_prepare, PrepareOk};
+use tessera_protocol::PacketStream;
+
+/// A text result read by Tessera for its own use.
+pub type TextResult = (Vec<ColumnDefinition>, Vec<Vec<Option<Vec<u8>>>>);
+
+/// An authenticated connection to one backend server.
+#[derive(Debug)]
+pub struct BackendConn {
+    pub io: PacketStream<Stream>,
+    pub server: ServerRef,
+    pub thread_id: u32,
+    pub capabilities: u32,
+    pub server_version: String,
+    /// The session state this connection has right now.
+    pub state: SessionVars,
+    pub stmts: StmtCache,
+    pub created: Instant,
+    pub last_used: Instant,
+    /// Set when the connection can no longer be trusted (I/O error, half-read response).
+    pub broken: bool,
+    /// Backend statements evicted from the cache, closed with the next request.
+    pending_closes: Vec<u32>,
+}
+
+impl BackendConn {
+    pub fn new(
+        io: PacketStream<Stream>,
+        server: ServerRef,
+        thread_id: u32,
+        capabilities: u32,
+        server_version: String,
+        stmt_cache_size: usize,
+    ) -> Self {
+        let now = Instant::now();
+        BackendConn {
+            io,
+            server,
+            thread_id,
+            capabilities,
+            server_version,
+            state: SessionVars::after_handshake(BACKEND_COLLATION_ID, None),
+            stmts: StmtCache::new(stmt_cache_size),
+            created: now,
+            last_used: now,
+            broken: false,
+            pending_closes: Vec::new(),
+        }
+    }
+
+    /// The error for an I/O failure on this connection; marks it broken.
+    pub fn lost(&mut self, e: tessera_protocol::ProtocolError) -> ProxyError {
+        self.broken = true;
+        lost(&self.server, e)
+    }
+
+    /// Starts a new command: queues pending statement closes and the command packet.
+    pub fn begin_command(&mut self, build: impl FnOnce(&mut BytesMut)) {
+        for id in self.pending_closes.drain(..) {
+            self.io.reset_seq();
+            self.io.write_with(|b| encode_close(b, id));
+        }
+        self.io.reset_seq();
+        self.io.write_with(build);
+    }
+
+    pub async fn flush(&mut self) -> Result<(), ProxyError> {
+        self.io.flush().await.map_err(|e| self.lost(e))
+    }
+
+    pub async fn read(&mut self) -> Result<Bytes, ProxyError> {
+        self.io.read_packet().await.map_err(|e| self.lost(e))
+    }
+
+    /// Runs a statement that answers with OK (SET, USE ...); tracks the reported state.
+    pub async fn simple_command(&mut self, sql: &str) -> Result<OkPacket, ProxyError> {
+        self.begin_command(|b| {
+            b.extend_from_slice(&[COM_QUERY]);
+            b.extend_from_slice(sql.as_bytes());
+        });
+        self.flush().await?;
+        self.read_ok().await
+    }
+
+    /// Reads one OK/ERR answer; a result set here is a protocol surprise and breaks the connection.
+    pub async fn read_ok(&mut self) -> Result<OkPacket, ProxyError> {
+        let p = self.read().await?;
+        if is_err(&p) {
+            return Err(ProxyError::Backend(ErrPacket::parse(&p)?));
+        }
+        if !is_ok(&p) {
+            self.broken = true;
+            return Err(ProxyError::BackendUnavailable {
+                server: self.server.name.clone(),
+                reason: "unexpected result set for an internal statement".into(),
+            });
+        }
+        let ok = OkPacket::parse(&p, self.capabilities)?;
+        self.state.apply_changes(&ok.session_changes()?);
+        Ok(ok)
+    }
+
+    /// Changes the default schema with COM_INIT_DB.
+    pub async fn init_db(&mut self, schema: &str) -> Result<(), ProxyError> {
+        self.begin_command(|b| {
+            b.extend_from_slice(&[COM_INIT_DB]);
+            b.extend_from_slice(schema.as_bytes());
+        });
+        self.flush().await?;
+        self.read_ok().await?;
+        self.state.schema = Some(schema.to_string());
+        Ok(())
+    }
+
+    /// COM_RESET_CONNECTION: back to a fresh session (prepared statements are gone too).
+    pub async fn reset(&mut self) -> Result<(), ProxyError> {
+        self.begin_command(|b| b.extend_from_slice(&[COM_RESET_CONNECTION]));
+        self.flush().await?;
+        self.read_ok().await?;
+        let schema = self.state.schema.take();
+        self.state = SessionVars::after_handshake(BACKEND_COLLATION_ID, schema);
+        self.stmts.clear();
+        Ok(())
+    }
+
+    /// Runs a query and decodes its text result (for Tessera's own small queries).
+    pub async fn query_rows(&mut self, sql: &str) -> Result<TextResult, ProxyError> {
+        self.begin_command(|b| {
+            b.extend_from_slice(&[COM_QUERY]);
+            b.extend_from_slice(sql.as_bytes());
+        });
+        self.flush().await?;
+        let first = self.read().await?;
+        if is_err(&first) {
+            return Err(ProxyError::Backend(ErrPacket::parse(&first)?));
+        }
+        let mut r = tessera_protocol::codec::Reader::new(&first);
+        let count = r.lenenc_int()? as usize;
+        let mut columns = Vec::with_capacity(count);
+        for _ in 0..count {
+            columns.push(ColumnDefinition::parse(&self.read().await?)?);
+        }
+        self.read().await?; // EOF after definitions (backends never use DEPRECATE_EOF)
+        let mut rows = Vec::new();
+        loop {
+            let p = self.read().await?;
+            if is_eof(&p) {
+                return Ok((columns, rows));
+            }
+            if is_err(&p) {
+                return Err(ProxyError::Backend(ErrPacket::parse(&p)?));
+            }
+            rows.push(parse_text_row(&p, count)?);
+        }
+    }
+
+    /// Returns the backend handle for `sql`, preparing it here first if needed. When
+    /// `metadata` is given, the raw parameter/column definition packets are collected into it
+    /// (only on a fresh prepare).
+    pub async fn prepare(
+        &mut self,
+        sql: &Arc<str>,
+        metadata: Option<&mut Vec<Bytes>>,
+    ) -> Result<(BackendStmt, bool), ProxyError> {
+        if let Some(stmt) = self.stmts.get(sql) {
+            return Ok((stmt, false));
+        }
+        self.begin_command(|b| encode_prepare(b, sql.as_bytes()));
+        self.flush().await?;
+        let first = self.read().await?;
+        if is_err(&first) {
+            return Err(ProxyError::Backend(ErrPacket::parse(&first)?));
+        }
+        let ok = PrepareOk::parse(&first)?;
+        let packets = self.read_prepare_metadata(ok).await?;
+        if let Some(out) = metadata {
+            *out = packets;
+        }
+        let stmt = BackendStmt { id: ok.stmt_id, num_params: ok.num_params, num_columns: ok.num_columns };
+        if let Some(evicted) = self.stmts.insert(sql.clone(), stmt) {
+            self.pending_closes.push(evicted.id);
+        }
+        Ok((stmt, true))
+    }
+
+    /// Reads parameter and column definitions (each block ends with an EOF on backends).
+    async fn read_prepare_metadata(&mut self, ok: PrepareOk) -> Result<Vec<Bytes>, ProxyError> {
+        let mut packets = Vec::new();
+        for block in [ok.num_params, ok.num_columns] {
+            if block == 0 {
+                continue;
+            }
+            for _ in 0..block {
+                packets.push(self.read().await?);
+            }
+            let eof = self.read().await?;
+            if !is_eof(&eof) {
+                self.broken = true;
+                return Err(ProxyError::BackendUnavailable {
+                    server: self.server.name.clone(),
+                    reason: "malformed prepare response".into(),
+                });
+            }
+        }
+        Ok(packets)
+    }
+
+    /// Drops a cached statement the backend no longer knows, or closes one explicitly.
+    pub fn forget_statement(&mut self, sql: &str) {
+        if let Some(stmt) = self.stmts.remove(sql) {
+            self.pending_closes.push(stmt.id);
+        }
+    }
+
+    /// True when this connection uses classic EOF packets (always, for Tessera's backends).
+    pub fn uses_eof(&self) -> bool {
+        self.capabilities & CLIENT_DEPRECATE_EOF == 0
+    }
+}

@@ -1,0 +1,24 @@
+//! Tessera's own MySQL client for backend servers: connecting and authenticating ([`connect`]),
+//! one connection with its session state and prepared-statement cache ([`conn`]), and the cache
+//! itself ([`stmt_cache`]).
+
+pub mod conn;
+pub mod connect;
+pub mod stmt_cache;
+
+pub use conn::BackendConn;
+
+use std::sync::Arc;
+
+/// Identity of one backend server.
+#[derive(Debug)]
+pub struct ServerInfo {
+    /// Name used in logs and errors, e.g. "main/primary".
+    pub name: String,
+    pub address: String,
+    pub user: String,
+    pub password: String,
+    pub tls: bool,
+}
+
+pub type ServerRef = Arc<ServerInfo>;

@@ -1,0 +1,99 @@
+//! A bounded cache of prepared statements on one backend connection: SQL text -> backend
+//! statement id, least recently used evicted first (the caller closes what is evicted).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// One statement prepared on a backend connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BackendStmt {
+    pub id: u32,
+    pub num_params: u16,
+    pub num_columns: u16,
+}
+
+#[derive(Debug)]
+struct Entry {
+    stmt: BackendStmt,
+    last_used: u64,
+}
+
+/// LRU map from statement text to backend handle.
+#[derive(Debug)]
+pub struct StmtCache {
+    entries: HashMap<Arc<str>, Entry>,
+    capacity: usize,
+    tick: u64,
+}
+
+impl StmtCache {
+    pub fn new(capacity: usize) -> Self {
+        StmtCache { entries: HashMap::new(), capacity: capacity.max(1), tick: 0 }
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    pub fn get(&mut self, sql: &str) -> Option<BackendStmt> {
+        self.tick += 1;
+        let tick = self.tick;
+        self.entries.get_mut(sql).map(|e| {
+            e.last_used = tick;
+            e.stmt
+        })
+    }
+
+    /// Inserts a statement; returns the handle evicted to make room, which must be closed.
+    pub fn insert(&mut self, sql: Arc<str>, stmt: BackendStmt) -> Option<BackendStmt> {
+        self.tick += 1;
+        let evicted = if self.entries.len() >= self.capacity && !self.entries.contains_key(&sql) {
+            self.evict_oldest()
+        } else {
+            None
+        };
+        if let Some(old) = self.entries.insert(sql, Entry { stmt, last_used: self.tick }) {
+            return Some(old.stmt).filter(|o| o.id != stmt.id).or(evicted);
+        }
+        evicted
+    }
+
+    /// Forgets a statement (e.g. the backend lost it); returns it.
+    pub fn remove(&mut self, sql: &str) -> Option<BackendStmt> {
+        self.entries.remove(sql).map(|e| e.stmt)
+    }
+
+    fn evict_oldest(&mut self) -> Option<BackendStmt> {
+        let key = self.entries.iter().min_by_key(|(_, e)| e.last_used).map(|(k, _)| k.clone())?;
+        self.entries.remove(&key).map(|e| e.stmt)
+    }
+
+    pub fn clear(&mut self) {
+        self.entries.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stmt(id: u32) -> BackendStmt {
+        BackendStmt { id, num_params: 0, num_columns: 0 }
+    }
+
+    #[test]
+    fn evicts_least_recently_used() {
+        let mut c = StmtCache::new(2);
+        assert_eq!(c.insert("a".into(), stmt(1)), None);
+        assert_eq!(c.insert("b".into(), stmt(2)), None);
+        assert_eq!(c.get("a"), Some(stmt(1)));
+        assert_eq!(c.insert("c".into(), stmt(3)), Some(stmt(2)));
+        assert_eq!(c.len(), 2);
+        assert_eq!(c.get("b"), None);
+        assert_eq!(c.insert("a".into(), stmt(4)), Some(stmt(1)), "replacing returns the old handle");
+    }
+}

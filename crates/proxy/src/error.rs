@@ -1,0 +1,100 @@
+//! The proxy layer's error enum, and the one place where every error becomes a MySQL error
+//! number and SQLSTATE for the client.
+
+use tessera_protocol::response::ErrPacket;
+use tessera_protocol::ProtocolError;
+use thiserror::Error;
+
+/// Everything that can fail while serving a client.
+#[derive(Debug, Error)]
+pub enum ProxyError {
+    /// The client broke the protocol or went away: its connection is closed.
+    #[error("client protocol error: {0}")]
+    Client(#[from] ProtocolError),
+    /// The backend's own error for a statement, passed through unchanged.
+    #[error("{0}")]
+    Backend(ErrPacket),
+    #[error("Tessera: lost connection to backend {server} during query: {source}")]
+    LostBackend { server: String, source: ProtocolError },
+    #[error("Tessera: backend {server} is unavailable: {reason}")]
+    BackendUnavailable { server: String, reason: String },
+    #[error("Tessera: no backend connection to {server} became free within {waited_ms} ms (pool.max_size = {max_size})")]
+    CheckoutTimeout { server: String, waited_ms: u64, max_size: usize },
+    #[error("Access denied for user '{user}'@'{host}' (using password: {})", if *.using_password { "YES" } else { "NO" })]
+    AccessDenied { user: String, host: String, using_password: bool },
+    #[error("Unknown prepared statement handler ({id}) given to {command}")]
+    UnknownStatement { id: u32, command: &'static str },
+    #[error("Tessera does not support {0}")]
+    Unsupported(String),
+    #[error("Tessera: session state could not be restored on the backend: {0}")]
+    StateSync(ErrPacket),
+    #[error("Got a packet bigger than 'max_allowed_packet' bytes")]
+    PacketTooLarge,
+    #[error("Too many connections")]
+    TooManyConnections,
+    #[error("Unknown command")]
+    UnknownCommand,
+    #[error("Bad handshake")]
+    BadHandshake,
+    #[error("Server shutdown in progress")]
+    ShuttingDown,
+    #[error("You are not owner of thread {0}")]
+    NotOwnerOfThread(u64),
+    #[error("Unknown thread id: {0}")]
+    UnknownThread(u64),
+    #[error("Tessera: {0}")]
+    Config(String),
+}
+
+impl ProxyError {
+    /// The ERR packet a client receives for this error.
+    pub fn to_err_packet(&self) -> ErrPacket {
+        let (code, state) = match self {
+            ProxyError::Backend(e) | ProxyError::StateSync(e) => return self.backend_packet(e),
+            ProxyError::Client(ProtocolError::PacketTooLarge { .. }) | ProxyError::PacketTooLarge => (1153, "08S01"),
+            ProxyError::Client(_) | ProxyError::BadHandshake => (1043, "08S01"),
+            ProxyError::LostBackend { .. } => (2013, "HY000"),
+            ProxyError::BackendUnavailable { .. } => (2003, "HY000"),
+            ProxyError::CheckoutTimeout { .. } | ProxyError::TooManyConnections => (1040, "08004"),
+            ProxyError::AccessDenied { .. } => (1045, "28000"),
+            ProxyError::UnknownStatement { .. } => (1243, "HY000"),
+            ProxyError::Unsupported(_) => (1235, "42000"),
+            ProxyError::UnknownCommand => (1047, "08S01"),
+            ProxyError::ShuttingDown => (1053, "08S01"),
+            ProxyError::NotOwnerOfThread(_) => (1095, "HY000"),
+            ProxyError::UnknownThread(_) => (1094, "HY000"),
+            ProxyError::Config(_) => (1105, "HY000"),
+        };
+        ErrPacket::new(code, state, self.to_string())
+    }
+
+    fn backend_packet(&self, e: &ErrPacket) -> ErrPacket {
+        match self {
+            ProxyError::StateSync(_) => ErrPacket { message: self.to_string(), ..e.clone() },
+            _ => e.clone(),
+        }
+    }
+
+    /// True when the client connection can go on after this error was reported.
+    pub fn is_recoverable(&self) -> bool {
+        !matches!(self, ProxyError::Client(_) | ProxyError::BadHandshake | ProxyError::PacketTooLarge)
+    }
+}
+
+pub type Result<T> = std::result::Result<T, ProxyError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mapping_gives_mysql_numbers() {
+        let e = ProxyError::AccessDenied { user: "u".into(), host: "h".into(), using_password: true };
+        let p = e.to_err_packet();
+        assert_eq!((p.code, p.sql_state_str()), (1045, "28000"));
+        assert_eq!(p.message, "Access denied for user 'u'@'h' (using password: YES)");
+        let dup = ErrPacket::new(1062, "23000", "Duplicate entry '1' for key 'PRIMARY'");
+        assert_eq!(ProxyError::Backend(dup.clone()).to_err_packet(), dup);
+        assert_eq!(ProxyError::Unsupported("x".into()).to_err_packet().code, 1235);
+    }
+}

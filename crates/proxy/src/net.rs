@@ -1,0 +1,70 @@
+//! One stream type for both sides of the proxy: plain TCP, or TLS as a server (clients) or as a
+//! client (backends).
+
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+
+/// A TCP connection, possibly wrapped in TLS.
+#[derive(Debug)]
+pub enum Stream {
+    Tcp(TcpStream),
+    ServerTls(Box<tokio_rustls::server::TlsStream<TcpStream>>),
+    ClientTls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
+}
+
+impl Stream {
+    pub fn is_tls(&self) -> bool {
+        !matches!(self, Stream::Tcp(_))
+    }
+
+    pub fn tcp(&self) -> &TcpStream {
+        match self {
+            Stream::Tcp(s) => s,
+            Stream::ServerTls(s) => s.get_ref().0,
+            Stream::ClientTls(s) => s.get_ref().0,
+        }
+    }
+
+    /// True if the peer closed the socket or sent something while we expected silence
+    /// (an idle backend connection that was killed, for example). Never blocks.
+    pub fn peer_closed_or_chatty(&self) -> bool {
+        let mut byte = [0u8; 1];
+        match self.tcp().try_read(&mut byte) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => false,
+            _ => true,
+        }
+    }
+}
+
+macro_rules! delegate {
+    ($self:ident, $s:ident => $e:expr) => {
+        match $self.get_mut() {
+            Stream::Tcp($s) => $e,
+            Stream::ServerTls($s) => $e,
+            Stream::ClientTls($s) => $e,
+        }
+    };
+}
+
+impl AsyncRead for Stream {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        delegate!(self, s => Pin::new(s).poll_read(cx, buf))
+    }
+}
+
+impl AsyncWrite for Stream {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        delegate!(self, s => Pin::new(s).poll_write(cx, buf))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        delegate!(self, s => Pin::new(s).poll_flush(cx))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        delegate!(self, s => Pin::new(s).poll_shutdown(cx))
+    }
+}

@@ -1,0 +1,299 @@
+//! Backend connection pool of one server: a semaphore bounds the connections in use, idle
+//! connections wait in a LIFO list (one per FOUND_ROWS flavour, since that flag is fixed per
+//! connection), dead servers are retried with exponential backoff, and a maintenance task
+//! keeps `min_idle` and closes connections past their idle timeout or lifetime.
+
+use crate::backend::connect::{connect, ConnectOptions};
+use crate::backend::{BackendConn, ServerRef};
+use crate::error::ProxyError;
+use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+use tessera_config::PoolConfig;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+/// Counters exported as metrics.
+#[derive(Debug, Default)]
+pub struct PoolStats {
+    pub open: AtomicUsize,
+    pub pinned: AtomicUsize,
+    pub checkouts: AtomicU64,
+    pub checkout_timeouts: AtomicU64,
+    pub connects: AtomicU64,
+    pub connect_failures: AtomicU64,
+    pub discarded_broken: AtomicU64,
+}
+
+#[derive(Debug, Default)]
+struct Health {
+    failures: u32,
+    retry_at: Option<Instant>,
+    last_error: String,
+}
+
+/// The pool of one backend server.
+pub struct Pool {
+    pub server: ServerRef,
+    cfg: PoolConfig,
+    opts: ConnectOptions,
+    idle: Mutex<[Vec<BackendConn>; 2]>,
+    permits: Arc<Semaphore>,
+    health: Mutex<Health>,
+    pub stats: PoolStats,
+    version: OnceLock<String>,
+}
+
+impl Pool {
+    pub fn new(server: ServerRef, cfg: PoolConfig, opts: ConnectOptions) -> Arc<Self> {
+        Arc::new(Pool {
+            server,
+            permits: Arc::new(Semaphore::new(cfg.max_size)),
+            cfg,
+            opts,
+            idle: Mutex::new([Vec::new(), Vec::new()]),
+            health: Mutex::new(Health::default()),
+            stats: PoolStats::default(),
+            version: OnceLock::new(),
+        })
+    }
+
+    /// The backend's version string, once any connection succeeded.
+    pub fn server_version(&self) -> Option<&str> {
+        self.version.get().map(String::as_str)
+    }
+
+    pub fn max_size(&self) -> usize {
+        self.cfg.max_size
+    }
+
+    /// Connections handed out and not yet returned (pinned ones excluded).
+    pub fn in_use(&self) -> usize {
+        self.cfg.max_size - self.permits.available_permits()
+    }
+
+    pub fn idle_count(&self) -> usize {
+        self.idle.lock().map(|i| i[0].len() + i[1].len()).unwrap_or(0)
+    }
+
+    /// True while the server is considered down.
+    pub fn is_down(&self) -> bool {
+        self.health.lock().map(|h| h.retry_at.is_some_and(|t| t > Instant::now())).unwrap_or(false)
+    }
+
+    /// Borrows a connection (FOUND_ROWS flavour as asked), waiting up to checkout_timeout.
+    pub async fn checkout(self: &Arc<Self>, found_rows: bool) -> Result<PooledConn, ProxyError> {
+        self.check_backoff()?;
+        let wait = self.cfg.checkout_timeout();
+        let permit = match tokio::time::timeout(wait, self.permits.clone().acquire_owned()).await {
+            Ok(Ok(p)) => p,
+            _ => {
+                self.stats.checkout_timeouts.fetch_add(1, Ordering::Relaxed);
+                return Err(ProxyError::CheckoutTimeout {
+                    server: self.server.name.clone(),
+                    waited_ms: wait.as_millis() as u64,
+                    max_size: self.cfg.max_size,
+                });
+            }
+        };
+        self.stats.checkouts.fetch_add(1, Ordering::Relaxed);
+        let conn = match self.take_idle(found_rows) {
+            Some(c) => c,
+            None => self.open(found_rows).await?,
+        };
+        Ok(PooledConn { conn: Some(conn), permit: Some(permit), pool: self.clone() })
+    }
+
+    /// Pops a healthy idle connection, closing expired or dead ones on the way.
+    fn take_idle(&self, found_rows: bool) -> Option<BackendConn> {
+        loop {
+            let conn = self.idle.lock().ok()?[usize::from(found_rows)].pop()?;
+            let idle_for = conn.last_used.elapsed();
+            let suspect = idle_for > Duration::from_secs(1) && conn.io.get_ref().peer_closed_or_chatty();
+            if self.expired(&conn) || suspect {
+                self.close(conn);
+                continue;
+            }
+            return Some(conn);
+        }
+    }
+
+    fn expired(&self, conn: &BackendConn) -> bool {
+        conn.broken
+            || conn.created.elapsed() > self.cfg.max_lifetime()
+            || conn.last_used.elapsed() > self.cfg.idle_timeout()
+    }
+
+    /// Opens a new connection, making room by closing an idle one of the other flavour.
+    async fn open(&self, found_rows: bool) -> Result<BackendConn, ProxyError> {
+        if self.stats.open.load(Ordering::Relaxed) >= self.cfg.max_size {
+            let other = self.idle.lock().ok().and_then(|mut i| i[usize::from(!found_rows)].pop());
+            if let Some(c) = other {
+                self.close(c);
+            }
+        }
+        let opts = ConnectOptions { found_rows, ..self.opts.clone() };
+        match connect(&self.server, &opts).await {
+            Ok(conn) => {
+                self.stats.open.fetch_add(1, Ordering::Relaxed);
+                self.stats.connects.fetch_add(1, Ordering::Relaxed);
+                let _ = self.version.set(conn.server_version.clone());
+                self.mark_up();
+                Ok(conn)
+            }
+            Err(e) => {
+                self.stats.connect_failures.fetch_add(1, Ordering::Relaxed);
+                self.mark_down(&e);
+                Err(e)
+            }
+        }
+    }
+
+    fn check_backoff(&self) -> Result<(), ProxyError> {
+        let h = self.health.lock().map_err(|_| ProxyError::Config("pool state poisoned".into()))?;
+        match h.retry_at {
+            Some(t) if t > Instant::now() => Err(ProxyError::BackendUnavailable {
+                server: self.server.name.clone(),
+                reason: format!("{} (next retry in {} ms)", h.last_error, (t - Instant::now()).as_millis()),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    fn mark_down(&self, e: &ProxyError) {
+        if let Ok(mut h) = self.health.lock() {
+            h.failures = h.failures.saturating_add(1);
+            let backoff = Duration::from_millis(100 << h.failures.min(8)).min(self.cfg.backoff_max());
+            h.retry_at = Some(Instant::now() + backoff);
+            h.last_error = e.to_string();
+            if h.failures == 1 {
+                tracing::warn!(server = %self.server.name, error = %e, "backend down; retrying with backoff");
+            }
+        }
+    }
+
+    fn mark_up(&self) {
+        if let Ok(mut h) = self.health.lock() {
+            if h.failures > 0 {
+                tracing::info!(server = %self.server.name, "backend reachable again");
+            }
+            *h = Health::default();
+        }
+    }
+
+    fn close(&self, mut conn: BackendConn) {
+        self.stats.open.fetch_sub(1, Ordering::Relaxed);
+        if conn.broken {
+            self.stats.discarded_broken.fetch_add(1, Ordering::Relaxed);
+        } else if !conn.io.get_ref().is_tls() {
+            // COM_QUIT, best effort and without waiting.
+            let _ = conn.io.get_mut().tcp().try_write(&[1, 0, 0, 0, 1]);
+        }
+        drop(conn);
+    }
+
+    /// Takes back a connection; `detached` ones were pinned and hold no permit.
+    fn give_back(&self, mut conn: BackendConn, detached: bool) {
+        if detached {
+            self.stats.pinned.fetch_sub(1, Ordering::Relaxed);
+        }
+        let full = detached && self.idle_count() + self.in_use() >= self.cfg.max_size;
+        if self.expired(&conn) || full {
+            self.close(conn);
+            return;
+        }
+        conn.last_used = Instant::now();
+        let flavour = usize::from(conn.capabilities & tessera_protocol::flags::CLIENT_FOUND_ROWS != 0);
+        match self.idle.lock() {
+            Ok(mut idle) => idle[flavour].push(conn),
+            Err(_) => self.close(conn),
+        }
+    }
+
+    /// Periodic upkeep: close stale idle connections, keep min_idle open.
+    pub async fn maintain(self: Arc<Self>, mut shutdown: tokio::sync::watch::Receiver<bool>) {
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {}
+                _ = shutdown.changed() => return,
+            }
+            let stale: Vec<BackendConn> = match self.idle.lock() {
+                Ok(mut idle) => idle.iter_mut().flat_map(|l| drain_where(l, |c| self.expired(c))).collect(),
+                Err(_) => return,
+            };
+            stale.into_iter().for_each(|c| self.close(c));
+            self.top_up().await;
+        }
+    }
+
+    async fn top_up(self: &Arc<Self>) {
+        while self.idle_count() < self.cfg.min_idle && !self.is_down() {
+            let Ok(permit) = self.permits.clone().try_acquire_owned() else { return };
+            match self.open(false).await {
+                Ok(conn) => drop(PooledConn { conn: Some(conn), permit: Some(permit), pool: self.clone() }),
+                Err(_) => return,
+            }
+        }
+    }
+}
+
+fn drain_where<T>(v: &mut Vec<T>, pred: impl Fn(&T) -> bool) -> Vec<T> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < v.len() {
+        if pred(&v[i]) {
+            out.push(v.swap_remove(i));
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+/// A borrowed connection; returns to its pool when dropped.
+pub struct PooledConn {
+    conn: Option<BackendConn>,
+    permit: Option<OwnedSemaphorePermit>,
+    pool: Arc<Pool>,
+}
+
+impl PooledConn {
+    /// Takes the connection out of the pool's accounting while a session is pinned to it.
+    pub fn detach(&mut self) {
+        if self.permit.take().is_some() {
+            self.pool.stats.pinned.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    pub fn is_detached(&self) -> bool {
+        self.permit.is_none()
+    }
+
+    pub fn pool(&self) -> &Arc<Pool> {
+        &self.pool
+    }
+}
+
+impl Deref for PooledConn {
+    type Target = BackendConn;
+    fn deref(&self) -> &BackendConn {
+        self.conn.as_ref().expect("connection present until drop")
+    }
+}
+
+impl DerefMut for PooledConn {
+    fn deref_mut(&mut self) -> &mut BackendConn {
+        self.conn.as_mut().expect("connection present until drop")
+    }
+}
+
+impl Drop for PooledConn {
+    fn drop(&mut self) {
+        if let Some(conn) = self.conn.take() {
+            let detached = self.permit.is_none();
+            self.pool.give_back(conn, detached);
+        }
+        drop(self.permit.take());
+    }
+}

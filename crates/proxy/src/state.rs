@@ -1,0 +1,165 @@
+//! Session state that can be replayed on any backend connection: default schema, system
+//! variables (as the server reports them through session tracking), user variables and
+//! LAST_INSERT_ID. Clients and backend connections each hold one; the difference between the
+//! two is what a checkout must send.
+
+use crate::charset;
+use std::collections::BTreeMap;
+use tessera_protocol::response::SessionChange;
+
+/// Replayable session state.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SessionVars {
+    pub schema: Option<String>,
+    /// System variable name (lowercase) -> value as reported by the server.
+    pub vars: BTreeMap<String, String>,
+    /// User variable name (lowercase, without @) -> SQL literal that recreates it.
+    pub user_vars: BTreeMap<String, String>,
+    pub last_insert_id: u64,
+}
+
+/// Variables the server reports but that must never be replayed.
+const NOT_REPLAYED: &[&str] = &["last_gtid", "insert_id", "last_insert_id", "rand_seed1", "rand_seed2", "timestamp"];
+
+/// Variables Tessera itself relies on; a client may not change them.
+pub const PROTECTED: &[&str] =
+    &["session_track_system_variables", "session_track_schema", "session_track_state_change"];
+
+impl SessionVars {
+    /// The state right after a handshake with collation `collation_id` and default `schema`.
+    pub fn after_handshake(collation_id: u8, schema: Option<String>) -> Self {
+        let vars = charset::handshake_variables(collation_id)
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        SessionVars { schema, vars, ..Default::default() }
+    }
+
+    /// Applies what a server reported in an OK packet.
+    pub fn apply_changes(&mut self, changes: &[SessionChange]) {
+        for change in changes {
+            match change {
+                SessionChange::SystemVariable { name, value } => {
+                    let name = name.to_ascii_lowercase();
+                    if !NOT_REPLAYED.contains(&name.as_str()) {
+                        self.vars.insert(name, value.clone());
+                    }
+                }
+                SessionChange::Schema(s) => self.schema = Some(s.clone()).filter(|s| !s.is_empty()),
+                _ => {}
+            }
+        }
+    }
+
+    /// The SET statement that turns `current` into `self`, if anything differs
+    /// (schema excluded: it is changed with COM_INIT_DB).
+    pub fn set_statement_from(&self, current: &SessionVars) -> Option<String> {
+        let mut parts: Vec<String> = Vec::new();
+        for (k, v) in &self.vars {
+            if current.vars.get(k) != Some(v) {
+                parts.push(format!("SESSION {k} = {}", value_literal(v)));
+            }
+        }
+        for k in current.vars.keys().filter(|k| !self.vars.contains_key(*k)) {
+            parts.push(format!("SESSION {k} = DEFAULT"));
+        }
+        for (k, v) in &self.user_vars {
+            if current.user_vars.get(k) != Some(v) {
+                parts.push(format!("@{} = {v}", quote_ident(k)));
+            }
+        }
+        for k in current.user_vars.keys().filter(|k| !self.user_vars.contains_key(*k)) {
+            parts.push(format!("@{} = NULL", quote_ident(k)));
+        }
+        if self.last_insert_id != current.last_insert_id {
+            parts.push(format!("SESSION last_insert_id = {}", self.last_insert_id));
+        }
+        (!parts.is_empty()).then(|| format!("SET {}", parts.join(", ")))
+    }
+
+    /// The schema a checkout must switch to, if it differs.
+    pub fn schema_change_from(&self, current: &SessionVars) -> Option<&str> {
+        match (&self.schema, &current.schema) {
+            (Some(want), have) if have.as_ref() != Some(want) => Some(want),
+            _ => None,
+        }
+    }
+
+    /// Makes `self` match `target` after a successful sync.
+    pub fn sync_to(&mut self, target: &SessionVars) {
+        self.clone_from(target);
+    }
+}
+
+/// A system variable value as SQL: numbers bare, NULL bare, everything else quoted.
+pub fn value_literal(v: &str) -> String {
+    let numeric = !v.is_empty()
+        && v.strip_prefix('-').unwrap_or(v).chars().all(|c| c.is_ascii_digit() || c == '.')
+        && v.chars().filter(|&c| c == '.').count() <= 1
+        && !v.ends_with('.');
+    if numeric || v == "NULL" {
+        v.to_string()
+    } else {
+        quote_string(v)
+    }
+}
+
+/// A single-quoted SQL string with quotes and backslashes escaped.
+pub fn quote_string(v: &str) -> String {
+    let mut out = String::with_capacity(v.len() + 2);
+    out.push('\'');
+    for c in v.chars() {
+        match c {
+            '\'' => out.push_str("''"),
+            '\\' => out.push_str("\\\\"),
+            _ => out.push(c),
+        }
+    }
+    out.push('\'');
+    out
+}
+
+/// A backquoted identifier.
+pub fn quote_ident(v: &str) -> String {
+    format!("`{}`", v.replace('`', "``"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn diff_sets_changes_resets_extras_and_skips_equal() {
+        let mut client = SessionVars::after_handshake(8, Some("test".into()));
+        client.apply_changes(&[
+            SessionChange::SystemVariable { name: "time_zone".into(), value: "+01:00".into() },
+            SessionChange::SystemVariable { name: "last_gtid".into(), value: "0-1-5".into() },
+        ]);
+        client.user_vars.insert("a".into(), "5".into());
+        client.last_insert_id = 7;
+        let mut backend = SessionVars::after_handshake(45, None);
+        backend.vars.insert("sql_mode".into(), "ANSI".into());
+        backend.user_vars.insert("other".into(), "1".into());
+        let set = client.set_statement_from(&backend).unwrap();
+        assert!(set.contains("SESSION character_set_client = 'latin1'"), "{set}");
+        assert!(set.contains("SESSION time_zone = '+01:00'"), "{set}");
+        assert!(set.contains("SESSION sql_mode = DEFAULT"), "{set}");
+        assert!(set.contains("@`a` = 5") && set.contains("@`other` = NULL"), "{set}");
+        assert!(set.contains("last_insert_id = 7") && !set.contains("last_gtid"), "{set}");
+        assert_eq!(client.schema_change_from(&backend), Some("test"));
+        backend.sync_to(&client);
+        assert_eq!(client.set_statement_from(&backend), None);
+        assert_eq!(client.schema_change_from(&backend), None);
+    }
+
+    #[test]
+    fn literals() {
+        assert_eq!(value_literal("262144"), "262144");
+        assert_eq!(value_literal("-1.5"), "-1.5");
+        assert_eq!(value_literal("ON"), "'ON'");
+        assert_eq!(value_literal("it's\\"), "'it''s\\\\'");
+        assert_eq!(value_literal(""), "''");
+        assert_eq!(value_literal("1.2.3"), "'1.2.3'");
+        assert_eq!(quote_ident("a`b"), "`a``b`");
+    }
+}

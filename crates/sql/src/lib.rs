@@ -1,0 +1,1 @@
+//! Statement understanding: cheap classification of SQL text without building an AST.
