@@ -1,1 +1,27 @@
-//! The Tessera proxy library.
+//! The Tessera proxy library: everything behind the `tessera` binary.
+//!
+//! # Layout
+//! - [`server`]: listener, connection limit, graceful shutdown. [`admin`]: HTTP /metrics, /health.
+//! - [`session`]: one task per client; commands, session state, pins, prepared statements.
+//! - [`exec`]: forwarding backend responses to clients without decoding rows.
+//! - [`pool`]: backend connection pools; [`backend`]: Tessera's own MySQL client.
+//! - [`state`]: replayable session state and its diff; [`charset`]: handshake collations.
+//! - [`context`]: what sessions share (config snapshot, pools, registry, metrics).
+//! - [`error`]: the proxy's errors and their MySQL error numbers.
+//! - [`demo`]: `tessera demo` and `tessera sandbox`.
+
+pub mod admin;
+pub mod backend;
+pub mod charset;
+pub mod context;
+pub mod demo;
+pub mod error;
+pub mod exec;
+pub mod metrics;
+pub mod net;
+pub mod pool;
+pub mod registry;
+pub mod server;
+pub mod session;
+pub mod state;
+pub mod tls;

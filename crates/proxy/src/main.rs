@@ -1,1 +1,103 @@
-fn main() {}
+//! The `tessera` binary: serve, check a configuration, or run a demo / sandbox.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+const USAGE: &str = "\
+usage:
+  tessera --config PATH            serve with the configuration file PATH
+  tessera check-config PATH        validate a configuration file and exit
+  tessera demo [--listen ADDR]     sandbox MariaDB + sample schema behind Tessera (default 127.0.0.1:6033)
+  tessera sandbox [--servers N]    start N sandbox MariaDB servers until Ctrl-C
+  tessera --version";
+
+enum Cli {
+    Serve(PathBuf),
+    Check(PathBuf),
+    Demo(String),
+    Sandbox(usize),
+    Version,
+}
+
+fn parse_args(args: &[String]) -> Result<Cli, String> {
+    let flag = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
+    match args.first().map(String::as_str) {
+        Some("--config") | Some("serve") => {
+            flag("--config").map(|p| Cli::Serve(p.into())).ok_or_else(|| "missing --config PATH".into())
+        }
+        Some("check-config") => args.get(1).map(|p| Cli::Check(p.into())).ok_or_else(|| "missing PATH".into()),
+        Some("demo") => Ok(Cli::Demo(flag("--listen").unwrap_or_else(|| "127.0.0.1:6033".into()))),
+        Some("sandbox") => {
+            let n = flag("--servers").unwrap_or_else(|| "1".into());
+            n.parse().map(Cli::Sandbox).map_err(|_| format!("--servers: `{n}` is not a number"))
+        }
+        Some("--version") | Some("-V") => Ok(Cli::Version),
+        _ => Err("unknown command".into()),
+    }
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let cli = match parse_args(&args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("tessera: {e}\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    init_logging();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("tessera: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt().with_env_filter(filter).with_target(false).init();
+}
+
+fn runtime(workers: usize) -> std::io::Result<tokio::runtime::Runtime> {
+    let mut b = tokio::runtime::Builder::new_multi_thread();
+    if workers > 0 {
+        b.worker_threads(workers);
+    }
+    b.enable_all().build()
+}
+
+fn run(cli: Cli) -> Result<(), String> {
+    match cli {
+        Cli::Version => {
+            println!("tessera {}", env!("CARGO_PKG_VERSION"));
+            Ok(())
+        }
+        Cli::Check(path) => {
+            tessera_config::load_file(&path).map_err(|e| e.to_string())?;
+            println!("{}: ok", path.display());
+            Ok(())
+        }
+        Cli::Serve(path) => {
+            let config = tessera_config::load_file(&path).map_err(|e| e.to_string())?;
+            let rt = runtime(config.server.worker_threads).map_err(|e| e.to_string())?;
+            rt.block_on(async {
+                let running = tessera_proxy::server::start(config).await.map_err(|e| e.to_string())?;
+                tessera_proxy::server::wait_for_signal().await;
+                tracing::info!("shutting down: draining sessions");
+                running.shutdown().await;
+                Ok(())
+            })
+        }
+        Cli::Demo(listen) => {
+            let rt = runtime(0).map_err(|e| e.to_string())?;
+            rt.block_on(tessera_proxy::demo::run_demo(&listen)).map_err(|e| e.to_string())
+        }
+        Cli::Sandbox(n) => {
+            let rt = runtime(0).map_err(|e| e.to_string())?;
+            rt.block_on(tessera_proxy::demo::run_sandbox(n)).map_err(|e| e.to_string())
+        }
+    }
+}

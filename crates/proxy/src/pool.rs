@@ -104,6 +104,12 @@ impl Pool {
         Ok(PooledConn { conn: Some(conn), permit: Some(permit), pool: self.clone() })
     }
 
+    /// Opens a connection outside the pool's accounting (e.g. to send KILL while the pool is
+    /// exhausted). The caller closes it by dropping it.
+    pub async fn connect_unpooled(&self) -> Result<BackendConn, ProxyError> {
+        connect(&self.server, &self.opts).await
+    }
+
     /// Pops a healthy idle connection, closing expired or dead ones on the way.
     fn take_idle(&self, found_rows: bool) -> Option<BackendConn> {
         loop {

@@ -18,6 +18,19 @@ pub struct SessionVars {
     pub last_insert_id: u64,
 }
 
+/// What a checkout must make equal. System variables and the schema always; user variables
+/// and LAST_INSERT_ID only for statements that can observe them (syncing them for every
+/// statement would cost a round trip whenever sessions differ in state they never read).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SyncScope {
+    pub user_vars: bool,
+    pub last_insert_id: bool,
+}
+
+impl SyncScope {
+    pub const ALL: SyncScope = SyncScope { user_vars: true, last_insert_id: true };
+}
+
 /// Variables the server reports but that must never be replayed.
 const NOT_REPLAYED: &[&str] = &["last_gtid", "insert_id", "last_insert_id", "rand_seed1", "rand_seed2", "timestamp"];
 
@@ -51,9 +64,9 @@ impl SessionVars {
         }
     }
 
-    /// The SET statement that turns `current` into `self`, if anything differs
+    /// The SET statement that turns `current` into `self` within `scope`, if anything differs
     /// (schema excluded: it is changed with COM_INIT_DB).
-    pub fn set_statement_from(&self, current: &SessionVars) -> Option<String> {
+    pub fn set_statement_from(&self, current: &SessionVars, scope: SyncScope) -> Option<String> {
         let mut parts: Vec<String> = Vec::new();
         for (k, v) in &self.vars {
             if current.vars.get(k) != Some(v) {
@@ -63,6 +76,16 @@ impl SessionVars {
         for k in current.vars.keys().filter(|k| !self.vars.contains_key(*k)) {
             parts.push(format!("SESSION {k} = DEFAULT"));
         }
+        if scope.user_vars {
+            self.user_var_assignments(current, &mut parts);
+        }
+        if scope.last_insert_id && self.last_insert_id != current.last_insert_id {
+            parts.push(format!("SESSION last_insert_id = {}", self.last_insert_id));
+        }
+        (!parts.is_empty()).then(|| format!("SET {}", parts.join(", ")))
+    }
+
+    fn user_var_assignments(&self, current: &SessionVars, parts: &mut Vec<String>) {
         for (k, v) in &self.user_vars {
             if current.user_vars.get(k) != Some(v) {
                 parts.push(format!("@{} = {v}", quote_ident(k)));
@@ -71,10 +94,6 @@ impl SessionVars {
         for k in current.user_vars.keys().filter(|k| !self.user_vars.contains_key(*k)) {
             parts.push(format!("@{} = NULL", quote_ident(k)));
         }
-        if self.last_insert_id != current.last_insert_id {
-            parts.push(format!("SESSION last_insert_id = {}", self.last_insert_id));
-        }
-        (!parts.is_empty()).then(|| format!("SET {}", parts.join(", ")))
     }
 
     /// The schema a checkout must switch to, if it differs.
@@ -85,9 +104,16 @@ impl SessionVars {
         }
     }
 
-    /// Makes `self` match `target` after a successful sync.
-    pub fn sync_to(&mut self, target: &SessionVars) {
-        self.clone_from(target);
+    /// Makes `self` match `target` within `scope` after a successful sync.
+    pub fn sync_to(&mut self, target: &SessionVars, scope: SyncScope) {
+        self.vars.clone_from(&target.vars);
+        self.schema.clone_from(&target.schema);
+        if scope.user_vars {
+            self.user_vars.clone_from(&target.user_vars);
+        }
+        if scope.last_insert_id {
+            self.last_insert_id = target.last_insert_id;
+        }
     }
 }
 
@@ -140,15 +166,17 @@ mod tests {
         let mut backend = SessionVars::after_handshake(45, None);
         backend.vars.insert("sql_mode".into(), "ANSI".into());
         backend.user_vars.insert("other".into(), "1".into());
-        let set = client.set_statement_from(&backend).unwrap();
+        let set = client.set_statement_from(&backend, SyncScope::ALL).unwrap();
+        let narrow = client.set_statement_from(&backend, SyncScope::default()).unwrap();
+        assert!(!narrow.contains('@') && !narrow.contains("last_insert_id"), "{narrow}");
         assert!(set.contains("SESSION character_set_client = 'latin1'"), "{set}");
         assert!(set.contains("SESSION time_zone = '+01:00'"), "{set}");
         assert!(set.contains("SESSION sql_mode = DEFAULT"), "{set}");
         assert!(set.contains("@`a` = 5") && set.contains("@`other` = NULL"), "{set}");
         assert!(set.contains("last_insert_id = 7") && !set.contains("last_gtid"), "{set}");
         assert_eq!(client.schema_change_from(&backend), Some("test"));
-        backend.sync_to(&client);
-        assert_eq!(client.set_statement_from(&backend), None);
+        backend.sync_to(&client, SyncScope::ALL);
+        assert_eq!(client.set_statement_from(&backend, SyncScope::ALL), None);
         assert_eq!(client.schema_change_from(&backend), None);
     }
 

@@ -133,6 +133,8 @@ pub(crate) enum Mode {
     SetStatementFor,
     /// `LOAD DATA`: `@vars` in the column list are assigned.
     LoadData,
+    /// MariaDB `ANALYZE <dml>` / `EXPLAIN ANALYZE <dml>`: runs the statement, so it writes.
+    ExecutingAnalyze,
 }
 
 fn next_kw(lx: &mut Lexer<'_>) -> Kw {
@@ -176,6 +178,9 @@ pub(crate) fn detect(mut lx: Lexer<'_>) -> (StatementKind, Mode) {
         Kw::Drop => detect_drop(lx),
         Kw::Alter | Kw::Truncate | Kw::Rename => S::Ddl,
         Kw::Show => S::Show,
+        Kw::Desc | Kw::Describe | Kw::Explain if next_kw(&mut lx) == Kw::Analyze => {
+            return (S::Describe, analyze_mode(lx));
+        }
         Kw::Desc | Kw::Describe | Kw::Explain => S::Describe,
         Kw::Call => S::Call,
         Kw::Prepare => S::Prepare,
@@ -186,7 +191,7 @@ pub(crate) fn detect(mut lx: Lexer<'_>) -> (StatementKind, Mode) {
         Kw::Handler => S::Handler,
         Kw::Do => S::Do,
         Kw::Flush => S::Flush,
-        Kw::Analyze => S::Analyze,
+        Kw::Analyze => return (S::Analyze, analyze_mode(lx)),
         _ => S::Other,
     };
     (kind, Mode::Plain)
@@ -235,6 +240,22 @@ fn detect_set(mut lx: Lexer<'_>) -> (StatementKind, Mode) {
             Mode::SetStatementFor,
         ),
         _ => (StatementKind::Set(SetKind::Session), Mode::SetList),
+    }
+}
+
+/// After `ANALYZE` (or `EXPLAIN ANALYZE`): `[FORMAT = x] INSERT|UPDATE|DELETE|REPLACE ..`
+/// executes the statement.
+fn analyze_mode(mut lx: Lexer<'_>) -> Mode {
+    let mut kw = next_kw(&mut lx);
+    if kw == Kw::Format {
+        lx.next_significant(); // =
+        lx.next_significant(); // JSON / TREE / TRADITIONAL
+        kw = next_kw(&mut lx);
+    }
+    if matches!(kw, Kw::Insert | Kw::Update | Kw::Delete | Kw::Replace) {
+        Mode::ExecutingAnalyze
+    } else {
+        Mode::Plain
     }
 }
 
@@ -294,7 +315,9 @@ fn detect_rollback(mut lx: Lexer<'_>) -> StatementKind {
 fn detect_create(mut lx: Lexer<'_>) -> StatementKind {
     let mut kw = next_kw(&mut lx);
     if kw == Kw::Or {
-        next_kw(&mut lx); // REPLACE
+        if next_kw(&mut lx) != Kw::Replace {
+            return StatementKind::Ddl;
+        }
         kw = next_kw(&mut lx);
     }
     if kw != Kw::Temporary || next_kw(&mut lx) != Kw::Table {
@@ -442,7 +465,7 @@ mod tests {
             "# comment\nSELECT 1",
             "/* c */ SELECT 1",
             "/*+ tessera:primary */ SELECT 1",
-            "/*!40001 SQL_NO_CACHE */ SELECT 1",
+            "SELECT /*!40001 SQL_NO_CACHE */ * FROM t",
             "/*!SELECT*/ 1",
         ] {
             assert_eq!(kind(sql), S::Select, "{sql}");
@@ -456,10 +479,24 @@ mod tests {
         assert_eq!(kind("REPLACE INTO t VALUES (1)"), S::Replace);
         assert_eq!(kind("UPDATE t SET a=1"), S::Update);
         assert_eq!(kind("DELETE FROM t"), S::Delete);
-        assert_eq!(kind("WITH c AS (SELECT 1) UPDATE t, c SET t.a = 1"), S::Update);
-        assert_eq!(kind("WITH c AS (SELECT id FROM u) DELETE FROM t WHERE id IN (SELECT id FROM c)"), S::Delete);
-        assert_eq!(kind("WITH c AS (SELECT 1) INSERT INTO t SELECT * FROM c"), S::Insert);
-        for sql in ["INSERT INTO t VALUES (1)", "UPDATE t SET a=1", "DELETE FROM t", "REPLACE t SET a=1"] {
+        assert_eq!(
+            kind("WITH c AS (SELECT 1) UPDATE t, c SET t.a = 1"),
+            S::Update
+        );
+        assert_eq!(
+            kind("WITH c AS (SELECT id FROM u) DELETE FROM t WHERE id IN (SELECT id FROM c)"),
+            S::Delete
+        );
+        assert_eq!(
+            kind("WITH c AS (SELECT 1) INSERT INTO t SELECT * FROM c"),
+            S::Insert
+        );
+        for sql in [
+            "INSERT INTO t VALUES (1)",
+            "UPDATE t SET a=1",
+            "DELETE FROM t",
+            "REPLACE t SET a=1",
+        ] {
             assert!(has(sql, Flags::WRITES), "{sql}");
         }
         assert!(!has("SELECT 1", Flags::WRITES));
@@ -472,13 +509,28 @@ mod tests {
             ("SELECT c FROM sbtest1 WHERE id=?", S::Select),
             ("SELECT c FROM sbtest3 WHERE id=5017", S::Select),
             ("SELECT c FROM sbtest1 WHERE id BETWEEN ? AND ?", S::Select),
-            ("SELECT SUM(k) FROM sbtest1 WHERE id BETWEEN ? AND ?", S::Select),
-            ("SELECT c FROM sbtest1 WHERE id BETWEEN ? AND ? ORDER BY c", S::Select),
-            ("SELECT DISTINCT c FROM sbtest1 WHERE id BETWEEN ? AND ? ORDER BY c", S::Select),
+            (
+                "SELECT SUM(k) FROM sbtest1 WHERE id BETWEEN ? AND ?",
+                S::Select,
+            ),
+            (
+                "SELECT c FROM sbtest1 WHERE id BETWEEN ? AND ? ORDER BY c",
+                S::Select,
+            ),
+            (
+                "SELECT DISTINCT c FROM sbtest1 WHERE id BETWEEN ? AND ? ORDER BY c",
+                S::Select,
+            ),
             ("UPDATE sbtest1 SET k=k+1 WHERE id=?", S::Update),
-            ("UPDATE sbtest6 SET c='71276633393-34-9' WHERE id=4985", S::Update),
+            (
+                "UPDATE sbtest6 SET c='71276633393-34-9' WHERE id=4985",
+                S::Update,
+            ),
             ("DELETE FROM sbtest1 WHERE id=?", S::Delete),
-            ("INSERT INTO sbtest1 (id, k, c, pad) VALUES (?, ?, ?, ?)", S::Insert),
+            (
+                "INSERT INTO sbtest1 (id, k, c, pad) VALUES (?, ?, ?, ?)",
+                S::Insert,
+            ),
             ("BEGIN", S::Begin),
             ("COMMIT", S::Commit),
         ];
@@ -486,15 +538,26 @@ mod tests {
             let c = classify(sql);
             assert_eq!(c.kind, expected, "{sql}");
             assert_eq!(c.hint, None);
-            assert_eq!(c.flags.contains(Flags::HAS_PLACEHOLDER), sql.contains('?'), "{sql}");
-            assert!(!c.flags.intersects(Flags::USER_VAR_READ | Flags::USER_VAR_WRITE | Flags::LOCKING_READ));
+            assert_eq!(
+                c.flags.contains(Flags::HAS_PLACEHOLDER),
+                sql.contains('?'),
+                "{sql}"
+            );
+            assert!(!c
+                .flags
+                .intersects(Flags::USER_VAR_READ | Flags::USER_VAR_WRITE | Flags::LOCKING_READ));
         }
-        assert_eq!(flags("SELECT c FROM sbtest1 WHERE id=?"), Flags::HAS_PLACEHOLDER);
+        assert_eq!(
+            flags("SELECT c FROM sbtest1 WHERE id=?"),
+            Flags::HAS_PLACEHOLDER
+        );
     }
 
     #[test]
     fn tpcc_statements() {
-        let c = classify("SELECT d_next_o_id, d_tax FROM district WHERE d_id = ? AND d_w_id = ? FOR UPDATE");
+        let c = classify(
+            "SELECT d_next_o_id, d_tax FROM district WHERE d_id = ? AND d_w_id = ? FOR UPDATE",
+        );
         assert_eq!(c.kind, S::Select);
         assert_eq!(c.flags, Flags::LOCKING_READ | Flags::HAS_PLACEHOLDER);
         let c = classify(
@@ -502,12 +565,27 @@ mod tests {
              WHERE w_id = 1 AND c_w_id = w_id AND c_d_id = 3 AND c_id = 42",
         );
         assert_eq!((c.kind, c.flags), (S::Select, Flags::EMPTY));
-        assert!(has("SELECT s_quantity, s_data FROM stock WHERE s_i_id = ? AND s_w_id = ? FOR UPDATE", Flags::LOCKING_READ));
+        assert!(has(
+            "SELECT s_quantity, s_data FROM stock WHERE s_i_id = ? AND s_w_id = ? FOR UPDATE",
+            Flags::LOCKING_READ
+        ));
         assert!(has("SELECT no_o_id FROM new_orders WHERE no_d_id = 1 ORDER BY no_o_id ASC LIMIT 1 LOCK IN SHARE MODE", Flags::LOCKING_READ));
-        assert_eq!(kind("UPDATE district SET d_next_o_id = ? + 1 WHERE d_id = ? AND d_w_id = ?"), S::Update);
-        assert_eq!(kind("INSERT INTO orders (o_id, o_d_id, o_w_id) VALUES (?, ?, ?)"), S::Insert);
-        assert_eq!(kind("DELETE FROM new_orders WHERE no_o_id = ? AND no_d_id = ? AND no_w_id = ?"), S::Delete);
-        assert_eq!(kind("SELECT COUNT(DISTINCT (s_i_id)) FROM order_line, stock WHERE ol_w_id = ?"), S::Select);
+        assert_eq!(
+            kind("UPDATE district SET d_next_o_id = ? + 1 WHERE d_id = ? AND d_w_id = ?"),
+            S::Update
+        );
+        assert_eq!(
+            kind("INSERT INTO orders (o_id, o_d_id, o_w_id) VALUES (?, ?, ?)"),
+            S::Insert
+        );
+        assert_eq!(
+            kind("DELETE FROM new_orders WHERE no_o_id = ? AND no_d_id = ? AND no_w_id = ?"),
+            S::Delete
+        );
+        assert_eq!(
+            kind("SELECT COUNT(DISTINCT (s_i_id)) FROM order_line, stock WHERE ol_w_id = ?"),
+            S::Select
+        );
     }
 
     #[test]
@@ -557,13 +635,25 @@ mod tests {
 
     #[test]
     fn found_rows_and_friends() {
-        assert!(has("SELECT SQL_CALC_FOUND_ROWS * FROM t LIMIT 1", Flags::SQL_CALC_FOUND_ROWS));
+        assert!(has(
+            "SELECT SQL_CALC_FOUND_ROWS * FROM t LIMIT 1",
+            Flags::SQL_CALC_FOUND_ROWS
+        ));
         assert!(has("SELECT FOUND_ROWS()", Flags::FOUND_ROWS));
         assert!(has("SELECT ROW_COUNT()", Flags::ROW_COUNT));
         assert_eq!(flags("SELECT LAST_INSERT_ID()"), Flags::LAST_INSERT_ID);
-        assert_eq!(flags("SELECT last_insert_id( /* x */ )"), Flags::LAST_INSERT_ID);
-        assert!(has("UPDATE seq SET id = LAST_INSERT_ID(id + 1)", Flags::LAST_INSERT_ID_SET));
-        assert!(!has("UPDATE seq SET id = LAST_INSERT_ID(id + 1)", Flags::LAST_INSERT_ID));
+        assert_eq!(
+            flags("SELECT last_insert_id( /* x */ )"),
+            Flags::LAST_INSERT_ID
+        );
+        assert!(has(
+            "UPDATE seq SET id = LAST_INSERT_ID(id + 1)",
+            Flags::LAST_INSERT_ID_SET
+        ));
+        assert!(!has(
+            "UPDATE seq SET id = LAST_INSERT_ID(id + 1)",
+            Flags::LAST_INSERT_ID
+        ));
         assert!(has("SELECT @@last_insert_id", Flags::LAST_INSERT_ID));
         assert!(has("SELECT @@IDENTITY", Flags::LAST_INSERT_ID));
         assert_eq!(flags("SELECT 'found_rows()'"), Flags::EMPTY);
@@ -590,13 +680,22 @@ mod tests {
         assert_eq!(flags("SELECT \"@a\""), Flags::EMPTY);
         assert_eq!(flags("SELECT '@a'"), Flags::EMPTY);
         assert_eq!(flags("SELECT @a := 1"), Flags::USER_VAR_WRITE);
-        assert_eq!(flags("SELECT @a := @a + 1"), Flags::USER_VAR_WRITE | Flags::USER_VAR_READ);
+        assert_eq!(
+            flags("SELECT @a := @a + 1"),
+            Flags::USER_VAR_WRITE | Flags::USER_VAR_READ
+        );
         assert_eq!(flags("SELECT * FROM t WHERE a = @a"), Flags::USER_VAR_READ);
         assert_eq!(flags("SELECT * FROM t WHERE @a = 1"), Flags::USER_VAR_READ);
         assert_eq!(flags("SELECT @@session.autocommit"), Flags::EMPTY);
         assert_eq!(flags("EXECUTE s USING @a, @b"), Flags::USER_VAR_READ);
-        assert_eq!(flags("CREATE USER 'bob'@'localhost'") & Flags::USER_VAR_READ, Flags::EMPTY);
-        assert!(!has("GRANT ALL ON *.* TO bob@localhost", Flags::USER_VAR_READ));
+        assert_eq!(
+            flags("CREATE USER 'bob'@'localhost'") & Flags::USER_VAR_READ,
+            Flags::EMPTY
+        );
+        assert!(!has(
+            "GRANT ALL ON *.* TO bob@localhost",
+            Flags::USER_VAR_READ
+        ));
     }
 
     #[test]
@@ -606,7 +705,10 @@ mod tests {
         assert_eq!(set("SET @@autocommit = 1"), SetKind::Session);
         assert_eq!(set("SET SESSION sql_mode = ''"), SetKind::Session);
         assert_eq!(set("SET LOCAL sql_mode = ''"), SetKind::Session);
-        assert_eq!(set("SET NAMES utf8mb4 COLLATE utf8mb4_0900_ai_ci"), SetKind::Session);
+        assert_eq!(
+            set("SET NAMES utf8mb4 COLLATE utf8mb4_0900_ai_ci"),
+            SetKind::Session
+        );
         assert_eq!(set("SET CHARACTER SET utf8"), SetKind::Session);
         assert_eq!(set("SET CHARSET 'utf8'"), SetKind::Session);
         assert_eq!(set("SET `sql_mode` = 'ANSI'"), SetKind::Session);
@@ -628,25 +730,52 @@ mod tests {
         assert_eq!(set("SET sql_mode='', @a=1"), SetKind::Mixed);
         assert_eq!(set("SET @a = 1, SESSION x = 2"), SetKind::Mixed);
         assert_eq!(set("SET @a = @@session.x"), SetKind::UserVariablesOnly);
-        assert_eq!(set("SET @a = (SELECT x FROM t WHERE y = 1), @b = 2"), SetKind::UserVariablesOnly);
-        assert_eq!(set("SET @a = IF(1, 2, 3), @b = @a"), SetKind::UserVariablesOnly);
+        assert_eq!(
+            set("SET @a = (SELECT x FROM t WHERE y = 1), @b = 2"),
+            SetKind::UserVariablesOnly
+        );
+        assert_eq!(
+            set("SET @a = IF(1, 2, 3), @b = @a"),
+            SetKind::UserVariablesOnly
+        );
         assert_eq!(flags("SET @a = 1"), Flags::USER_VAR_WRITE);
-        assert_eq!(flags("SET @a = @b"), Flags::USER_VAR_WRITE | Flags::USER_VAR_READ);
+        assert_eq!(
+            flags("SET @a = @b"),
+            Flags::USER_VAR_WRITE | Flags::USER_VAR_READ
+        );
         assert_eq!(flags("SET x = @b"), Flags::USER_VAR_READ);
     }
 
     #[test]
     fn set_special_forms() {
-        assert_eq!(set("SET TRANSACTION ISOLATION LEVEL READ COMMITTED"), SetKind::TransactionNext);
+        assert_eq!(
+            set("SET TRANSACTION ISOLATION LEVEL READ COMMITTED"),
+            SetKind::TransactionNext
+        );
         assert_eq!(set("SET TRANSACTION READ ONLY"), SetKind::TransactionNext);
-        assert_eq!(set("SET SESSION TRANSACTION ISOLATION LEVEL SERIALIZABLE"), SetKind::TransactionSession);
-        assert_eq!(set("SET LOCAL TRANSACTION READ WRITE"), SetKind::TransactionSession);
-        assert_eq!(set("SET GLOBAL TRANSACTION ISOLATION LEVEL READ COMMITTED"), SetKind::Global);
+        assert_eq!(
+            set("SET SESSION TRANSACTION ISOLATION LEVEL SERIALIZABLE"),
+            SetKind::TransactionSession
+        );
+        assert_eq!(
+            set("SET LOCAL TRANSACTION READ WRITE"),
+            SetKind::TransactionSession
+        );
+        assert_eq!(
+            set("SET GLOBAL TRANSACTION ISOLATION LEVEL READ COMMITTED"),
+            SetKind::Global
+        );
         assert_eq!(set("SET PASSWORD = 'x'"), SetKind::Password);
-        assert_eq!(set("SET PASSWORD FOR 'bob'@'%' = PASSWORD('x')"), SetKind::Password);
+        assert_eq!(
+            set("SET PASSWORD FOR 'bob'@'%' = PASSWORD('x')"),
+            SetKind::Password
+        );
         assert_eq!(set("SET ROLE ALL"), SetKind::Role);
         assert_eq!(set("SET DEFAULT ROLE r TO 'u'@'h'"), SetKind::Role);
-        assert_eq!(set("SET STATEMENT max_statement_time=1 FOR SELECT * FROM t"), SetKind::StatementFor);
+        assert_eq!(
+            set("SET STATEMENT max_statement_time=1 FOR SELECT * FROM t"),
+            SetKind::StatementFor
+        );
     }
 
     #[test]
@@ -662,10 +791,19 @@ mod tests {
     #[test]
     fn executable_comments() {
         assert_eq!(set("/*!40101 SET NAMES utf8mb4 */"), SetKind::Session);
-        assert_eq!(set("/*!40101 SET @OLD_CHARACTER_SET_CLIENT=@@CHARACTER_SET_CLIENT */;"), SetKind::UserVariablesOnly);
-        assert_eq!(set("/*!40014 SET @OLD_UNIQUE_CHECKS=@@UNIQUE_CHECKS, UNIQUE_CHECKS=0 */"), SetKind::Mixed);
+        assert_eq!(
+            set("/*!40101 SET @OLD_CHARACTER_SET_CLIENT=@@CHARACTER_SET_CLIENT */;"),
+            SetKind::UserVariablesOnly
+        );
+        assert_eq!(
+            set("/*!40014 SET @OLD_UNIQUE_CHECKS=@@UNIQUE_CHECKS, UNIQUE_CHECKS=0 */"),
+            SetKind::Mixed
+        );
         assert_eq!(set("/*!40103 SET TIME_ZONE='+00:00' */"), SetKind::Session);
-        assert_eq!(set("/*M!100101 SET STATEMENT x=1 FOR */ SELECT 1"), SetKind::StatementFor);
+        assert_eq!(
+            set("/*M!100101 SET STATEMENT x=1 FOR */ SELECT 1"),
+            SetKind::StatementFor
+        );
         assert_eq!(kind("/*!50003 CREATE*/ /*!50020 DEFINER=`root`@`localhost`*/ /*!50003 TRIGGER tr BEFORE INSERT ON t FOR EACH ROW SET @x = 1 */"), S::Ddl);
         assert_eq!(kind("/*!50001 DROP VIEW IF EXISTS `v`*/"), S::Ddl);
         assert_eq!(kind("/*!40000 ALTER TABLE `t` DISABLE KEYS */"), S::Ddl);
@@ -675,15 +813,33 @@ mod tests {
     fn route_hints() {
         let c = classify("/*+ tessera:primary */ SELECT 1");
         assert_eq!((c.kind, c.hint), (S::Select, Some(RouteHint::Primary)));
-        assert_eq!(classify("SELECT /*master*/ 1").hint, Some(RouteHint::Primary));
-        assert_eq!(classify("SELECT /* MASTER */ 1").hint, Some(RouteHint::Primary));
-        assert_eq!(classify("SELECT 1 /*slave*/").hint, Some(RouteHint::Replica));
-        assert_eq!(classify("SELECT /*+ BKA(t) TESSERA:REPLICA */ 1").hint, Some(RouteHint::Replica));
-        assert_eq!(classify("/*slave*/ SELECT /*master*/ 1").hint, Some(RouteHint::Primary));
+        assert_eq!(
+            classify("SELECT /*master*/ 1").hint,
+            Some(RouteHint::Primary)
+        );
+        assert_eq!(
+            classify("SELECT /* MASTER */ 1").hint,
+            Some(RouteHint::Primary)
+        );
+        assert_eq!(
+            classify("SELECT 1 /*slave*/").hint,
+            Some(RouteHint::Replica)
+        );
+        assert_eq!(
+            classify("SELECT /*+ BKA(t) TESSERA:REPLICA */ 1").hint,
+            Some(RouteHint::Replica)
+        );
+        assert_eq!(
+            classify("/*slave*/ SELECT /*master*/ 1").hint,
+            Some(RouteHint::Primary)
+        );
         assert_eq!(classify("SELECT '/*master*/'").hint, None);
         assert_eq!(classify("SELECT 1 -- master").hint, None);
         assert_eq!(classify("SELECT /* the master table */ 1").hint, None);
-        assert_eq!(classify("SELECT /*+ MAX_EXECUTION_TIME(10) */ 1").hint, None);
+        assert_eq!(
+            classify("SELECT /*+ MAX_EXECUTION_TIME(10) */ 1").hint,
+            None
+        );
         assert_eq!(classify("/*master*/").kind, S::Empty);
     }
 
@@ -702,8 +858,14 @@ mod tests {
         assert_eq!(kind("START TRANSACTION"), S::Begin);
         assert_eq!(kind("START TRANSACTION READ WRITE"), S::Begin);
         assert_eq!(kind("START TRANSACTION WITH CONSISTENT SNAPSHOT"), S::Begin);
-        assert_eq!(kind("START TRANSACTION READ ONLY"), S::StartTransactionReadOnly);
-        assert_eq!(kind("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY"), S::StartTransactionReadOnly);
+        assert_eq!(
+            kind("START TRANSACTION READ ONLY"),
+            S::StartTransactionReadOnly
+        );
+        assert_eq!(
+            kind("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY"),
+            S::StartTransactionReadOnly
+        );
         assert_eq!(kind("START SLAVE"), S::Other);
         assert_eq!(kind("BEGIN NOT ATOMIC SELECT 1; END"), S::Other);
         assert_eq!(kind("COMMIT"), S::Commit);
@@ -732,9 +894,18 @@ mod tests {
         let c = classify("CREATE TEMPORARY TABLE t2 SELECT * FROM t1");
         assert_eq!(c.kind, S::CreateTemporaryTable("t2".into()));
         assert!(c.flags.contains(Flags::TEMPORARY | Flags::WRITES));
-        assert_eq!(kind("create temporary table if not exists db.`Tmp` (id int)"), S::CreateTemporaryTable("Tmp".into()));
-        assert_eq!(kind("CREATE OR REPLACE TEMPORARY TABLE `a``b` LIKE t"), S::CreateTemporaryTable("a`b".into()));
-        assert_eq!(kind("CREATE TEMPORARY TABLE `db`.`x`(a int)"), S::CreateTemporaryTable("x".into()));
+        assert_eq!(
+            kind("create temporary table if not exists db.`Tmp` (id int)"),
+            S::CreateTemporaryTable("Tmp".into())
+        );
+        assert_eq!(
+            kind("CREATE OR REPLACE TEMPORARY TABLE `a``b` LIKE t"),
+            S::CreateTemporaryTable("a`b".into())
+        );
+        assert_eq!(
+            kind("CREATE TEMPORARY TABLE `db`.`x`(a int)"),
+            S::CreateTemporaryTable("x".into())
+        );
         let c = classify("DROP TEMPORARY TABLE IF EXISTS a, db.b, `c`");
         assert_eq!(c.kind, S::DropTemporaryTable(names(&["a", "b", "c"])));
         assert!(c.flags.contains(Flags::TEMPORARY));
@@ -781,6 +952,14 @@ mod tests {
         assert_eq!(kind("DO SLEEP(1)"), S::Do);
         assert_eq!(kind("FLUSH TABLES"), S::Flush);
         assert_eq!(kind("ANALYZE TABLE t"), S::Analyze);
+        assert!(!has("ANALYZE TABLE t", Flags::WRITES));
+        assert!(!has("EXPLAIN UPDATE t SET a = 1", Flags::WRITES));
+        assert!(!has("EXPLAIN ANALYZE SELECT 1", Flags::WRITES));
+        assert_eq!(kind("ANALYZE UPDATE t SET a = 1"), S::Analyze);
+        assert!(has("ANALYZE UPDATE t SET a = 1", Flags::WRITES));
+        assert!(has("ANALYZE FORMAT=JSON DELETE FROM t", Flags::WRITES));
+        assert_eq!(kind("EXPLAIN ANALYZE DELETE FROM t"), S::Describe);
+        assert!(has("EXPLAIN ANALYZE DELETE FROM t", Flags::WRITES));
         assert_eq!(kind("GRANT SELECT ON *.* TO u"), S::Other);
         assert_eq!(kind("CHECK TABLE t"), S::Other);
         assert_eq!(kind("LOAD INDEX INTO CACHE t"), S::Other);
@@ -789,15 +968,69 @@ mod tests {
 
     #[test]
     fn kill() {
-        assert_eq!(kind("KILL 42"), S::Kill { query: false, id: Some(42) });
-        assert_eq!(kind("KILL QUERY 42"), S::Kill { query: true, id: Some(42) });
-        assert_eq!(kind("kill connection 7"), S::Kill { query: false, id: Some(7) });
-        assert_eq!(kind("KILL HARD QUERY 9"), S::Kill { query: true, id: Some(9) });
-        assert_eq!(kind("KILL SOFT CONNECTION 9"), S::Kill { query: false, id: Some(9) });
-        assert_eq!(kind("KILL QUERY ID 9"), S::Kill { query: true, id: None });
-        assert_eq!(kind("KILL USER bob"), S::Kill { query: false, id: None });
-        assert_eq!(kind("KILL ?"), S::Kill { query: false, id: None });
-        assert_eq!(kind("KILL 99999999999999999999999"), S::Kill { query: false, id: None });
+        assert_eq!(
+            kind("KILL 42"),
+            S::Kill {
+                query: false,
+                id: Some(42)
+            }
+        );
+        assert_eq!(
+            kind("KILL QUERY 42"),
+            S::Kill {
+                query: true,
+                id: Some(42)
+            }
+        );
+        assert_eq!(
+            kind("kill connection 7"),
+            S::Kill {
+                query: false,
+                id: Some(7)
+            }
+        );
+        assert_eq!(
+            kind("KILL HARD QUERY 9"),
+            S::Kill {
+                query: true,
+                id: Some(9)
+            }
+        );
+        assert_eq!(
+            kind("KILL SOFT CONNECTION 9"),
+            S::Kill {
+                query: false,
+                id: Some(9)
+            }
+        );
+        assert_eq!(
+            kind("KILL QUERY ID 9"),
+            S::Kill {
+                query: true,
+                id: None
+            }
+        );
+        assert_eq!(
+            kind("KILL USER bob"),
+            S::Kill {
+                query: false,
+                id: None
+            }
+        );
+        assert_eq!(
+            kind("KILL ?"),
+            S::Kill {
+                query: false,
+                id: None
+            }
+        );
+        assert_eq!(
+            kind("KILL 99999999999999999999999"),
+            S::Kill {
+                query: false,
+                id: None
+            }
+        );
     }
 
     #[test]
@@ -806,9 +1039,18 @@ mod tests {
         assert_eq!(c.kind, S::LoadData { local: true });
         assert!(c.flags.contains(Flags::WRITES));
         assert!(!c.flags.contains(Flags::SELECT_INTO));
-        assert_eq!(kind("LOAD DATA INFILE '/x' INTO TABLE t"), S::LoadData { local: false });
-        assert_eq!(kind("load data low_priority local infile 'f' into table t"), S::LoadData { local: true });
-        assert_eq!(kind("LOAD XML LOCAL INFILE 'f' INTO TABLE t"), S::LoadData { local: true });
+        assert_eq!(
+            kind("LOAD DATA INFILE '/x' INTO TABLE t"),
+            S::LoadData { local: false }
+        );
+        assert_eq!(
+            kind("load data low_priority local infile 'f' into table t"),
+            S::LoadData { local: true }
+        );
+        assert_eq!(
+            kind("LOAD XML LOCAL INFILE 'f' INTO TABLE t"),
+            S::LoadData { local: true }
+        );
         assert_eq!(
             flags("LOAD DATA INFILE 'f' INTO TABLE t (a, @b) SET c = @b * 2"),
             Flags::WRITES | Flags::USER_VAR_WRITE | Flags::USER_VAR_READ

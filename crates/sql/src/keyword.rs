@@ -29,6 +29,7 @@ pub(crate) enum Kw {
     Explain,
     Flush,
     For,
+    Format,
     FoundRows,
     GetLock,
     Global,
@@ -95,7 +96,7 @@ pub(crate) enum Kw {
     Xml,
 }
 
-/// Sorted by byte value (checked by a unit test) so lookups can binary-search.
+/// Every keyword, upper case, sorted (checked by a unit test) to keep the list tidy.
 const KEYWORDS: &[(&str, Kw)] = &[
     ("ALTER", Kw::Alter),
     ("ANALYZE", Kw::Analyze),
@@ -122,6 +123,7 @@ const KEYWORDS: &[(&str, Kw)] = &[
     ("EXPLAIN", Kw::Explain),
     ("FLUSH", Kw::Flush),
     ("FOR", Kw::For),
+    ("FORMAT", Kw::Format),
     ("FOUND_ROWS", Kw::FoundRows),
     ("GET_LOCK", Kw::GetLock),
     ("GLOBAL", Kw::Global),
@@ -191,6 +193,34 @@ const KEYWORDS: &[(&str, Kw)] = &[
 /// Longest keyword in [`KEYWORDS`] (`SQL_CALC_FOUND_ROWS`).
 const MAX_LEN: usize = 19;
 
+/// Open-addressing hash table of indexes into [`KEYWORDS`], built at compile time.
+const SLOTS: usize = 256;
+const EMPTY: u8 = u8::MAX;
+const TABLE: [u8; SLOTS] = build_table();
+
+/// Case-insensitive hash of a word of at least two bytes.
+const fn hash(word: &[u8]) -> usize {
+    let n = word.len();
+    let first = word[0].to_ascii_uppercase() as usize;
+    let second = word[1].to_ascii_uppercase() as usize;
+    let last = word[n - 1].to_ascii_uppercase() as usize;
+    (first * 31 + second * 17 + last * 7 + n * 101) % SLOTS
+}
+
+const fn build_table() -> [u8; SLOTS] {
+    let mut table = [EMPTY; SLOTS];
+    let mut i = 0;
+    while i < KEYWORDS.len() {
+        let mut slot = hash(KEYWORDS[i].0.as_bytes());
+        while table[slot] != EMPTY {
+            slot = (slot + 1) % SLOTS;
+        }
+        table[slot] = i as u8;
+        i += 1;
+    }
+    table
+}
+
 impl Kw {
     /// Looks up an unquoted word, ASCII case-insensitively, without allocating.
     pub(crate) fn lookup(word: &str) -> Kw {
@@ -198,14 +228,17 @@ impl Kw {
         if bytes.len() < 2 || bytes.len() > MAX_LEN {
             return Kw::None;
         }
-        let mut buf = [0u8; MAX_LEN];
-        for (dst, src) in buf.iter_mut().zip(bytes) {
-            *dst = src.to_ascii_uppercase();
-        }
-        let key = &buf[..bytes.len()];
-        match KEYWORDS.binary_search_by(|(k, _)| k.as_bytes().cmp(key)) {
-            Ok(i) => KEYWORDS[i].1,
-            Err(_) => Kw::None,
+        let mut slot = hash(bytes);
+        loop {
+            let index = TABLE[slot];
+            if index == EMPTY {
+                return Kw::None;
+            }
+            let (name, kw) = KEYWORDS[index as usize];
+            if name.len() == bytes.len() && name.as_bytes().eq_ignore_ascii_case(bytes) {
+                return kw;
+            }
+            slot = (slot + 1) % SLOTS;
         }
     }
 }
@@ -225,6 +258,22 @@ mod tests {
             assert!(k.len() >= 2);
             assert_eq!(*k, k.to_ascii_uppercase());
         }
+    }
+
+    #[test]
+    fn table_has_short_probe_chains() {
+        assert!(KEYWORDS.len() < SLOTS / 2 && KEYWORDS.len() < EMPTY as usize);
+        let mut longest = 0;
+        for (k, _) in KEYWORDS {
+            let mut slot = hash(k.as_bytes());
+            let mut probes = 1;
+            while KEYWORDS[TABLE[slot] as usize].0 != *k {
+                slot = (slot + 1) % SLOTS;
+                probes += 1;
+            }
+            longest = longest.max(probes);
+        }
+        assert!(longest <= 4, "longest probe chain {longest}");
     }
 
     #[test]

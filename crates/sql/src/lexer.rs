@@ -142,7 +142,11 @@ impl<'a> Lexer<'a> {
             if self.pos >= bytes.len() {
                 return false;
             }
-            let (b0, b1, b2) = (bytes[self.pos], self.byte(self.pos + 1), self.byte(self.pos + 2));
+            let (b0, b1, b2) = (
+                bytes[self.pos],
+                self.byte(self.pos + 1),
+                self.byte(self.pos + 2),
+            );
             if b0 == b'/' && b1 == b'*' && b2 == b'!' {
                 self.enter_exec_comment(self.pos + 3);
             } else if b0 == b'/' && b1 == b'*' && b2 == b'M' && self.byte(self.pos + 3) == b'!' {
@@ -173,11 +177,17 @@ impl<'a> Lexer<'a> {
         match b0 {
             b'\'' | b'"' | b'`' => {
                 let end = quoted_end(self.src.as_bytes(), start);
-                let kind = if b0 == b'`' { K::QuotedIdent } else { K::String };
+                let kind = if b0 == b'`' {
+                    K::QuotedIdent
+                } else {
+                    K::String
+                };
                 self.token(kind, start, end)
             }
             b'/' if b1 == b'*' => self.block_comment(start),
-            b'-' if b1 == b'-' && is_dash_comment_end(self.byte(start + 2)) => self.line_comment(start),
+            b'-' if b1 == b'-' && is_dash_comment_end(self.byte(start + 2)) => {
+                self.line_comment(start)
+            }
             b'#' => self.line_comment(start),
             b'?' => self.token(K::Placeholder, start, start + 1),
             b'@' => self.at_sign(start),
@@ -362,7 +372,8 @@ impl<'a> Iterator for Lexer<'a> {
     }
 }
 
-fn is_space(b: u8) -> bool {
+/// ASCII whitespace as MySQL sees it.
+pub(crate) fn is_space(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)
 }
 
@@ -411,7 +422,11 @@ fn word_precedes_expression(word: &str) -> bool {
 /// Removes quotes from a quoted identifier or string and resolves its escapes
 /// (doubled quotes; backslash escapes in strings). Unquoted text is returned as is.
 pub fn unquote(text: &str) -> Cow<'_, str> {
-    let Some(quote) = text.chars().next().filter(|c| matches!(c, '\'' | '"' | '`')) else {
+    let Some(quote) = text
+        .chars()
+        .next()
+        .filter(|c| matches!(c, '\'' | '"' | '`'))
+    else {
         return Cow::Borrowed(text);
     };
     let inner = &text[1..];
@@ -524,8 +539,14 @@ mod tests {
     #[test]
     fn strings_with_escapes() {
         assert_eq!(kinds(r"'it''s'"), vec![(K::String, "'it''s'")]);
-        assert_eq!(kinds(r"'it\'s' x"), vec![(K::String, r"'it\'s'"), (K::Word, "x")]);
-        assert_eq!(kinds(r#""a\"b""c" d"#), vec![(K::String, r#""a\"b""c""#), (K::Word, "d")]);
+        assert_eq!(
+            kinds(r"'it\'s' x"),
+            vec![(K::String, r"'it\'s'"), (K::Word, "x")]
+        );
+        assert_eq!(
+            kinds(r#""a\"b""c" d"#),
+            vec![(K::String, r#""a\"b""c""#), (K::Word, "d")]
+        );
         assert_eq!(unquote(r"'it''s'"), "it's");
         assert_eq!(unquote(r"'it\'s\n'"), "it's\n");
         assert_eq!(unquote(r#""q""q""#), "q\"q");
@@ -565,12 +586,15 @@ mod tests {
 
     #[test]
     fn identifiers_starting_with_digits() {
-        assert_eq!(kinds("1abc 0xzz 0x1g 1e"), vec![
-            (K::Word, "1abc"),
-            (K::Word, "0xzz"),
-            (K::Word, "0x1g"),
-            (K::Word, "1e"),
-        ]);
+        assert_eq!(
+            kinds("1abc 0xzz 0x1g 1e"),
+            vec![
+                (K::Word, "1abc"),
+                (K::Word, "0xzz"),
+                (K::Word, "0x1g"),
+                (K::Word, "1e"),
+            ]
+        );
         assert_eq!(kinds("x1 b2"), vec![(K::Word, "x1"), (K::Word, "b2")]);
     }
 
@@ -615,7 +639,10 @@ mod tests {
         assert_eq!(kinds("--\tx"), vec![(K::Comment, "--\tx")]);
         assert_eq!(kinds("--"), vec![(K::Comment, "--")]);
         assert_eq!(kinds("/* open"), vec![(K::Comment, "/* open")]);
-        assert_eq!(kinds("/*+ BKA(t) */"), vec![(K::HintComment, "/*+ BKA(t) */")]);
+        assert_eq!(
+            kinds("/*+ BKA(t) */"),
+            vec![(K::HintComment, "/*+ BKA(t) */")]
+        );
     }
 
     #[test]
@@ -629,22 +656,30 @@ mod tests {
                 (K::Semicolon, ";"),
             ]
         );
-        assert_eq!(significant("/*! SELECT */ 1"), vec![(K::Word, "SELECT"), (K::Number, "1")]);
+        assert_eq!(
+            significant("/*! SELECT */ 1"),
+            vec![(K::Word, "SELECT"), (K::Number, "1")]
+        );
         assert_eq!(significant("/*M!100101 x*/"), vec![(K::Word, "x")]);
         assert_eq!(significant("/*M! x */"), vec![(K::Word, "x")]);
-        assert_eq!(significant("/*!50110 KEY_BLOCK_SIZE=8*/"), vec![
-            (K::Word, "KEY_BLOCK_SIZE"),
-            (K::Operator, "="),
-            (K::Number, "8"),
-        ]);
+        assert_eq!(
+            significant("/*!50110 KEY_BLOCK_SIZE=8*/"),
+            vec![
+                (K::Word, "KEY_BLOCK_SIZE"),
+                (K::Operator, "="),
+                (K::Number, "8"),
+            ]
+        );
         // Outside an executable comment, `*/` is just two operators.
-        assert_eq!(significant("*/"), vec![(K::Operator, "*"), (K::Operator, "/")]);
+        assert_eq!(
+            significant("*/"),
+            vec![(K::Operator, "*"), (K::Operator, "/")]
+        );
         // A nested ordinary comment inside an executable one.
-        assert_eq!(significant("/*!40101 a /* b */ c */ d"), vec![
-            (K::Word, "a"),
-            (K::Word, "c"),
-            (K::Word, "d"),
-        ]);
+        assert_eq!(
+            significant("/*!40101 a /* b */ c */ d"),
+            vec![(K::Word, "a"), (K::Word, "c"), (K::Word, "d"),]
+        );
     }
 
     #[test]
@@ -663,7 +698,10 @@ mod tests {
             ]
         );
         assert_eq!(kinds("@ @@"), vec![(K::Operator, "@"), (K::Operator, "@@")]);
-        assert_eq!(kinds("SELECT@a"), vec![(K::Word, "SELECT"), (K::UserVar, "@a")]);
+        assert_eq!(
+            kinds("SELECT@a"),
+            vec![(K::Word, "SELECT"), (K::UserVar, "@a")]
+        );
         assert_eq!(kinds("@@x."), vec![(K::SystemVar, "@@x"), (K::Dot, ".")]);
     }
 
@@ -687,7 +725,10 @@ mod tests {
             ]
         );
         // Whitespace after a plain word: a variable (`SELECT x, y @a` is not valid anyway).
-        assert_eq!(kinds("WHERE @a"), vec![(K::Word, "WHERE"), (K::UserVar, "@a")]);
+        assert_eq!(
+            kinds("WHERE @a"),
+            vec![(K::Word, "WHERE"), (K::UserVar, "@a")]
+        );
     }
 
     #[test]
@@ -719,7 +760,10 @@ mod tests {
     fn starts_with_keyword_skips_comments() {
         assert!(starts_with_keyword("  /* x */ -- y\n select 1", "SELECT"));
         assert!(starts_with_keyword("/*!40101 SET NAMES utf8 */", "set"));
-        assert!(starts_with_keyword("start   transaction read only", "START TRANSACTION"));
+        assert!(starts_with_keyword(
+            "start   transaction read only",
+            "START TRANSACTION"
+        ));
         assert!(!starts_with_keyword("start slave", "START TRANSACTION"));
         assert!(!starts_with_keyword("selects", "SELECT"));
         assert!(!starts_with_keyword("'SELECT'", "SELECT"));

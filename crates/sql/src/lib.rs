@@ -1,1 +1,30 @@
 //! Statement understanding: cheap classification of SQL text without building an AST.
+//!
+//! Everything here is lexer-based: [`classify`] walks the tokens of a query once (plus a
+//! few tokens of look-ahead) and does not allocate for the common statement kinds.
+//!
+//! ```
+//! use tessera_sql::{classify, Flags, RouteHint, StatementKind};
+//!
+//! let c = classify("/*+ tessera:primary */ SELECT c FROM sbtest1 WHERE id=? FOR UPDATE");
+//! assert_eq!(c.kind, StatementKind::Select);
+//! assert!(c.flags.contains(Flags::LOCKING_READ | Flags::HAS_PLACEHOLDER));
+//! assert_eq!(c.hint, Some(RouteHint::Primary));
+//!
+//! assert_eq!(tessera_sql::assigned_user_variables("SET @a = 1, @`B` := @c"), ["a", "b"]);
+//! assert_eq!(tessera_sql::split_statements("SELECT ';'; COMMIT"), ["SELECT ';'", "COMMIT"]);
+//! ```
+
+pub mod classify;
+mod flags;
+mod keyword;
+pub mod lexer;
+mod scan;
+pub mod split;
+pub mod uservars;
+
+pub use classify::{classify, Classification, RouteHint, SetKind, StatementKind};
+pub use flags::Flags;
+pub use lexer::{starts_with_keyword, unquote, Lexer, Token, TokenKind};
+pub use split::split_statements;
+pub use uservars::{assigned_user_variables, references_user_variables, user_var_name};

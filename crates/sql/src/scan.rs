@@ -30,7 +30,9 @@ pub(crate) fn walk<'a, V: FnMut(Token<'a>, bool)>(sql: &'a str, visit: V) -> Out
     loop {
         let (kind, more) = w.statement();
         if let Some(kind) = kind {
-            w.flags.set(Flags::WRITES, w.flags.contains(Flags::WRITES) || kind.writes());
+            if kind.writes() {
+                w.flags.insert(Flags::WRITES);
+            }
             if kind.is_temporary_table() {
                 w.flags.insert(Flags::TEMPORARY);
             }
@@ -141,12 +143,14 @@ impl<'a, V: FnMut(Token<'a>, bool)> Walker<'a, V> {
                 _ => self.token(&mut st, t),
             }
         }
-        if st.inner_writes == Some(true) {
+        if st.inner_writes == Some(true) || mode == Mode::ExecutingAnalyze {
             self.flags.insert(Flags::WRITES);
         }
         let kind = match head {
             StatementKind::Empty => None,
-            StatementKind::Set(_) if mode == Mode::SetList => Some(StatementKind::Set(st.set_kind())),
+            StatementKind::Set(_) if mode == Mode::SetList => {
+                Some(StatementKind::Set(st.set_kind()))
+            }
             other => Some(other),
         };
         (kind, more)
@@ -235,7 +239,7 @@ impl<'a, V: FnMut(Token<'a>, bool)> Walker<'a, V> {
                     st.load_columns = false;
                 }
             }
-            Kw::Into => self.into_clause(st),
+            Kw::Into => self.select_into(st),
             Kw::For => self.for_clause(st),
             Kw::Lock => self.lock_in_share_mode(),
             Kw::SqlCalcFoundRows => self.flags.insert(Flags::SQL_CALC_FOUND_ROWS),
@@ -252,7 +256,7 @@ impl<'a, V: FnMut(Token<'a>, bool)> Walker<'a, V> {
     }
 
     /// `INTO @var, ..` / `INTO OUTFILE` / `INTO DUMPFILE`.
-    fn into_clause(&mut self, st: &mut Stmt) {
+    fn select_into(&mut self, st: &mut Stmt) {
         match self.peek() {
             Some(n) if n.kind == TokenKind::UserVar => {
                 st.into_list = true;
@@ -319,7 +323,8 @@ fn split_system_var(text: &str) -> (bool, &str) {
     let global = ["global", "persist", "persist_only"]
         .iter()
         .any(|s| scope.eq_ignore_ascii_case(s));
-    let known = global || scope.eq_ignore_ascii_case("session") || scope.eq_ignore_ascii_case("local");
+    let known =
+        global || scope.eq_ignore_ascii_case("session") || scope.eq_ignore_ascii_case("local");
     if known {
         (global, name)
     } else {
@@ -360,17 +365,29 @@ mod tests {
         assert_eq!(split_system_var("@@GLOBAL.x"), (true, "x"));
         assert_eq!(split_system_var("@@persist.x"), (true, "x"));
         assert_eq!(split_system_var("@@Persist_Only.x"), (true, "x"));
-        assert_eq!(split_system_var("@@default.key_buffer_size"), (false, "default.key_buffer_size"));
+        assert_eq!(
+            split_system_var("@@default.key_buffer_size"),
+            (false, "default.key_buffer_size")
+        );
     }
 
     #[test]
     fn hints() {
         assert_eq!(route_hint("/*master*/"), Some(RouteHint::Primary));
         assert_eq!(route_hint("/* Master */"), Some(RouteHint::Primary));
-        assert_eq!(route_hint("/*+ tessera:primary */"), Some(RouteHint::Primary));
-        assert_eq!(route_hint("/* tessera:PRIMARY */"), Some(RouteHint::Primary));
+        assert_eq!(
+            route_hint("/*+ tessera:primary */"),
+            Some(RouteHint::Primary)
+        );
+        assert_eq!(
+            route_hint("/* tessera:PRIMARY */"),
+            Some(RouteHint::Primary)
+        );
         assert_eq!(route_hint("/*slave*/"), Some(RouteHint::Replica));
-        assert_eq!(route_hint("/*+ SET_VAR(x=1) tessera:replica */"), Some(RouteHint::Replica));
+        assert_eq!(
+            route_hint("/*+ SET_VAR(x=1) tessera:replica */"),
+            Some(RouteHint::Replica)
+        );
         assert_eq!(route_hint("/*+ tessera:replica"), Some(RouteHint::Replica));
         assert_eq!(route_hint("/* masters */"), None);
         assert_eq!(route_hint("-- master"), None);
@@ -381,7 +398,12 @@ mod tests {
     #[test]
     fn visitor_sees_reads_and_writes() {
         let mut seen = Vec::new();
-        walk("SET @a = @b; SELECT @c := 1 INTO @d", |t, w| seen.push((t.text, w)));
-        assert_eq!(seen, vec![("@a", true), ("@b", false), ("@c", true), ("@d", true)]);
+        walk("SET @a = @b; SELECT @c := 1 INTO @d", |t, w| {
+            seen.push((t.text, w))
+        });
+        assert_eq!(
+            seen,
+            vec![("@a", true), ("@b", false), ("@c", true), ("@d", true)]
+        );
     }
 }

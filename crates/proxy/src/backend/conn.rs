@@ -2,7 +2,7 @@
 //! prepared-statement cache, and the small request/response helpers Tessera itself needs.
 
 use super::connect::lost;
-use super::stmt_cache::{BackendStmt, StmtCache};
+use super::stmt_cache::{BackendStmt, SqlText, StmtCache};
 use super::ServerRef;
 use crate::charset::BACKEND_COLLATION_ID;
 use crate::error::ProxyError;
@@ -36,6 +36,8 @@ pub struct BackendConn {
     pub last_used: Instant,
     /// Set when the connection can no longer be trusted (I/O error, half-read response).
     pub broken: bool,
+    /// The server reported an open transaction after the last statement.
+    pub in_transaction: bool,
     /// Backend statements evicted from the cache, closed with the next request.
     pending_closes: Vec<u32>,
 }
@@ -61,6 +63,7 @@ impl BackendConn {
             created: now,
             last_used: now,
             broken: false,
+            in_transaction: false,
             pending_closes: Vec::new(),
         }
     }
@@ -137,6 +140,7 @@ impl BackendConn {
         let schema = self.state.schema.take();
         self.state = SessionVars::after_handshake(BACKEND_COLLATION_ID, schema);
         self.stmts.clear();
+        self.in_transaction = false;
         Ok(())
     }
 
@@ -171,18 +175,12 @@ impl BackendConn {
         }
     }
 
-    /// Returns the backend handle for `sql`, preparing it here first if needed. When
-    /// `metadata` is given, the raw parameter/column definition packets are collected into it
-    /// (only on a fresh prepare).
-    pub async fn prepare(
-        &mut self,
-        sql: &Arc<str>,
-        metadata: Option<&mut Vec<Bytes>>,
-    ) -> Result<(BackendStmt, bool), ProxyError> {
+    /// Returns the backend handle for `sql`, preparing it here first if needed.
+    pub async fn prepare(&mut self, sql: &SqlText) -> Result<BackendStmt, ProxyError> {
         if let Some(stmt) = self.stmts.get(sql) {
-            return Ok((stmt, false));
+            return Ok(stmt);
         }
-        self.begin_command(|b| encode_prepare(b, sql.as_bytes()));
+        self.begin_command(|b| encode_prepare(b, sql));
         self.flush().await?;
         let first = self.read().await?;
         if is_err(&first) {
@@ -190,14 +188,16 @@ impl BackendConn {
         }
         let ok = PrepareOk::parse(&first)?;
         let packets = self.read_prepare_metadata(ok).await?;
-        if let Some(out) = metadata {
-            *out = packets;
-        }
-        let stmt = BackendStmt { id: ok.stmt_id, num_params: ok.num_params, num_columns: ok.num_columns };
-        if let Some(evicted) = self.stmts.insert(sql.clone(), stmt) {
+        let stmt = BackendStmt {
+            id: ok.stmt_id,
+            num_params: ok.num_params,
+            num_columns: ok.num_columns,
+            metadata: Arc::from(packets),
+        };
+        if let Some(evicted) = self.stmts.insert(sql.clone(), stmt.clone()) {
             self.pending_closes.push(evicted.id);
         }
-        Ok((stmt, true))
+        Ok(stmt)
     }
 
     /// Reads parameter and column definitions (each block ends with an EOF on backends).
@@ -223,7 +223,7 @@ impl BackendConn {
     }
 
     /// Drops a cached statement the backend no longer knows, or closes one explicitly.
-    pub fn forget_statement(&mut self, sql: &str) {
+    pub fn forget_statement(&mut self, sql: &[u8]) {
         if let Some(stmt) = self.stmts.remove(sql) {
             self.pending_closes.push(stmt.id);
         }

@@ -1,16 +1,22 @@
 //! A bounded cache of prepared statements on one backend connection: SQL text -> backend
 //! statement id, least recently used evicted first (the caller closes what is evicted).
 
+use bytes::Bytes;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// One statement prepared on a backend connection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// One statement prepared on a backend connection, with the parameter and column definition
+/// packets the backend answered (EOF markers removed), to answer later client prepares.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BackendStmt {
     pub id: u32,
     pub num_params: u16,
     pub num_columns: u16,
+    pub metadata: Arc<[Bytes]>,
 }
+
+/// Statement text as the client sent it (not necessarily UTF-8).
+pub type SqlText = Arc<[u8]>;
 
 #[derive(Debug)]
 struct Entry {
@@ -21,7 +27,7 @@ struct Entry {
 /// LRU map from statement text to backend handle.
 #[derive(Debug)]
 pub struct StmtCache {
-    entries: HashMap<Arc<str>, Entry>,
+    entries: HashMap<SqlText, Entry>,
     capacity: usize,
     tick: u64,
 }
@@ -39,31 +45,32 @@ impl StmtCache {
         self.entries.is_empty()
     }
 
-    pub fn get(&mut self, sql: &str) -> Option<BackendStmt> {
+    pub fn get(&mut self, sql: &[u8]) -> Option<BackendStmt> {
         self.tick += 1;
         let tick = self.tick;
         self.entries.get_mut(sql).map(|e| {
             e.last_used = tick;
-            e.stmt
+            e.stmt.clone()
         })
     }
 
     /// Inserts a statement; returns the handle evicted to make room, which must be closed.
-    pub fn insert(&mut self, sql: Arc<str>, stmt: BackendStmt) -> Option<BackendStmt> {
+    pub fn insert(&mut self, sql: SqlText, stmt: BackendStmt) -> Option<BackendStmt> {
         self.tick += 1;
         let evicted = if self.entries.len() >= self.capacity && !self.entries.contains_key(&sql) {
             self.evict_oldest()
         } else {
             None
         };
+        let id = stmt.id;
         if let Some(old) = self.entries.insert(sql, Entry { stmt, last_used: self.tick }) {
-            return Some(old.stmt).filter(|o| o.id != stmt.id).or(evicted);
+            return Some(old.stmt).filter(|o| o.id != id).or(evicted);
         }
         evicted
     }
 
     /// Forgets a statement (e.g. the backend lost it); returns it.
-    pub fn remove(&mut self, sql: &str) -> Option<BackendStmt> {
+    pub fn remove(&mut self, sql: &[u8]) -> Option<BackendStmt> {
         self.entries.remove(sql).map(|e| e.stmt)
     }
 
@@ -82,18 +89,19 @@ mod tests {
     use super::*;
 
     fn stmt(id: u32) -> BackendStmt {
-        BackendStmt { id, num_params: 0, num_columns: 0 }
+        BackendStmt { id, num_params: 0, num_columns: 0, metadata: Arc::from(Vec::new()) }
     }
 
     #[test]
     fn evicts_least_recently_used() {
         let mut c = StmtCache::new(2);
-        assert_eq!(c.insert("a".into(), stmt(1)), None);
-        assert_eq!(c.insert("b".into(), stmt(2)), None);
-        assert_eq!(c.get("a"), Some(stmt(1)));
-        assert_eq!(c.insert("c".into(), stmt(3)), Some(stmt(2)));
+        let k = |s: &str| -> SqlText { Arc::from(s.as_bytes()) };
+        assert_eq!(c.insert(k("a"), stmt(1)), None);
+        assert_eq!(c.insert(k("b"), stmt(2)), None);
+        assert_eq!(c.get("a".as_bytes()), Some(stmt(1)));
+        assert_eq!(c.insert(k("c"), stmt(3)), Some(stmt(2)));
         assert_eq!(c.len(), 2);
-        assert_eq!(c.get("b"), None);
-        assert_eq!(c.insert("a".into(), stmt(4)), Some(stmt(1)), "replacing returns the old handle");
+        assert_eq!(c.get("b".as_bytes()), None);
+        assert_eq!(c.insert(k("a"), stmt(4)), Some(stmt(1)), "replacing returns the old handle");
     }
 }

@@ -1,0 +1,84 @@
+//! `tessera demo` (a sandbox MariaDB with a sample schema behind Tessera, until Ctrl-C) and
+//! `tessera sandbox` (just the servers).
+
+use crate::error::ProxyError;
+use tessera_config::Config;
+use tessera_sandbox::{Sandbox, SandboxOptions};
+
+const SAMPLE_SCHEMA: &str = "
+CREATE DATABASE IF NOT EXISTS demo;
+USE demo;
+CREATE TABLE IF NOT EXISTS customers (id INT PRIMARY KEY AUTO_INCREMENT, name VARCHAR(64) NOT NULL, city VARCHAR(64));
+CREATE TABLE IF NOT EXISTS orders (id BIGINT PRIMARY KEY AUTO_INCREMENT, customer_id INT NOT NULL,
+  amount DECIMAL(10,2) NOT NULL, created_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6), KEY (customer_id));
+INSERT INTO customers (name, city) VALUES ('Ada', 'London'), ('Grace', 'New York'), ('Linus', 'Helsinki');
+INSERT INTO orders (customer_id, amount) VALUES (1, 12.50), (1, 99.99), (2, 5.00), (3, 42.00);
+";
+
+/// The configuration `tessera demo` runs with, for a backend on `port`.
+pub fn demo_config(listen: &str, backend_port: u16) -> Result<Config, ProxyError> {
+    let text = format!(
+        r#"
+[server]
+listen = "{listen}"
+[pool]
+max_size = 16
+[admin]
+http_listen = "127.0.0.1:0"
+[[users]]
+name = "app"
+password = "app"
+[[groups]]
+name = "main"
+user = "tessera"
+password = "tessera"
+primary = {{ address = "127.0.0.1:{backend_port}" }}
+"#
+    );
+    tessera_config::parse_str(&text, "demo").map_err(|e| ProxyError::Config(e.to_string()))
+}
+
+fn start_sandbox(servers: usize) -> Result<Sandbox, ProxyError> {
+    let opts = SandboxOptions { servers, ..SandboxOptions::default() };
+    Sandbox::start(opts).map_err(|e| ProxyError::Config(format!("sandbox: {e}")))
+}
+
+/// Runs the demo until SIGTERM / Ctrl-C.
+pub async fn run_demo(listen: &str) -> Result<(), ProxyError> {
+    println!("Starting a sandbox MariaDB server...");
+    let sandbox = tokio::task::spawn_blocking(|| start_sandbox(1))
+        .await
+        .map_err(|e| ProxyError::Config(e.to_string()))??;
+    let server = &sandbox.servers()[0];
+    server.sql(SAMPLE_SCHEMA).map_err(|e| ProxyError::Config(format!("sample schema: {e}")))?;
+    let config = demo_config(listen, server.port())?;
+    let running = crate::server::start(config).await?;
+    let port = running.addr.port();
+    println!();
+    println!("Tessera is running on 127.0.0.1:{port}, in front of MariaDB on 127.0.0.1:{}.", server.port());
+    println!("Connect with:");
+    println!();
+    println!("    mariadb -h127.0.0.1 -P{port} -uapp -papp demo");
+    println!();
+    println!("Try: SELECT c.name, SUM(o.amount) FROM customers c JOIN orders o ON o.customer_id = c.id GROUP BY c.name;");
+    println!("Press Ctrl-C to stop and clean up.");
+    crate::server::wait_for_signal().await;
+    println!("Stopping...");
+    running.shutdown().await;
+    tokio::task::spawn_blocking(move || sandbox.stop()).await.ok();
+    Ok(())
+}
+
+/// Starts `servers` sandbox servers, prints how to reach them, waits for Ctrl-C.
+pub async fn run_sandbox(servers: usize) -> Result<(), ProxyError> {
+    let sandbox = tokio::task::spawn_blocking(move || start_sandbox(servers))
+        .await
+        .map_err(|e| ProxyError::Config(e.to_string()))??;
+    for s in sandbox.servers() {
+        println!("{}: mariadb -h{} -P{} -utessera -ptessera   (data dir {})", s.name(), s.host(), s.port(), s.datadir().display());
+    }
+    println!("Press Ctrl-C to stop and clean up.");
+    crate::server::wait_for_signal().await;
+    tokio::task::spawn_blocking(move || sandbox.stop()).await.ok();
+    Ok(())
+}

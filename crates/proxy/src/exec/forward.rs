@@ -1,0 +1,225 @@
+//! Pass-through of one backend response to the client. Rows are copied, never decoded; only
+//! OK/ERR/EOF packets are parsed, to learn status flags, affected rows, insert ids and session
+//! changes. Sequence ids are rewritten by the client stream.
+
+use crate::backend::BackendConn;
+use crate::error::ProxyError;
+use bytes::Bytes;
+use tessera_protocol::codec::Reader;
+use tessera_protocol::flags::*;
+use tessera_protocol::response::*;
+use tessera_protocol::PacketStream;
+use tokio::io::{AsyncRead, AsyncWrite};
+
+/// Flush to the client once this much is queued, even mid-result.
+const FLUSH_AT: usize = 64 * 1024;
+
+/// What kind of response the backend is about to send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// COM_QUERY: text rows, multi-results, LOCAL INFILE.
+    Text,
+    /// COM_STMT_EXECUTE: binary rows, possibly a cursor instead of rows.
+    Binary,
+    /// COM_STMT_FETCH: rows then EOF, no metadata.
+    Fetch,
+    /// COM_FIELD_LIST: column definitions then EOF.
+    FieldList,
+}
+
+/// What a forwarded response told us.
+#[derive(Debug, Clone, Default)]
+pub struct Outcome {
+    pub status: u16,
+    pub warnings: u16,
+    pub affected_rows: u64,
+    /// Insert id of the last OK packet that carried one (0 if none).
+    pub last_insert_id: u64,
+    /// Rows in the last result set; None when the last result was an OK.
+    pub result_rows: Option<u64>,
+    pub changes: Vec<SessionChange>,
+    pub error: Option<ErrPacket>,
+    pub cursor_opened: bool,
+}
+
+impl Outcome {
+    pub fn in_transaction(&self) -> bool {
+        self.status & SERVER_STATUS_IN_TRANS != 0
+    }
+}
+
+/// Forwards the backend's response to the client and flushes it.
+pub async fn forward<C>(
+    backend: &mut BackendConn,
+    client: &mut PacketStream<C>,
+    client_caps: u32,
+    mode: Mode,
+) -> Result<Outcome, ProxyError>
+where
+    C: AsyncRead + AsyncWrite + Unpin,
+{
+    let mut f = Forwarder { backend, client, client_caps, out: Outcome::default() };
+    let result = f.run(mode).await;
+    if result.is_err() {
+        f.backend.broken = true;
+    }
+    result?;
+    f.client.flush().await?;
+    Ok(f.out)
+}
+
+struct Forwarder<'a, C> {
+    backend: &'a mut BackendConn,
+    client: &'a mut PacketStream<C>,
+    client_caps: u32,
+    out: Outcome,
+}
+
+impl<C: AsyncRead + AsyncWrite + Unpin> Forwarder<'_, C> {
+    async fn next(&mut self) -> Result<Bytes, ProxyError> {
+        if self.client.pending_write() >= FLUSH_AT
+            || (self.client.pending_write() > 0 && !self.backend.io.has_buffered_input())
+        {
+            self.client.flush().await?;
+        }
+        self.backend.read().await
+    }
+
+    async fn run(&mut self, mode: Mode) -> Result<(), ProxyError> {
+        match mode {
+            Mode::Fetch => return self.rows_then_end(Mode::Fetch).await.map(|_| ()),
+            Mode::FieldList => return self.field_list().await,
+            _ => {}
+        }
+        loop {
+            let first = self.next().await?;
+            let more = match first.first() {
+                Some(&OK_HEADER) => self.ok(&first)?,
+                Some(&ERR_HEADER) => self.err(&first)?,
+                Some(&LOCAL_INFILE_HEADER) if mode == Mode::Text => self.local_infile(first).await?,
+                _ => self.result_set(&first, mode).await?,
+            };
+            if !more {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Forwards an OK packet; returns whether more results follow.
+    fn ok(&mut self, p: &[u8]) -> Result<bool, ProxyError> {
+        let ok = OkPacket::parse(p, self.backend.capabilities)?;
+        let changes = ok.session_changes()?;
+        self.backend.state.apply_changes(&changes);
+        self.out.changes.extend(changes);
+        self.out.status = ok.status;
+        self.out.warnings = ok.warnings;
+        self.out.affected_rows = ok.affected_rows;
+        if ok.last_insert_id != 0 {
+            self.out.last_insert_id = ok.last_insert_id;
+        }
+        self.out.result_rows = None;
+        if self.client_caps & CLIENT_SESSION_TRACK != 0 {
+            self.client.write_packet(p);
+        } else {
+            self.client.write_with(|b| ok.encode(b, self.client_caps));
+        }
+        Ok(ok.status & SERVER_MORE_RESULTS_EXISTS != 0)
+    }
+
+    fn err(&mut self, p: &[u8]) -> Result<bool, ProxyError> {
+        self.out.error = Some(ErrPacket::parse(p)?);
+        self.client.write_packet(p);
+        Ok(false)
+    }
+
+    /// Column count, definitions, EOF, rows, end. Returns whether more results follow.
+    async fn result_set(&mut self, first: &[u8], mode: Mode) -> Result<bool, ProxyError> {
+        let columns = Reader::new(first).lenenc_int()?;
+        self.client.write_packet(first);
+        for _ in 0..columns {
+            let def = self.next().await?;
+            self.client.write_packet(&def);
+        }
+        let eof = self.next().await?;
+        let (_, status) = parse_eof(&eof, self.backend.capabilities)?;
+        if mode == Mode::Binary && status & SERVER_STATUS_CURSOR_EXISTS != 0 {
+            // A cursor was opened: the metadata ends with an EOF and rows come with FETCH.
+            self.client.write_packet(&eof);
+            self.out.status = status;
+            self.out.cursor_opened = true;
+            self.out.result_rows = Some(0);
+            return Ok(false);
+        }
+        if self.client_caps & CLIENT_DEPRECATE_EOF == 0 {
+            self.client.write_packet(&eof);
+        }
+        self.rows_then_end(mode).await
+    }
+
+    /// Rows until the end packet (or an ERR). Returns whether more results follow.
+    async fn rows_then_end(&mut self, _mode: Mode) -> Result<bool, ProxyError> {
+        let mut rows = 0u64;
+        loop {
+            let p = self.next().await?;
+            if is_eof(&p) {
+                let (warnings, status) = parse_eof(&p, self.backend.capabilities)?;
+                self.end_packet(&p, warnings, status);
+                self.out.result_rows = Some(rows);
+                self.out.affected_rows = 0;
+                return Ok(status & SERVER_MORE_RESULTS_EXISTS != 0);
+            }
+            if is_err(&p) {
+                return self.err(&p);
+            }
+            rows += 1;
+            self.client.write_packet(&p);
+        }
+    }
+
+    fn end_packet(&mut self, raw: &[u8], warnings: u16, status: u16) {
+        self.out.status = status;
+        self.out.warnings = warnings;
+        if self.client_caps & CLIENT_DEPRECATE_EOF != 0 {
+            self.client.write_with(|b| encode_result_end(b, warnings, status, self.client_caps));
+        } else {
+            self.client.write_packet(raw);
+        }
+    }
+
+    async fn field_list(&mut self) -> Result<(), ProxyError> {
+        loop {
+            let p = self.next().await?;
+            if is_err(&p) {
+                return self.err(&p).map(|_| ());
+            }
+            if is_eof(&p) {
+                let (warnings, status) = parse_eof(&p, self.backend.capabilities)?;
+                self.end_packet(&p, warnings, status);
+                return Ok(());
+            }
+            self.client.write_packet(&p);
+        }
+    }
+
+    /// LOAD DATA LOCAL INFILE: relay the file request to the client and its data back.
+    async fn local_infile(&mut self, request: Bytes) -> Result<bool, ProxyError> {
+        self.client.write_packet(&request);
+        self.client.flush().await?;
+        loop {
+            let chunk = self.client.read_packet().await?;
+            self.backend.io.write_packet(&chunk);
+            if chunk.is_empty() {
+                break;
+            }
+            if self.backend.io.pending_write() >= FLUSH_AT {
+                self.backend.flush().await?;
+            }
+        }
+        self.backend.flush().await?;
+        let answer = self.next().await?;
+        match answer.first() {
+            Some(&OK_HEADER) => self.ok(&answer),
+            _ => self.err(&answer),
+        }
+    }
+}

@@ -1,0 +1,7 @@
+//! Running statements on backends: [`forward`] copies a single-target response to the client
+//! packet by packet, translating only what differs between the client's and the backend's
+//! capabilities (EOF vs DEPRECATE_EOF, session tracking in OK packets).
+
+pub mod forward;
+
+pub use forward::{forward, Mode, Outcome};

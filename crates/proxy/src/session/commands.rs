@@ -1,0 +1,211 @@
+//! The commands other than queries and prepared statements: login (connection phase and the
+//! default schema), COM_INIT_DB, COM_FIELD_LIST, COM_STATISTICS, COM_SET_OPTION,
+//! COM_RESET_CONNECTION, COM_CHANGE_USER and KILL.
+
+use super::auth::{self, encode_login_ok, Login};
+use super::{LastStatement, Next, Session};
+use crate::context::Context;
+use crate::error::ProxyError;
+use crate::exec::Mode;
+use crate::metrics::Metrics;
+use crate::state::{SessionVars, SyncScope};
+use std::sync::Arc;
+use tessera_protocol::codec::Reader;
+use tessera_protocol::flags::*;
+use tessera_protocol::response::encode_result_end;
+use tokio::net::TcpStream;
+
+impl Session {
+    /// The connection phase; None if the client did not make it through (already answered).
+    pub async fn login(ctx: Arc<Context>, tcp: TcpStream, id: u32, host: String) -> Option<Session> {
+        let timeout = ctx.config.server.handshake_timeout();
+        let authed = match tokio::time::timeout(timeout, auth::accept(&ctx, tcp, id, &host)).await {
+            Ok(Ok(a)) => a,
+            Ok(Err(e)) => {
+                tracing::info!(session = id, host, error = %e, "login failed");
+                Metrics::inc(&ctx.metrics.client_auth_failures);
+                return None;
+            }
+            Err(_) => {
+                tracing::info!(session = id, host, "handshake timed out");
+                return None;
+            }
+        };
+        let handle = ctx.sessions.register(id, &authed.user);
+        let mut session = Session {
+            state: SessionVars::after_handshake(authed.charset, None),
+            client: authed.client,
+            capabilities: authed.capabilities,
+            multi_statements: authed.capabilities & CLIENT_MULTI_STATEMENTS != 0,
+            user: authed.user,
+            charset: authed.charset,
+            host,
+            id,
+            ctx,
+            pins: Default::default(),
+            held: None,
+            stmts: Default::default(),
+            last: LastStatement::default(),
+            handle,
+            fatal: false,
+        };
+        match session.enter_schema(authed.database).await {
+            Ok(()) => Some(session),
+            Err(e) => {
+                session.report(e).await;
+                session.ctx.sessions.unregister(id);
+                None
+            }
+        }
+    }
+
+    /// Validates the schema asked for at login (1049 if unknown), then sends the login OK.
+    async fn enter_schema(&mut self, database: Option<String>) -> Result<(), ProxyError> {
+        if let Some(db) = database {
+            let mut conn = self.acquire(SyncScope::default()).await?;
+            let result = conn.init_db(&db).await;
+            self.handle.set_running(None);
+            drop(conn);
+            result?;
+            self.state.schema = Some(db);
+        }
+        self.client.write_with(|b| encode_login_ok(b, self.capabilities));
+        self.client.flush().await?;
+        Ok(())
+    }
+
+    /// A command forwarded as-is whose answer is an OK/ERR or a result (INIT_DB, FIELD_LIST).
+    async fn forward_command(&mut self, payload: &[u8], mode: Mode) -> Result<Next, ProxyError> {
+        let was_held = self.held.is_some();
+        let mut conn = self.acquire(SyncScope::default()).await?;
+        conn.begin_command(|b| b.extend_from_slice(payload));
+        let outcome = match self.forward(&mut conn, mode).await {
+            Ok(o) => o,
+            Err(e) => return Err(self.failed(conn, was_held, e)),
+        };
+        self.finish(conn, &outcome, &[]).await;
+        Ok(Next::Continue)
+    }
+
+    pub async fn init_db(&mut self, _db: &[u8], payload: &[u8]) -> Result<Next, ProxyError> {
+        self.forward_command(payload, Mode::Text).await
+    }
+
+    pub async fn field_list(&mut self, payload: &[u8]) -> Result<Next, ProxyError> {
+        self.forward_command(payload, Mode::FieldList).await
+    }
+
+    /// COM_STATISTICS answers with one raw string packet.
+    pub async fn statistics(&mut self, payload: &[u8]) -> Result<Next, ProxyError> {
+        let was_held = self.held.is_some();
+        let mut conn = self.acquire(SyncScope::default()).await?;
+        conn.begin_command(|b| b.extend_from_slice(payload));
+        let answer = match conn.flush().await {
+            Ok(()) => conn.read().await,
+            Err(e) => Err(e),
+        };
+        let answer = match answer {
+            Ok(a) => a,
+            Err(e) => return Err(self.failed(conn, was_held, e)),
+        };
+        self.handle.set_running(None);
+        self.keep_or_release(conn, &[]);
+        self.client.write_packet(&answer);
+        self.client.flush().await?;
+        Ok(Next::Continue)
+    }
+
+    /// COM_SET_OPTION toggles multi-statements for this session; answered with EOF.
+    pub async fn set_option(&mut self, option: u16) -> Result<Next, ProxyError> {
+        match option {
+            0 => self.multi_statements = true,
+            1 => self.multi_statements = false,
+            _ => return Err(ProxyError::UnknownCommand),
+        }
+        let status = self.status_flags();
+        self.client.write_with(|b| encode_result_end(b, 0, status, self.capabilities));
+        self.client.flush().await?;
+        Ok(Next::Continue)
+    }
+
+    /// Forgets all session state (keeps user and schema); a held connection is reset too.
+    pub async fn reset_connection(&mut self) -> Result<Next, ProxyError> {
+        self.reset_session_state().await;
+        self.ok().await
+    }
+
+    async fn reset_session_state(&mut self) {
+        if let Some(mut conn) = self.held.take() {
+            if conn.reset().await.is_err() {
+                conn.broken = true;
+            }
+        }
+        let schema = self.state.schema.take();
+        self.state = SessionVars::after_handshake(self.charset, schema);
+        self.pins.clear();
+        self.stmts.clear();
+        self.last = LastStatement::default();
+        self.multi_statements = self.capabilities & CLIENT_MULTI_STATEMENTS != 0;
+    }
+
+    /// COM_CHANGE_USER: re-authenticate (auth switch with a fresh challenge), then start over.
+    pub async fn change_user(&mut self, data: &[u8]) -> Result<Next, ProxyError> {
+        let mut r = Reader::new(data);
+        let user = String::from_utf8_lossy(r.null_terminated()?).into_owned();
+        let n = usize::from(r.u8()?);
+        r.skip(n)?;
+        let schema = Some(String::from_utf8_lossy(r.null_terminated_or_eof()).into_owned()).filter(|s| !s.is_empty());
+        let charset = if r.remaining() >= 2 { r.u16()? as u8 } else { self.charset };
+        let scramble = tessera_protocol::auth::new_scramble();
+        self.client.write_with(|b| {
+            tessera_protocol::handshake::encode_auth_switch(b, tessera_protocol::auth::NATIVE_PASSWORD, &scramble)
+        });
+        self.client.flush().await?;
+        let answer = self.client.read_packet().await?;
+        let is_tls = self.client.get_ref().is_tls();
+        let login = Login { user: &user, host: &self.host, scramble: &scramble, is_tls };
+        let creds = self.ctx.users.get(&user).cloned();
+        let plugin = tessera_protocol::auth::NATIVE_PASSWORD;
+        if let Err(e) = auth::verify(&mut self.client, creds.as_ref(), &login, plugin, answer.to_vec()).await {
+            self.fatal = true;
+            return Err(e);
+        }
+        self.reset_session_state().await;
+        self.user = user;
+        self.charset = charset;
+        self.state = SessionVars::after_handshake(charset, None);
+        if let Ok(mut u) = self.handle.user.lock() {
+            u.clone_from(&self.user);
+        }
+        self.enter_schema(schema).await?;
+        Ok(Next::Continue)
+    }
+
+    /// KILL [QUERY] id, where id is a Tessera connection id.
+    pub async fn kill(&mut self, id: u64, query_only: bool) -> Result<Next, ProxyError> {
+        let target = u32::try_from(id).ok().and_then(|i| self.ctx.sessions.get(i)).ok_or(ProxyError::UnknownThread(id))?;
+        if target.user() != self.user {
+            return Err(ProxyError::NotOwnerOfThread(id));
+        }
+        if let Some((server, thread_id)) = target.running() {
+            let pool = self.ctx.default_pool().clone();
+            if pool.server.address == server.address {
+                let mut conn = pool.connect_unpooled().await?;
+                let verb = if query_only { "KILL QUERY" } else { "KILL" };
+                conn.simple_command(&format!("{verb} {thread_id}")).await.ok();
+            }
+        }
+        if !query_only {
+            target.kill();
+            if target.id == self.id {
+                self.fatal = true;
+                return Err(ProxyError::Backend(tessera_protocol::response::ErrPacket::new(
+                    1927,
+                    "70100",
+                    "Connection was killed",
+                )));
+            }
+        }
+        self.ok().await
+    }
+}

@@ -1,0 +1,183 @@
+//! The path every statement takes to a backend: borrow a connection (the held one or a fresh
+//! checkout), bring its session state to the client's (one pipelined batch), forward the
+//! response, learn from the outcome, then keep the connection (transaction, pin) or release it.
+
+use super::Session;
+use crate::error::ProxyError;
+use crate::exec::{forward, Mode, Outcome};
+use crate::metrics::Metrics;
+use crate::pool::PooledConn;
+use crate::state::SyncScope;
+use tessera_protocol::command::{COM_INIT_DB, COM_QUERY};
+use tessera_sql::{Classification, Flags};
+
+/// One statement of a command, with its classification.
+pub struct Stmt<'a> {
+    pub sql: &'a str,
+    pub class: Classification,
+}
+
+impl Session {
+    /// Borrows the connection for the next statement and syncs its session state.
+    pub async fn acquire(&mut self, scope: SyncScope) -> Result<PooledConn, ProxyError> {
+        let mut conn = match self.held.take() {
+            Some(c) => c,
+            None => {
+                let found_rows = self.capabilities & tessera_protocol::flags::CLIENT_FOUND_ROWS != 0;
+                self.ctx.default_pool().checkout(found_rows).await?
+            }
+        };
+        if let Err(e) = self.sync(&mut conn, scope).await {
+            conn.broken = true;
+            return Err(e);
+        }
+        self.handle.set_running(Some((conn.server.clone(), conn.thread_id)));
+        Ok(conn)
+    }
+
+    /// Sends only the differences (one SET and/or one COM_INIT_DB, pipelined).
+    async fn sync(&mut self, conn: &mut PooledConn, scope: SyncScope) -> Result<(), ProxyError> {
+        let set = self.state.set_statement_from(&conn.state, scope);
+        let schema = self.state.schema_change_from(&conn.state).map(str::to_owned);
+        if set.is_none() && schema.is_none() {
+            return Ok(());
+        }
+        Metrics::inc(&self.ctx.metrics.state_syncs);
+        if let Some(sql) = &set {
+            conn.begin_command(|b| {
+                b.extend_from_slice(&[COM_QUERY]);
+                b.extend_from_slice(sql.as_bytes());
+            });
+        }
+        if let Some(db) = &schema {
+            conn.begin_command(|b| {
+                b.extend_from_slice(&[COM_INIT_DB]);
+                b.extend_from_slice(db.as_bytes());
+            });
+        }
+        conn.flush().await?;
+        let mut first_error = None;
+        if set.is_some() {
+            first_error = conn.read_ok().await.err();
+        }
+        if schema.is_some() {
+            if let Err(e) = conn.read_ok().await {
+                first_error.get_or_insert(e);
+            }
+        }
+        match first_error {
+            Some(ProxyError::Backend(p)) => Err(ProxyError::StateSync(p)),
+            Some(e) => Err(e),
+            None => {
+                conn.state.sync_to(&self.state, scope);
+                Ok(())
+            }
+        }
+    }
+
+    /// Flushes the queued command and forwards the backend's response to the client.
+    pub async fn forward(&mut self, conn: &mut PooledConn, mode: Mode) -> Result<Outcome, ProxyError> {
+        conn.flush().await?;
+        forward(conn, &mut self.client, self.capabilities, mode).await
+    }
+
+    /// Turns a failure during a statement into the error to report; if the connection held
+    /// state of this session (transaction, pin), that state is gone and the client is closed.
+    pub fn failed(&mut self, conn: PooledConn, was_held: bool, e: ProxyError) -> ProxyError {
+        self.handle.set_running(None);
+        if was_held && conn.broken {
+            self.fatal = true;
+            self.pins.clear();
+        }
+        drop(conn);
+        e
+    }
+
+    /// Learns from a finished statement, then keeps or releases its connection.
+    pub async fn finish(&mut self, mut conn: PooledConn, outcome: &Outcome, stmts: &[Stmt<'_>]) {
+        self.handle.set_running(None);
+        self.state.apply_changes(&outcome.changes);
+        if outcome.last_insert_id != 0 {
+            self.state.last_insert_id = outcome.last_insert_id;
+            conn.state.last_insert_id = outcome.last_insert_id;
+        }
+        self.record_last(outcome);
+        conn.in_transaction = outcome.in_transaction();
+        let ok = outcome.error.is_none() || stmts.len() > 1;
+        let before = self.pins.reasons();
+        for s in stmts {
+            self.pins.after_statement(s.sql, &s.class, ok, conn.in_transaction);
+        }
+        if outcome.warnings > 0 || outcome.error.is_some() {
+            self.pins.keep_for_diagnostics();
+        }
+        self.capture_user_vars(&mut conn, stmts).await;
+        self.keep_or_release(conn, &before);
+    }
+
+    fn record_last(&mut self, outcome: &Outcome) {
+        self.last.row_count = match (&outcome.error, outcome.result_rows) {
+            (Some(_), _) | (None, Some(_)) => -1,
+            (None, None) => outcome.affected_rows as i64,
+        };
+        if let Some(rows) = outcome.result_rows {
+            self.last.found_rows = rows;
+        }
+    }
+
+    async fn capture_user_vars(&mut self, conn: &mut PooledConn, stmts: &[Stmt<'_>]) {
+        let mut names: Vec<String> = Vec::new();
+        for s in stmts.iter().filter(|s| s.class.flags.contains(Flags::USER_VAR_WRITE)) {
+            for n in tessera_sql::assigned_user_variables(s.sql) {
+                if !names.contains(&n) {
+                    names.push(n);
+                }
+            }
+        }
+        if names.is_empty() || conn.broken {
+            return;
+        }
+        match super::uservars::capture(conn, &names).await {
+            Ok(values) => {
+                for (name, literal) in values {
+                    conn.state.user_vars.insert(name.clone(), literal.clone());
+                    self.state.user_vars.insert(name, literal);
+                }
+            }
+            Err(e) => {
+                tracing::warn!(session = self.id, error = %e, "could not read back user variables");
+                conn.broken = true;
+            }
+        }
+    }
+
+    /// Keeps the connection while pinned or inside a transaction, else returns it to the pool.
+    pub fn keep_or_release(&mut self, mut conn: PooledConn, pins_before: &[&'static str]) {
+        if conn.broken {
+            return;
+        }
+        if self.pins.is_pinned() {
+            for reason in self.pins.reasons().iter().filter(|r| !pins_before.contains(r)) {
+                self.ctx.metrics.pinned(reason);
+                tracing::debug!(session = self.id, reason, "session pinned to its backend connection");
+            }
+            conn.detach();
+            self.held = Some(conn);
+        } else if conn.in_transaction {
+            self.held = Some(conn);
+        }
+    }
+}
+
+/// What must be synced before these statements run.
+pub fn sync_scope(stmts: &[Stmt<'_>]) -> SyncScope {
+    use tessera_sql::StatementKind as K;
+    let mut scope = SyncScope::default();
+    for s in stmts {
+        let f = s.class.flags;
+        let opaque = matches!(s.class.kind, K::Call | K::Execute | K::Prepare);
+        scope.user_vars |= opaque || f.contains(Flags::USER_VAR_READ);
+        scope.last_insert_id |= opaque || f.contains(Flags::LAST_INSERT_ID);
+    }
+    scope
+}

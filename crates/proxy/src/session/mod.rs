@@ -1,0 +1,197 @@
+//! One task per client connection: authentication, then a loop that reads one command at a
+//! time and runs it. A session borrows a backend connection per statement in autocommit and
+//! per transaction otherwise; state that cannot be replayed pins it (see [`pins`]).
+//!
+//! - [`auth`]: connection phase. - [`execute`]: borrowing, state sync, forwarding, release.
+//! - [`query`]: COM_QUERY. - [`prepared`]: COM_STMT_*. - [`commands`]: the other commands.
+//! - [`pins`], [`uservars`], [`rewrite`]: session state that needs special care.
+
+pub mod auth;
+pub mod commands;
+pub mod execute;
+pub mod pins;
+pub mod prepared;
+pub mod query;
+pub mod rewrite;
+pub mod uservars;
+
+use crate::context::Context;
+use crate::error::ProxyError;
+use crate::metrics::Metrics;
+use crate::net::Stream;
+use crate::pool::PooledConn;
+use crate::registry::SessionHandle;
+use crate::state::SessionVars;
+use pins::Pins;
+use prepared::StatementRegistry;
+use std::sync::Arc;
+use tessera_protocol::command::Command;
+use tessera_protocol::response::ErrPacket;
+use tessera_protocol::{PacketStream, ProtocolError};
+use tokio::net::TcpStream;
+
+/// What the command loop does after a command.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Next {
+    Continue,
+    Close,
+}
+
+/// Values of the previous statement that session-bound functions report.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LastStatement {
+    /// ROW_COUNT(): affected rows, -1 after a result set or an error.
+    pub row_count: i64,
+    /// FOUND_ROWS(): rows of the last result set.
+    pub found_rows: u64,
+}
+
+/// One client connection after authentication.
+pub struct Session {
+    pub ctx: Arc<Context>,
+    pub client: PacketStream<Stream>,
+    pub id: u32,
+    pub capabilities: u32,
+    pub user: String,
+    pub host: String,
+    pub charset: u8,
+    /// The state the client believes its session has.
+    pub state: SessionVars,
+    pub pins: Pins,
+    /// Backend connection kept across statements (open transaction or pin).
+    pub held: Option<PooledConn>,
+    pub stmts: StatementRegistry,
+    pub multi_statements: bool,
+    pub last: LastStatement,
+    pub handle: Arc<SessionHandle>,
+    /// Set when backend state was lost (e.g. the server died mid-transaction): close after
+    /// reporting the error, as MySQL itself would.
+    pub fatal: bool,
+}
+
+/// Serves one accepted TCP connection to the end.
+pub async fn serve(ctx: Arc<Context>, tcp: TcpStream, host: String) {
+    let _ = tcp.set_nodelay(true);
+    let id = ctx.next_session_id();
+    Metrics::inc(&ctx.metrics.client_connections_total);
+    ctx.metrics.client_connections.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    if let Some(mut session) = Session::login(ctx.clone(), tcp, id, host).await {
+        session.run().await;
+        session.close().await;
+    }
+    ctx.metrics.client_connections.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+}
+
+impl Session {
+    async fn run(&mut self) {
+        let mut shutdown = self.ctx.shutdown.clone();
+        loop {
+            let read = tokio::select! {
+                r = self.client.read_packet_with_seq() => r,
+                _ = shutdown.changed() => return,
+                _ = self.handle.kill_signal.notified() => return,
+            };
+            let payload = match read {
+                Ok((0, p)) => p,
+                Ok(_) => return self.fail(ErrPacket::new(1156, "08S01", "Got packets out of order")).await,
+                Err(ProtocolError::PacketTooLarge { .. }) => {
+                    return self.fail(ProxyError::PacketTooLarge.to_err_packet()).await
+                }
+                Err(e) if e.is_disconnect() => return,
+                Err(e) => return tracing::debug!(session = self.id, error = %e, "closing client"),
+            };
+            if self.handle.is_killed() {
+                return;
+            }
+            match self.dispatch(&payload).await {
+                Ok(Next::Continue) if !self.fatal => {}
+                Ok(_) => return,
+                Err(e) => {
+                    if !self.report(e).await {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Sends an error for a failed command; returns whether the session goes on.
+    async fn report(&mut self, e: ProxyError) -> bool {
+        Metrics::inc(&self.ctx.metrics.query_errors);
+        let go_on = e.is_recoverable() && !self.fatal;
+        if matches!(e, ProxyError::Client(_)) {
+            return false;
+        }
+        if matches!(e, ProxyError::LostBackend { .. }) {
+            Metrics::inc(&self.ctx.metrics.backend_lost);
+            tracing::warn!(session = self.id, error = %e, "backend lost during a statement");
+        }
+        let packet = e.to_err_packet();
+        self.client.write_with(|b| packet.encode(b));
+        self.client.flush().await.is_ok() && go_on
+    }
+
+    async fn fail(&mut self, err: ErrPacket) {
+        self.client.write_with(|b| err.encode(b));
+        let _ = self.client.flush().await;
+    }
+
+    async fn dispatch(&mut self, payload: &[u8]) -> Result<Next, ProxyError> {
+        let command = Command::parse(payload)?;
+        self.client.set_seq(1);
+        match command {
+            Command::Query(sql) => self.query(sql).await,
+            Command::StmtPrepare(sql) => self.stmt_prepare(sql).await,
+            Command::StmtExecute { stmt_id, payload } => self.stmt_execute(stmt_id, payload).await,
+            Command::StmtSendLongData { stmt_id, param, data } => self.stmt_long_data(stmt_id, param, data),
+            Command::StmtClose(id) => self.stmt_close(id).await,
+            Command::StmtReset(id) => self.stmt_reset(id).await,
+            Command::StmtFetch { stmt_id, rows } => self.stmt_fetch(stmt_id, rows, payload).await,
+            Command::Quit => Ok(Next::Close),
+            Command::Ping | Command::Debug => self.ok().await,
+            Command::InitDb(db) => self.init_db(db, payload).await,
+            Command::FieldList { .. } => self.field_list(payload).await,
+            Command::Statistics => self.statistics(payload).await,
+            Command::SetOption(option) => self.set_option(option).await,
+            Command::ResetConnection => self.reset_connection().await,
+            Command::ChangeUser(data) => self.change_user(data).await,
+            Command::ProcessKill(id) => self.kill(u64::from(id), false).await,
+            Command::Unknown(_) => Err(ProxyError::UnknownCommand),
+        }
+    }
+
+    /// Answers OK with the session's current status flags.
+    pub async fn ok(&mut self) -> Result<Next, ProxyError> {
+        let status = self.status_flags();
+        let ok = tessera_protocol::response::OkPacket { status, ..Default::default() };
+        self.client.write_with(|b| ok.encode(b, self.capabilities));
+        self.client.flush().await?;
+        Ok(Next::Continue)
+    }
+
+    /// Status flags as the client should see them between statements.
+    pub fn status_flags(&self) -> u16 {
+        use tessera_protocol::flags::*;
+        let autocommit_off = self.state.vars.get("autocommit").is_some_and(|v| v.eq_ignore_ascii_case("OFF"));
+        let mut status = if autocommit_off { 0 } else { SERVER_STATUS_AUTOCOMMIT };
+        if self.in_transaction() {
+            status |= SERVER_STATUS_IN_TRANS;
+        }
+        status
+    }
+
+    /// True while a backend transaction is open for this session.
+    pub fn in_transaction(&self) -> bool {
+        self.held.as_ref().is_some_and(|c| c.in_transaction)
+    }
+
+    /// Returns held backend state to a clean slate and unregisters the session.
+    async fn close(&mut self) {
+        if let Some(mut conn) = self.held.take() {
+            if conn.reset().await.is_err() {
+                conn.broken = true;
+            }
+        }
+        self.ctx.sessions.unregister(self.id);
+    }
+}

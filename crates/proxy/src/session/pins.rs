@@ -1,0 +1,200 @@
+//! Session state that cannot be replayed on another backend connection, and therefore pins a
+//! session to its connection until the state goes away. Each reason is named (logs, metrics).
+
+use std::collections::BTreeSet;
+use tessera_sql::{Classification, Flags, StatementKind};
+
+/// Everything that currently pins a session.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Pins {
+    temp_tables: BTreeSet<String>,
+    user_locks: u32,
+    table_locks: bool,
+    /// SQL_CALC_FOUND_ROWS ran: FOUND_ROWS() must be read on the same connection.
+    found_rows_next: bool,
+    /// Client statement ids with an open server-side cursor.
+    cursors: BTreeSet<u32>,
+    xa: bool,
+    /// SET TRANSACTION (without SESSION) applies to the next transaction only.
+    next_transaction: bool,
+    sql_prepared: BTreeSet<String>,
+    handlers: u32,
+    /// The last statement left warnings or an error: SHOW WARNINGS must see them.
+    diagnostics_next: bool,
+}
+
+impl Pins {
+    pub fn is_pinned(&self) -> bool {
+        !self.reasons().is_empty()
+    }
+
+    /// Current reasons, named as in the metrics.
+    pub fn reasons(&self) -> Vec<&'static str> {
+        let checks = [
+            (!self.temp_tables.is_empty(), "temporary_table"),
+            (self.user_locks > 0, "user_lock"),
+            (self.table_locks, "lock_tables"),
+            (self.found_rows_next, "found_rows"),
+            (!self.cursors.is_empty(), "cursor"),
+            (self.xa, "xa"),
+            (self.next_transaction, "next_transaction"),
+            (!self.sql_prepared.is_empty(), "sql_prepare"),
+            (self.handlers > 0, "handler"),
+            (self.diagnostics_next, "diagnostics"),
+        ];
+        checks.iter().filter(|(on, _)| *on).map(|(_, r)| *r).collect()
+    }
+
+    /// True while FOUND_ROWS() must come from the server (after SQL_CALC_FOUND_ROWS).
+    pub fn expects_server_found_rows(&self) -> bool {
+        self.found_rows_next
+    }
+
+    /// Updates the pins after a statement ran; `ok` is false when it failed.
+    pub fn after_statement(&mut self, sql: &str, c: &Classification, ok: bool, in_transaction: bool) {
+        self.found_rows_next = false;
+        self.diagnostics_next = false;
+        if self.next_transaction && !matches!(c.kind, StatementKind::Set(_)) && !in_transaction {
+            self.next_transaction = false;
+        }
+        if !ok {
+            return;
+        }
+        self.track_kind(sql, c);
+        self.track_functions(c);
+    }
+
+    fn track_kind(&mut self, sql: &str, c: &Classification) {
+        match &c.kind {
+            StatementKind::CreateTemporaryTable(name) => {
+                self.temp_tables.insert(name.to_ascii_lowercase());
+            }
+            StatementKind::DropTemporaryTable(names) | StatementKind::DropTable(names) => {
+                for n in names {
+                    self.temp_tables.remove(&n.to_ascii_lowercase());
+                }
+            }
+            StatementKind::LockTables => self.table_locks = true,
+            StatementKind::UnlockTables | StatementKind::Begin | StatementKind::StartTransactionReadOnly => {
+                self.table_locks = false
+            }
+            StatementKind::Set(tessera_sql::SetKind::TransactionNext) => self.next_transaction = true,
+            StatementKind::Xa => self.track_xa(sql),
+            StatementKind::Prepare => {
+                if let Some(name) = word(sql, 1) {
+                    self.sql_prepared.insert(name);
+                }
+            }
+            StatementKind::Deallocate => {
+                if let Some(name) = word(sql, 2) {
+                    self.sql_prepared.remove(&name);
+                }
+            }
+            StatementKind::Handler => match word(sql, 2).as_deref() {
+                Some("open") => self.handlers += 1,
+                Some("close") => self.handlers = self.handlers.saturating_sub(1),
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+
+    fn track_xa(&mut self, sql: &str) {
+        match word(sql, 1).as_deref() {
+            Some("start") | Some("begin") => self.xa = true,
+            Some("commit") | Some("rollback") => self.xa = false,
+            _ => {}
+        }
+    }
+
+    fn track_functions(&mut self, c: &Classification) {
+        if c.flags.contains(Flags::GET_LOCK) {
+            self.user_locks += 1;
+        }
+        if c.flags.contains(Flags::RELEASE_LOCK) {
+            self.user_locks = self.user_locks.saturating_sub(1);
+        }
+        if c.flags.contains(Flags::RELEASE_ALL_LOCKS) {
+            self.user_locks = 0;
+        }
+        if c.flags.contains(Flags::SQL_CALC_FOUND_ROWS) {
+            self.found_rows_next = true;
+        }
+    }
+
+    /// Keeps the connection for one more statement so SHOW WARNINGS / SHOW ERRORS /
+    /// @@warning_count read the diagnostics of the statement that produced them.
+    pub fn keep_for_diagnostics(&mut self) {
+        self.diagnostics_next = true;
+    }
+
+    pub fn open_cursor(&mut self, stmt_id: u32) {
+        self.cursors.insert(stmt_id);
+    }
+
+    /// Returns whether that statement had a cursor open.
+    pub fn close_cursor(&mut self, stmt_id: u32) -> bool {
+        self.cursors.remove(&stmt_id)
+    }
+
+    pub fn has_cursor(&self, stmt_id: u32) -> bool {
+        self.cursors.contains(&stmt_id)
+    }
+
+    pub fn clear(&mut self) {
+        *self = Pins::default();
+    }
+}
+
+/// The n-th whitespace-separated word, lowercased, without backquotes or a trailing `;`.
+fn word(sql: &str, n: usize) -> Option<String> {
+    let w = sql.split_whitespace().nth(n)?;
+    Some(w.trim_end_matches(';').trim_matches('`').to_ascii_lowercase())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tessera_sql::classify;
+
+    fn run(p: &mut Pins, sql: &str) {
+        p.after_statement(sql, &classify(sql), true, false);
+    }
+
+    #[test]
+    fn pins_start_and_end_with_their_state() {
+        let mut p = Pins::default();
+        run(&mut p, "CREATE TEMPORARY TABLE t1 (a int)");
+        run(&mut p, "SELECT GET_LOCK('x', 1)");
+        assert_eq!(p.reasons(), vec!["temporary_table", "user_lock"]);
+        run(&mut p, "DROP TEMPORARY TABLE t1");
+        run(&mut p, "SELECT RELEASE_LOCK('x')");
+        assert!(!p.is_pinned());
+        run(&mut p, "LOCK TABLES t WRITE");
+        assert_eq!(p.reasons(), vec!["lock_tables"]);
+        run(&mut p, "UNLOCK TABLES");
+        run(&mut p, "SELECT SQL_CALC_FOUND_ROWS * FROM t LIMIT 1");
+        assert_eq!(p.reasons(), vec!["found_rows"]);
+        run(&mut p, "SELECT FOUND_ROWS()");
+        assert!(!p.is_pinned());
+        run(&mut p, "XA START 'x'");
+        assert_eq!(p.reasons(), vec!["xa"]);
+        run(&mut p, "XA COMMIT 'x'");
+        run(&mut p, "PREPARE s FROM 'select 1'");
+        assert_eq!(p.reasons(), vec!["sql_prepare"]);
+        run(&mut p, "DEALLOCATE PREPARE s");
+        run(&mut p, "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE");
+        assert_eq!(p.reasons(), vec!["next_transaction"]);
+        p.after_statement("BEGIN", &classify("BEGIN"), true, true);
+        assert!(p.is_pinned(), "still inside the transaction it applies to");
+        run(&mut p, "COMMIT");
+        assert!(!p.is_pinned());
+    }
+
+    #[test]
+    fn failed_statements_pin_nothing() {
+        let mut p = Pins::default();
+        p.after_statement("CREATE TEMPORARY TABLE t (", &classify("CREATE TEMPORARY TABLE t ("), false, false);
+        assert!(!p.is_pinned());
+    }
+}

@@ -1,0 +1,245 @@
+//! Prepared statements end to end. Client statement ids belong to Tessera; a backend
+//! connection prepares a statement lazily the first time it must run it there and keeps the
+//! handle in its bounded cache. Executions go to the backend in the binary protocol with the
+//! parameter types always present, long data replayed just before the execution.
+
+use super::execute::{sync_scope, Stmt};
+use super::{Next, Session};
+use crate::backend::stmt_cache::SqlText;
+use crate::error::ProxyError;
+use crate::exec::Mode;
+use crate::metrics::Metrics;
+use bytes::Bytes;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use tessera_protocol::command::{COM_STMT_FETCH, COM_STMT_RESET};
+use tessera_protocol::flags::{CLIENT_DEPRECATE_EOF, SERVER_STATUS_LAST_ROW_SENT};
+use tessera_protocol::response::{encode_eof, ErrPacket};
+use tessera_protocol::stmt::{encode_long_data, ExecuteRequest, PrepareOk};
+use tessera_sql::Classification;
+
+/// A statement prepared by the client.
+pub struct ClientStmt {
+    pub sql: SqlText,
+    pub class: Classification,
+    pub num_params: u16,
+    pub num_columns: u16,
+    /// Parameter types from the last execution that sent them.
+    pub types: Option<Vec<u8>>,
+    /// COM_STMT_SEND_LONG_DATA chunks per parameter, until the next execution.
+    pub long_data: BTreeMap<u16, Vec<Bytes>>,
+    pub long_data_size: usize,
+}
+
+/// The client's prepared statements.
+#[derive(Default)]
+pub struct StatementRegistry {
+    stmts: HashMap<u32, ClientStmt>,
+    next_id: u32,
+}
+
+impl StatementRegistry {
+    fn add(&mut self, stmt: ClientStmt) -> u32 {
+        self.next_id = self.next_id.wrapping_add(1).max(1);
+        self.stmts.insert(self.next_id, stmt);
+        self.next_id
+    }
+
+    pub fn clear(&mut self) {
+        self.stmts.clear();
+    }
+
+    pub fn len(&self) -> usize {
+        self.stmts.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.stmts.is_empty()
+    }
+}
+
+fn unknown(id: u32, command: &'static str) -> ProxyError {
+    ProxyError::UnknownStatement { id, command }
+}
+
+impl Session {
+    pub async fn stmt_prepare(&mut self, raw: &[u8]) -> Result<Next, ProxyError> {
+        let sql: SqlText = Arc::from(raw);
+        let text = String::from_utf8_lossy(raw);
+        let class = tessera_sql::classify(&text);
+        let scope = sync_scope(&[Stmt { sql: &text, class: class.clone() }]);
+        let was_held = self.held.is_some();
+        let mut conn = self.acquire(scope).await?;
+        let prepared = conn.prepare(&sql).await;
+        self.handle.set_running(None);
+        let stmt = match prepared {
+            Ok(s) => s,
+            Err(e @ ProxyError::Backend(_)) => {
+                self.keep_or_release(conn, &[]);
+                return Err(e);
+            }
+            Err(e) => return Err(self.failed(conn, was_held, e)),
+        };
+        self.keep_or_release(conn, &[]);
+        let entry = ClientStmt {
+            sql,
+            class,
+            num_params: stmt.num_params,
+            num_columns: stmt.num_columns,
+            types: None,
+            long_data: BTreeMap::new(),
+            long_data_size: 0,
+        };
+        let id = self.stmts.add(entry);
+        self.write_prepare_response(id, &stmt).await?;
+        Ok(Next::Continue)
+    }
+
+    async fn write_prepare_response(
+        &mut self,
+        id: u32,
+        stmt: &crate::backend::stmt_cache::BackendStmt,
+    ) -> Result<(), ProxyError> {
+        let ok = PrepareOk { stmt_id: id, num_columns: stmt.num_columns, num_params: stmt.num_params, warnings: 0 };
+        self.client.write_with(|b| ok.encode(b));
+        let classic_eof = self.capabilities & CLIENT_DEPRECATE_EOF == 0;
+        let (params, columns) = stmt.metadata.split_at(usize::from(stmt.num_params).min(stmt.metadata.len()));
+        for block in [params, columns] {
+            if block.is_empty() {
+                continue;
+            }
+            for p in block {
+                self.client.write_packet(p);
+            }
+            if classic_eof {
+                self.client.write_with(|b| encode_eof(b, 0, 0x0002));
+            }
+        }
+        self.client.flush().await?;
+        Ok(())
+    }
+
+    pub async fn stmt_execute(&mut self, stmt_id: u32, payload: &[u8]) -> Result<Next, ProxyError> {
+        Metrics::inc(&self.ctx.metrics.prepared_executes);
+        let max_long = self.ctx.config.server.max_allowed_packet;
+        let entry = self.stmts.stmts.get_mut(&stmt_id).ok_or_else(|| unknown(stmt_id, "mysqld_stmt_execute"))?;
+        let req = ExecuteRequest::parse(payload, entry.num_params)?;
+        if let Some(t) = req.types {
+            entry.types = Some(t.to_vec());
+        }
+        let types = match (&entry.types, entry.num_params) {
+            (_, 0) => Vec::new(),
+            (Some(t), _) => t.clone(),
+            (None, _) => return Err(ProxyError::Backend(ErrPacket::new(2031, "HY000", "No data supplied for parameters in prepared statement"))),
+        };
+        if entry.long_data_size > max_long {
+            entry.long_data.clear();
+            entry.long_data_size = 0;
+            return Err(ProxyError::PacketTooLarge);
+        }
+        let long_data = std::mem::take(&mut entry.long_data);
+        entry.long_data_size = 0;
+        let (sql, class) = (entry.sql.clone(), entry.class.clone());
+        let text = String::from_utf8_lossy(&sql).into_owned();
+        let stmts = [Stmt { sql: &text, class }];
+        let was_held = self.held.is_some();
+        let mut conn = self.acquire(sync_scope(&stmts)).await?;
+        let backend = match conn.prepare(&sql).await {
+            Ok(s) => s,
+            Err(e) => {
+                self.handle.set_running(None);
+                return Err(if matches!(e, ProxyError::Backend(_)) { e } else { self.failed(conn, was_held, e) });
+            }
+        };
+        for (param, chunks) in &long_data {
+            for chunk in chunks {
+                conn.begin_command(|b| encode_long_data(b, backend.id, *param, chunk));
+            }
+        }
+        conn.begin_command(|b| req.encode_for_backend(b, backend.id, &types));
+        let outcome = match self.forward(&mut conn, Mode::Binary).await {
+            Ok(o) => o,
+            Err(e) => return Err(self.failed(conn, was_held, e)),
+        };
+        if outcome.cursor_opened {
+            self.pins.open_cursor(stmt_id);
+        }
+        self.finish(conn, &outcome, &stmts).await;
+        Ok(Next::Continue)
+    }
+
+    pub fn stmt_long_data(&mut self, stmt_id: u32, param: u16, data: &[u8]) -> Result<Next, ProxyError> {
+        // No response, even for unknown statements (the error surfaces at execution).
+        if let Some(entry) = self.stmts.stmts.get_mut(&stmt_id) {
+            entry.long_data_size += data.len();
+            entry.long_data.entry(param).or_default().push(Bytes::copy_from_slice(data));
+        }
+        Ok(Next::Continue)
+    }
+
+    pub async fn stmt_close(&mut self, stmt_id: u32) -> Result<Next, ProxyError> {
+        // No response. The backend handle stays cached for other executions of the same text.
+        if self.stmts.stmts.remove(&stmt_id).is_some() && self.pins.has_cursor(stmt_id) {
+            self.close_backend_cursor(stmt_id).await;
+        }
+        Ok(Next::Continue)
+    }
+
+    pub async fn stmt_reset(&mut self, stmt_id: u32) -> Result<Next, ProxyError> {
+        let entry = self.stmts.stmts.get_mut(&stmt_id).ok_or_else(|| unknown(stmt_id, "mysqld_stmt_reset"))?;
+        entry.long_data.clear();
+        entry.long_data_size = 0;
+        if self.pins.has_cursor(stmt_id) {
+            self.close_backend_cursor(stmt_id).await;
+        }
+        self.ok().await
+    }
+
+    /// Closes an open cursor on the held connection (COM_STMT_RESET there) and unpins it.
+    async fn close_backend_cursor(&mut self, stmt_id: u32) {
+        self.pins.close_cursor(stmt_id);
+        let sql = self.stmts.stmts.get(&stmt_id).map(|s| s.sql.clone());
+        let Some(mut conn) = self.held.take() else { return };
+        let backend_id = sql.and_then(|s| conn.stmts.get(&s)).map(|s| s.id);
+        if let Some(id) = backend_id {
+            conn.begin_command(|b| {
+                b.extend_from_slice(&[COM_STMT_RESET]);
+                b.extend_from_slice(&id.to_le_bytes());
+            });
+            if conn.flush().await.is_err() || conn.read_ok().await.is_err() {
+                conn.broken = true;
+            }
+        }
+        self.keep_or_release(conn, &[]);
+    }
+
+    pub async fn stmt_fetch(&mut self, stmt_id: u32, rows: u32, _payload: &[u8]) -> Result<Next, ProxyError> {
+        let sql = self.stmts.stmts.get(&stmt_id).map(|s| s.sql.clone()).ok_or_else(|| unknown(stmt_id, "mysqld_stmt_fetch"))?;
+        let no_cursor = || {
+            ProxyError::Backend(ErrPacket::new(1421, "HY000", format!("The statement ({stmt_id}) has no open cursor.")))
+        };
+        if !self.pins.has_cursor(stmt_id) {
+            return Err(no_cursor());
+        }
+        let mut conn = self.held.take().ok_or_else(no_cursor)?;
+        let Some(backend) = conn.stmts.get(&sql) else {
+            self.held = Some(conn);
+            return Err(no_cursor());
+        };
+        conn.begin_command(|b| {
+            b.extend_from_slice(&[COM_STMT_FETCH]);
+            b.extend_from_slice(&backend.id.to_le_bytes());
+            b.extend_from_slice(&rows.to_le_bytes());
+        });
+        let outcome = match self.forward(&mut conn, Mode::Fetch).await {
+            Ok(o) => o,
+            Err(e) => return Err(self.failed(conn, true, e)),
+        };
+        if outcome.error.is_some() || outcome.status & SERVER_STATUS_LAST_ROW_SENT != 0 {
+            self.pins.close_cursor(stmt_id);
+        }
+        conn.in_transaction = outcome.in_transaction();
+        self.keep_or_release(conn, &[]);
+        Ok(Next::Continue)
+    }
+}

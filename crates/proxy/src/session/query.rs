@@ -1,0 +1,92 @@
+//! COM_QUERY: classify cheaply, answer what Tessera owns (KILL, protected variables, options
+//! the client did not negotiate), rewrite session-bound functions, then run on a backend.
+
+use super::execute::{sync_scope, Stmt};
+use super::rewrite::replace_session_functions;
+use super::{Next, Session};
+use crate::error::ProxyError;
+use crate::exec::Mode;
+use crate::metrics::Metrics;
+use std::borrow::Cow;
+use tessera_protocol::command::COM_QUERY;
+use tessera_protocol::flags::CLIENT_LOCAL_FILES;
+use tessera_protocol::response::ErrPacket;
+use tessera_sql::{classify, split_statements, Flags, StatementKind};
+
+impl Session {
+    pub async fn query(&mut self, raw: &[u8]) -> Result<Next, ProxyError> {
+        Metrics::inc(&self.ctx.metrics.queries);
+        let text = String::from_utf8_lossy(raw);
+        let first = classify(&text);
+        let stmts: Vec<Stmt<'_>> = if first.flags.contains(Flags::MULTI_STATEMENT) {
+            split_statements(&text).into_iter().map(|sql| Stmt { sql, class: classify(sql) }).collect()
+        } else {
+            vec![Stmt { sql: &text, class: first }]
+        };
+        if let Some(next) = self.answer_locally(&stmts).await? {
+            return Ok(next);
+        }
+        let rewritten = self.rewrite(&text, &stmts);
+        let sql: &[u8] = rewritten.as_deref().map_or(raw, str::as_bytes);
+        let was_held = self.held.is_some();
+        let mut conn = self.acquire(sync_scope(&stmts)).await?;
+        conn.begin_command(|b| {
+            b.extend_from_slice(&[COM_QUERY]);
+            b.extend_from_slice(sql);
+        });
+        let outcome = match self.forward(&mut conn, Mode::Text).await {
+            Ok(o) => o,
+            Err(e) => return Err(self.failed(conn, was_held, e)),
+        };
+        self.finish(conn, &outcome, &stmts).await;
+        Ok(Next::Continue)
+    }
+
+    /// Statements Tessera answers or refuses itself; None when the backend must run them.
+    async fn answer_locally(&mut self, stmts: &[Stmt<'_>]) -> Result<Option<Next>, ProxyError> {
+        if stmts.len() > 1 && !self.multi_statements {
+            return Err(ProxyError::Backend(ErrPacket::new(
+                1064,
+                "42000",
+                "You have an error in your SQL syntax: several statements in one query need CLIENT_MULTI_STATEMENTS",
+            )));
+        }
+        for s in stmts {
+            match &s.class.kind {
+                StatementKind::Set(_) if touches_protected_variable(s.sql) => {
+                    return Err(ProxyError::Unsupported(
+                        "changing session_track_* variables: Tessera relies on session tracking to keep session state".into(),
+                    ));
+                }
+                StatementKind::LoadData { local: true } if self.capabilities & CLIENT_LOCAL_FILES == 0 => {
+                    return Err(ProxyError::Backend(ErrPacket::new(
+                        1148,
+                        "42000",
+                        "The used command is not allowed with this MariaDB version",
+                    )));
+                }
+                StatementKind::Kill { query, id } if stmts.len() == 1 => {
+                    let id = id.ok_or_else(|| ProxyError::Unsupported("KILL with an id that is not a number".into()))?;
+                    return self.kill(id, *query).await.map(Some);
+                }
+                _ => {}
+            }
+        }
+        Ok(None)
+    }
+
+    /// Replaces ROW_COUNT()/FOUND_ROWS() by the values Tessera recorded for this session.
+    fn rewrite(&self, text: &Cow<'_, str>, stmts: &[Stmt<'_>]) -> Option<String> {
+        let wanted = stmts.iter().any(|s| s.class.flags.contains(Flags::ROW_COUNT) || s.class.flags.contains(Flags::FOUND_ROWS));
+        if !wanted || matches!(text, Cow::Owned(_)) {
+            return None;
+        }
+        let found_rows = (!self.pins.expects_server_found_rows()).then_some(self.last.found_rows);
+        replace_session_functions(text, self.last.row_count, found_rows)
+    }
+}
+
+fn touches_protected_variable(sql: &str) -> bool {
+    let lower = sql.to_ascii_lowercase();
+    crate::state::PROTECTED.iter().any(|v| lower.contains(v))
+}

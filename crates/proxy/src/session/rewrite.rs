@@ -1,0 +1,140 @@
+//! Session-bound functions whose value belongs to the previous statement (ROW_COUNT(),
+//! FOUND_ROWS()) are replaced by the value Tessera recorded, so they are exact even when the
+//! statement runs on another backend connection than the previous one.
+
+/// Replaces calls of `ROW_COUNT()` and (when `found_rows` is given) `FOUND_ROWS()` outside
+/// strings, identifiers and comments. Returns None when nothing was replaced.
+pub fn replace_session_functions(sql: &str, row_count: i64, found_rows: Option<u64>) -> Option<String> {
+    let bytes = sql.as_bytes();
+    let mut out = String::with_capacity(sql.len());
+    let mut i = 0;
+    let mut copied = 0;
+    let mut changed = false;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\'' | b'"' | b'`' => i = skip_quoted(bytes, i),
+            b'#' => i = skip_to_newline(bytes, i),
+            b'-' if bytes[i..].starts_with(b"-- ") => i = skip_to_newline(bytes, i),
+            b'/' if bytes[i..].starts_with(b"/*") => i = skip_comment(bytes, i),
+            c if c.is_ascii_alphabetic() && (i == 0 || !is_ident(bytes[i - 1])) => {
+                let replacement = match_call(bytes, i, b"ROW_COUNT")
+                    .map(|end| (end, row_count.to_string()))
+                    .or_else(|| found_rows.and_then(|n| match_call(bytes, i, b"FOUND_ROWS").map(|end| (end, n.to_string()))));
+                if let Some((end, value)) = replacement {
+                    out.push_str(&sql[copied..i]);
+                    out.push_str(&value);
+                    if is_whole_select_item(bytes, i, end) {
+                        // Keep the column name the client would have seen.
+                        out.push_str(&format!(" AS `{}`", sql[i..end].replace('`', "``")));
+                    }
+                    copied = end;
+                    changed = true;
+                    i = end;
+                } else {
+                    i += 1;
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    out.push_str(&sql[copied..]);
+    changed.then_some(out)
+}
+
+/// True when the call at `start..end` is a select-list item on its own (`SELECT f(), ...`).
+fn is_whole_select_item(bytes: &[u8], start: usize, end: usize) -> bool {
+    let before = bytes[..start].trim_ascii_end();
+    let after = bytes[end..].trim_ascii_start();
+    let before_ok = before.ends_with(b",") || ends_with_word(before, b"SELECT");
+    let after_ok = after.is_empty()
+        || after.starts_with(b",")
+        || after.starts_with(b";")
+        || starts_with_word(after, b"FROM")
+        || starts_with_word(after, b"INTO");
+    before_ok && after_ok
+}
+
+fn ends_with_word(s: &[u8], word: &[u8]) -> bool {
+    s.len() >= word.len()
+        && s[s.len() - word.len()..].eq_ignore_ascii_case(word)
+        && (s.len() == word.len() || !is_ident(s[s.len() - word.len() - 1]))
+}
+
+fn starts_with_word(s: &[u8], word: &[u8]) -> bool {
+    s.len() >= word.len() && s[..word.len()].eq_ignore_ascii_case(word) && s.get(word.len()).is_none_or(|b| !is_ident(*b))
+}
+
+fn is_ident(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b == b'$' || b == b'.' || b == b'@'
+}
+
+/// If `name` followed by optional spaces and `()` starts at `i`, returns the end index.
+fn match_call(bytes: &[u8], i: usize, name: &[u8]) -> Option<usize> {
+    let end = i + name.len();
+    if bytes.len() < end || !bytes[i..end].eq_ignore_ascii_case(name) {
+        return None;
+    }
+    let mut j = end;
+    while j < bytes.len() && bytes[j].is_ascii_whitespace() {
+        j += 1;
+    }
+    if bytes.get(j) != Some(&b'(') {
+        return None;
+    }
+    j += 1;
+    while j < bytes.len() && bytes[j].is_ascii_whitespace() {
+        j += 1;
+    }
+    (bytes.get(j) == Some(&b')')).then_some(j + 1)
+}
+
+fn skip_quoted(bytes: &[u8], start: usize) -> usize {
+    let q = bytes[start];
+    let mut i = start + 1;
+    while i < bytes.len() {
+        if bytes[i] == b'\\' && q != b'`' {
+            i += 2;
+            continue;
+        }
+        if bytes[i] == q {
+            if bytes.get(i + 1) == Some(&q) {
+                i += 2;
+                continue;
+            }
+            return i + 1;
+        }
+        i += 1;
+    }
+    bytes.len()
+}
+
+fn skip_to_newline(bytes: &[u8], i: usize) -> usize {
+    bytes[i..].iter().position(|&b| b == b'\n').map_or(bytes.len(), |p| i + p + 1)
+}
+
+fn skip_comment(bytes: &[u8], i: usize) -> usize {
+    if bytes.get(i + 2) == Some(&b'!') || bytes[i..].starts_with(b"/*M!") {
+        return i + 2; // executable comment: its body is SQL
+    }
+    bytes[i + 2..].windows(2).position(|w| w == b"*/").map_or(bytes.len(), |p| i + 2 + p + 2)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replaces_calls_only() {
+        assert_eq!(replace_session_functions("SELECT ROW_COUNT()", 3, None).as_deref(), Some("SELECT 3 AS `ROW_COUNT()`"));
+        assert_eq!(
+            replace_session_functions("select row_count ( ), found_rows()", -1, Some(7)).as_deref(),
+            Some("select -1 AS `row_count ( )`, 7 AS `found_rows()`")
+        );
+        assert_eq!(replace_session_functions("SELECT ROW_COUNT() + 1", 3, None).as_deref(), Some("SELECT 3 + 1"));
+        assert_eq!(replace_session_functions("SELECT found_rows()", 1, None), None);
+        assert_eq!(replace_session_functions("SELECT 'ROW_COUNT()', `row_count()`", 1, None), None);
+        assert_eq!(replace_session_functions("SELECT my_row_count()", 1, None), None);
+        assert_eq!(replace_session_functions("SELECT 1 /* ROW_COUNT() */", 1, None), None);
+        assert_eq!(replace_session_functions("SELECT 'it''s', ROW_COUNT()", 2, None).as_deref(), Some("SELECT 'it''s', 2 AS `ROW_COUNT()`"));
+    }
+}

@@ -1,0 +1,122 @@
+//! Splitting a multi-statement query on its top-level `;` separators.
+
+use crate::lexer::{is_space, Lexer, TokenKind};
+
+/// Splits `sql` on `;` that are outside strings, quoted identifiers and comments.
+///
+/// Each piece is trimmed; pieces holding only whitespace or comments are dropped.
+/// Compound statements (`CREATE PROCEDURE .. BEGIN ..; .. END`) are not understood and
+/// get split at their inner `;` too.
+pub fn split_statements(sql: &str) -> Vec<&str> {
+    let mut pieces = Vec::new();
+    let mut start = 0;
+    let mut significant = false;
+    for t in Lexer::new(sql) {
+        match t.kind {
+            TokenKind::Semicolon => {
+                if significant {
+                    pieces.push(trim(&sql[start..t.offset]));
+                }
+                start = t.end();
+                significant = false;
+            }
+            TokenKind::Comment | TokenKind::HintComment => {}
+            _ => significant = true,
+        }
+    }
+    if significant {
+        pieces.push(trim(&sql[start..]));
+    }
+    pieces
+}
+
+/// Trims the whitespace the lexer skips (ASCII only: other spaces are identifier chars).
+fn trim(piece: &str) -> &str {
+    piece.trim_matches(|c: char| c.is_ascii() && is_space(c as u8))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn single_statement() {
+        assert_eq!(split_statements("SELECT 1"), vec!["SELECT 1"]);
+        assert_eq!(split_statements("  SELECT 1 ;  "), vec!["SELECT 1"]);
+    }
+
+    #[test]
+    fn several_statements() {
+        assert_eq!(
+            split_statements("SELECT 1; SELECT 2;\nUPDATE t SET a=1"),
+            vec!["SELECT 1", "SELECT 2", "UPDATE t SET a=1"]
+        );
+    }
+
+    #[test]
+    fn empty_pieces_are_dropped() {
+        assert!(split_statements("").is_empty());
+        assert!(split_statements(" ;; ; ").is_empty());
+        assert!(split_statements("-- only a comment").is_empty());
+        assert_eq!(split_statements(";;SELECT 1;;"), vec!["SELECT 1"]);
+        assert_eq!(split_statements("SELECT 1; -- trailing"), vec!["SELECT 1"]);
+        assert_eq!(
+            split_statements("SELECT 1; /* c */ ;SELECT 2"),
+            vec!["SELECT 1", "SELECT 2"]
+        );
+    }
+
+    #[test]
+    fn separators_inside_quotes_and_comments_are_ignored() {
+        assert_eq!(
+            split_statements(r#"SELECT 'a;b', `c;d`, 'e\';f', "g;h"; SELECT 2"#),
+            vec![r#"SELECT 'a;b', `c;d`, 'e\';f', "g;h""#, "SELECT 2"]
+        );
+        assert_eq!(
+            split_statements("SELECT 1 /* ; */ -- ;\n# ;\n; SELECT 2"),
+            vec!["SELECT 1 /* ; */ -- ;\n# ;", "SELECT 2"]
+        );
+    }
+
+    #[test]
+    fn comments_stay_with_their_statement() {
+        assert_eq!(
+            split_statements("/*+ tessera:primary */ SELECT 1; /*master*/ SELECT 2"),
+            vec!["/*+ tessera:primary */ SELECT 1", "/*master*/ SELECT 2"]
+        );
+    }
+
+    #[test]
+    fn executable_comments_are_statements() {
+        assert_eq!(
+            split_statements("/*!40101 SET NAMES utf8 */;\n/*!40103 SET TIME_ZONE='+00:00' */;\n"),
+            vec![
+                "/*!40101 SET NAMES utf8 */",
+                "/*!40103 SET TIME_ZONE='+00:00' */"
+            ]
+        );
+    }
+
+    #[test]
+    fn compound_statements_do_not_panic() {
+        let sql = "CREATE PROCEDURE p() BEGIN SELECT 1; SELECT 2; END";
+        assert_eq!(
+            split_statements(sql),
+            vec!["CREATE PROCEDURE p() BEGIN SELECT 1", "SELECT 2", "END"]
+        );
+    }
+
+    #[test]
+    fn only_sql_whitespace_is_trimmed() {
+        assert_eq!(split_statements("\x0b SELECT 1\x0c;"), vec!["SELECT 1"]);
+        assert_eq!(split_statements("\u{2002}x"), vec!["\u{2002}x"]);
+    }
+
+    #[test]
+    fn unterminated_string_swallows_the_rest() {
+        assert_eq!(
+            split_statements("SELECT 'a; SELECT 2"),
+            vec!["SELECT 'a; SELECT 2"]
+        );
+    }
+}
