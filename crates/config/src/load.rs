@@ -9,24 +9,37 @@ use thiserror::Error;
 #[derive(Debug, Error)]
 pub enum ConfigError {
     #[error("{path}: cannot read: {source}")]
-    Read { path: String, source: std::io::Error },
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
     #[error("{path}: {message}")]
     Syntax { path: String, message: String },
     #[error("{path}: `{key}`: {problem}; fix: {fix}")]
-    Invalid { path: String, key: String, problem: String, fix: String },
+    Invalid {
+        path: String,
+        key: String,
+        problem: String,
+        fix: String,
+    },
 }
 
 /// Reads and validates a TOML configuration file.
 pub fn load_file(path: &Path) -> Result<Config, ConfigError> {
     let shown = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: shown.clone(), source })?;
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: shown.clone(),
+        source,
+    })?;
     parse_str(&text, &shown)
 }
 
 /// Parses and validates TOML text; `origin` names it in errors.
 pub fn parse_str(text: &str, origin: &str) -> Result<Config, ConfigError> {
-    let config: Config =
-        toml::from_str(text).map_err(|e| ConfigError::Syntax { path: origin.to_string(), message: e.to_string() })?;
+    let config: Config = toml::from_str(text).map_err(|e| ConfigError::Syntax {
+        path: origin.to_string(),
+        message: e.to_string(),
+    })?;
     validate(&config).map_err(|(key, problem, fix)| ConfigError::Invalid {
         path: origin.to_string(),
         key,
@@ -52,9 +65,14 @@ fn validate(c: &Config) -> Result<(), Problem> {
 fn validate_server(c: &Config) -> Result<(), Problem> {
     let s = &c.server;
     if s.listen.to_socket_addrs().is_err() {
-        return Err(invalid("server.listen", format!("`{}` is not host:port", s.listen), "write e.g. \"127.0.0.1:6033\""));
+        return Err(invalid(
+            "server.listen",
+            format!("`{}` is not host:port", s.listen),
+            "write e.g. \"127.0.0.1:6033\"",
+        ));
     }
-    if !["mysql_native_password", "caching_sha2_password"].contains(&s.default_auth_plugin.as_str()) {
+    if !["mysql_native_password", "caching_sha2_password"].contains(&s.default_auth_plugin.as_str())
+    {
         return Err(invalid(
             "server.default_auth_plugin",
             format!("unknown plugin `{}`", s.default_auth_plugin),
@@ -62,16 +80,32 @@ fn validate_server(c: &Config) -> Result<(), Problem> {
         ));
     }
     if s.tls_cert.is_some() != s.tls_key.is_some() {
-        return Err(invalid("server.tls_cert", "tls_cert and tls_key must be given together", "set both or neither"));
+        return Err(invalid(
+            "server.tls_cert",
+            "tls_cert and tls_key must be given together",
+            "set both or neither",
+        ));
     }
     if s.require_tls && s.tls_cert.is_none() {
-        return Err(invalid("server.require_tls", "TLS is required but no certificate is set", "set tls_cert and tls_key"));
+        return Err(invalid(
+            "server.require_tls",
+            "TLS is required but no certificate is set",
+            "set tls_cert and tls_key",
+        ));
     }
     if s.max_allowed_packet < 1024 || s.max_allowed_packet > 1 << 30 {
-        return Err(invalid("server.max_allowed_packet", "out of range", "use a value between 1024 and 1073741824"));
+        return Err(invalid(
+            "server.max_allowed_packet",
+            "out of range",
+            "use a value between 1024 and 1073741824",
+        ));
     }
     if s.max_connections == 0 {
-        return Err(invalid("server.max_connections", "must be at least 1", "raise it"));
+        return Err(invalid(
+            "server.max_connections",
+            "must be at least 1",
+            "raise it",
+        ));
     }
     Ok(())
 }
@@ -82,14 +116,29 @@ fn validate_pool(c: &Config) -> Result<(), Problem> {
         return Err(invalid("pool.max_size", "must be at least 1", "raise it"));
     }
     if p.min_idle > p.max_size {
-        return Err(invalid("pool.min_idle", "is larger than pool.max_size", "lower min_idle or raise max_size"));
+        return Err(invalid(
+            "pool.min_idle",
+            "is larger than pool.max_size",
+            "lower min_idle or raise max_size",
+        ));
     }
     if p.prepared_cache_size == 0 {
-        return Err(invalid("pool.prepared_cache_size", "must be at least 1", "raise it (e.g. 256)"));
+        return Err(invalid(
+            "pool.prepared_cache_size",
+            "must be at least 1",
+            "raise it (e.g. 256)",
+        ));
     }
-    for (key, v) in [("pool.connect_timeout_ms", p.connect_timeout_ms), ("pool.checkout_timeout_ms", p.checkout_timeout_ms)] {
+    for (key, v) in [
+        ("pool.connect_timeout_ms", p.connect_timeout_ms),
+        ("pool.checkout_timeout_ms", p.checkout_timeout_ms),
+    ] {
         if v == 0 {
-            return Err(invalid(key, "must be positive", "give a timeout in milliseconds"));
+            return Err(invalid(
+                key,
+                "must be positive",
+                "give a timeout in milliseconds",
+            ));
         }
     }
     Ok(())
@@ -97,17 +146,29 @@ fn validate_pool(c: &Config) -> Result<(), Problem> {
 
 fn validate_users(c: &Config) -> Result<(), Problem> {
     if c.users.is_empty() {
-        return Err(invalid("users", "no users are defined", "add a [[users]] table with name and password"));
+        return Err(invalid(
+            "users",
+            "no users are defined",
+            "add a [[users]] table with name and password",
+        ));
     }
     let mut seen = std::collections::HashSet::new();
     for (i, u) in c.users.iter().enumerate() {
         let key = format!("users[{i}]");
         if u.name.is_empty() || !seen.insert(u.name.as_str()) {
-            return Err(invalid(format!("{key}.name"), "empty or duplicate user name", "give every user a unique name"));
+            return Err(invalid(
+                format!("{key}.name"),
+                "empty or duplicate user name",
+                "give every user a unique name",
+            ));
         }
         match (&u.password, &u.password_hash) {
             (Some(_), Some(_)) => {
-                return Err(invalid(key, "both password and password_hash are set", "keep only one"));
+                return Err(invalid(
+                    key,
+                    "both password and password_hash are set",
+                    "keep only one",
+                ));
             }
             (None, Some(h)) if is_native_hash(h) => {}
             (None, Some(_)) => {
@@ -130,15 +191,27 @@ fn is_native_hash(h: &str) -> bool {
 
 fn validate_groups(c: &Config) -> Result<(), Problem> {
     if c.groups.is_empty() {
-        return Err(invalid("groups", "no backend group is defined", "add a [[groups]] table with a primary"));
+        return Err(invalid(
+            "groups",
+            "no backend group is defined",
+            "add a [[groups]] table with a primary",
+        ));
     }
     let mut seen = std::collections::HashSet::new();
     for (i, g) in c.groups.iter().enumerate() {
         if g.name.is_empty() || !seen.insert(g.name.as_str()) {
-            return Err(invalid(format!("groups[{i}].name"), "empty or duplicate group name", "name every group uniquely"));
+            return Err(invalid(
+                format!("groups[{i}].name"),
+                "empty or duplicate group name",
+                "name every group uniquely",
+            ));
         }
-        let servers = std::iter::once(("primary".to_string(), &g.primary))
-            .chain(g.replicas.iter().enumerate().map(|(j, r)| (format!("replicas[{j}]"), r)));
+        let servers = std::iter::once(("primary".to_string(), &g.primary)).chain(
+            g.replicas
+                .iter()
+                .enumerate()
+                .map(|(j, r)| (format!("replicas[{j}]"), r)),
+        );
         for (key, s) in servers {
             if !valid_address(&s.address) {
                 return Err(invalid(
@@ -187,7 +260,10 @@ mod tests {
         assert_eq!(c.pool.max_size, 8);
         assert_eq!(c.pool.prepared_cache_size, 256);
         assert_eq!(c.groups[0].primary.weight, 1);
-        assert!(!format!("{:?}", c).contains("secret"), "passwords never in Debug output");
+        assert!(
+            !format!("{:?}", c).contains("secret"),
+            "passwords never in Debug output"
+        );
     }
 
     fn err_of(text: &str) -> String {
@@ -197,7 +273,10 @@ mod tests {
     #[test]
     fn errors_name_key_and_fix() {
         let e = err_of(&GOOD.replace("127.0.0.1:3306", "nohost"));
-        assert!(e.contains("groups[0].primary.address") && e.contains("fix:"), "{e}");
+        assert!(
+            e.contains("groups[0].primary.address") && e.contains("fix:"),
+            "{e}"
+        );
         let e = err_of(&GOOD.replace("max_size = 8", "max_size = 0"));
         assert!(e.contains("pool.max_size"), "{e}");
         let e = err_of(&GOOD.replace("*2470C0C06DEE42FD1618BB99005ADCA2EC9D1E19", "abc"));

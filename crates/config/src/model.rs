@@ -129,7 +129,9 @@ pub struct UserConfig {
 
 impl std::fmt::Debug for UserConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("UserConfig").field("name", &self.name).finish_non_exhaustive()
+        f.debug_struct("UserConfig")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
     }
 }
 

@@ -27,19 +27,32 @@ pub enum Command<'a> {
     Quit,
     InitDb(&'a [u8]),
     Query(&'a [u8]),
-    FieldList { table: &'a [u8], wildcard: &'a [u8] },
+    FieldList {
+        table: &'a [u8],
+        wildcard: &'a [u8],
+    },
     Statistics,
     ProcessKill(u32),
     Debug,
     Ping,
     ChangeUser(&'a [u8]),
     StmtPrepare(&'a [u8]),
-    StmtExecute { stmt_id: u32, payload: &'a [u8] },
-    StmtSendLongData { stmt_id: u32, param: u16, data: &'a [u8] },
+    StmtExecute {
+        stmt_id: u32,
+        payload: &'a [u8],
+    },
+    StmtSendLongData {
+        stmt_id: u32,
+        param: u16,
+        data: &'a [u8],
+    },
     StmtClose(u32),
     StmtReset(u32),
     SetOption(u16),
-    StmtFetch { stmt_id: u32, rows: u32 },
+    StmtFetch {
+        stmt_id: u32,
+        rows: u32,
+    },
     ResetConnection,
     Unknown(u8),
 }
@@ -47,7 +60,9 @@ pub enum Command<'a> {
 impl<'a> Command<'a> {
     /// Parses a command packet; a truncated packet is an error (the connection gets closed).
     pub fn parse(payload: &'a [u8]) -> Result<Self> {
-        let (&code, rest) = payload.split_first().ok_or(ProtocolError::Malformed("empty command packet"))?;
+        let (&code, rest) = payload
+            .split_first()
+            .ok_or(ProtocolError::Malformed("empty command packet"))?;
         let mut r = Reader::new(rest);
         Ok(match code {
             COM_QUIT => Command::Quit,
@@ -55,7 +70,10 @@ impl<'a> Command<'a> {
             COM_QUERY => Command::Query(rest),
             COM_FIELD_LIST => {
                 let table = r.null_terminated_or_eof();
-                Command::FieldList { table, wildcard: r.rest() }
+                Command::FieldList {
+                    table,
+                    wildcard: r.rest(),
+                }
             }
             COM_STATISTICS => Command::Statistics,
             COM_PROCESS_KILL => Command::ProcessKill(r.u32()?),
@@ -63,14 +81,22 @@ impl<'a> Command<'a> {
             COM_PING => Command::Ping,
             COM_CHANGE_USER => Command::ChangeUser(rest),
             COM_STMT_PREPARE => Command::StmtPrepare(rest),
-            COM_STMT_EXECUTE => Command::StmtExecute { stmt_id: r.u32()?, payload },
-            COM_STMT_SEND_LONG_DATA => {
-                Command::StmtSendLongData { stmt_id: r.u32()?, param: r.u16()?, data: r.rest() }
-            }
+            COM_STMT_EXECUTE => Command::StmtExecute {
+                stmt_id: r.u32()?,
+                payload,
+            },
+            COM_STMT_SEND_LONG_DATA => Command::StmtSendLongData {
+                stmt_id: r.u32()?,
+                param: r.u16()?,
+                data: r.rest(),
+            },
             COM_STMT_CLOSE => Command::StmtClose(r.u32()?),
             COM_STMT_RESET => Command::StmtReset(r.u32()?),
             COM_SET_OPTION => Command::SetOption(r.u16()?),
-            COM_STMT_FETCH => Command::StmtFetch { stmt_id: r.u32()?, rows: r.u32()? },
+            COM_STMT_FETCH => Command::StmtFetch {
+                stmt_id: r.u32()?,
+                rows: r.u32()?,
+            },
             COM_RESET_CONNECTION => Command::ResetConnection,
             other => Command::Unknown(other),
         })
@@ -107,12 +133,24 @@ mod tests {
 
     #[test]
     fn parses_commands_and_rejects_truncation() {
-        assert_eq!(Command::parse(b"\x03SELECT 1").unwrap(), Command::Query(b"SELECT 1"));
-        assert_eq!(Command::parse(&[COM_STMT_CLOSE, 7, 0, 0, 0]).unwrap(), Command::StmtClose(7));
+        assert_eq!(
+            Command::parse(b"\x03SELECT 1").unwrap(),
+            Command::Query(b"SELECT 1")
+        );
+        assert_eq!(
+            Command::parse(&[COM_STMT_CLOSE, 7, 0, 0, 0]).unwrap(),
+            Command::StmtClose(7)
+        );
         assert!(Command::parse(&[COM_STMT_CLOSE, 7]).is_err());
         assert!(Command::parse(&[]).is_err());
         assert_eq!(Command::parse(&[0x99]).unwrap(), Command::Unknown(0x99));
         let fetch = Command::parse(&[COM_STMT_FETCH, 1, 0, 0, 0, 10, 0, 0, 0]).unwrap();
-        assert_eq!(fetch, Command::StmtFetch { stmt_id: 1, rows: 10 });
+        assert_eq!(
+            fetch,
+            Command::StmtFetch {
+                stmt_id: 1,
+                rows: 10
+            }
+        );
     }
 }

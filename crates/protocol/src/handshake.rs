@@ -39,7 +39,9 @@ impl HandshakeV10 {
     pub fn parse(payload: &[u8]) -> Result<Self> {
         let mut r = Reader::new(payload);
         if r.u8()? != 10 {
-            return Err(ProtocolError::Malformed("unsupported handshake protocol version"));
+            return Err(ProtocolError::Malformed(
+                "unsupported handshake protocol version",
+            ));
         }
         let server_version = String::from_utf8_lossy(r.null_terminated()?).into_owned();
         let connection_id = r.u32()?;
@@ -61,7 +63,15 @@ impl HandshakeV10 {
         } else {
             crate::auth::NATIVE_PASSWORD.to_string()
         };
-        Ok(HandshakeV10 { server_version, connection_id, scramble, capabilities, charset, status, auth_plugin })
+        Ok(HandshakeV10 {
+            server_version,
+            connection_id,
+            scramble,
+            capabilities,
+            charset,
+            status,
+            auth_plugin,
+        })
     }
 }
 
@@ -80,7 +90,10 @@ pub struct HandshakeResponse {
 
 /// An SSLRequest is a truncated HandshakeResponse41 with CLIENT_SSL set.
 pub fn is_ssl_request(payload: &[u8]) -> bool {
-    payload.len() == 32 && Reader::new(payload).u32().is_ok_and(|c| c & CLIENT_SSL != 0)
+    payload.len() == 32
+        && Reader::new(payload)
+            .u32()
+            .is_ok_and(|c| c & CLIENT_SSL != 0)
 }
 
 impl HandshakeResponse {
@@ -88,7 +101,9 @@ impl HandshakeResponse {
         let mut r = Reader::new(payload);
         let capabilities = r.u32()?;
         if capabilities & CLIENT_PROTOCOL_41 == 0 {
-            return Err(ProtocolError::Malformed("client does not support protocol 4.1"));
+            return Err(ProtocolError::Malformed(
+                "client does not support protocol 4.1",
+            ));
         }
         let max_packet = r.u32()?;
         let charset = r.u8()?;
@@ -117,7 +132,16 @@ impl HandshakeResponse {
         } else {
             Vec::new()
         };
-        Ok(HandshakeResponse { capabilities, max_packet, charset, username, auth_response, database, auth_plugin, attributes })
+        Ok(HandshakeResponse {
+            capabilities,
+            max_packet,
+            charset,
+            username,
+            auth_response,
+            database,
+            auth_plugin,
+            attributes,
+        })
     }
 
     pub fn encode(&self, out: &mut BytesMut) {
@@ -231,7 +255,10 @@ mod tests {
         resp.encode(&mut b);
         assert_eq!(HandshakeResponse::parse(&b).unwrap(), resp);
         let mut s = BytesMut::new();
-        let ssl = HandshakeResponse { capabilities: resp.capabilities | CLIENT_SSL, ..resp };
+        let ssl = HandshakeResponse {
+            capabilities: resp.capabilities | CLIENT_SSL,
+            ..resp
+        };
         ssl.encode_ssl_request(&mut s);
         assert!(is_ssl_request(&s));
         for cut in 0..b.len() {
@@ -244,6 +271,9 @@ mod tests {
         let mut b = BytesMut::new();
         encode_auth_switch(&mut b, "mysql_native_password", b"01234567890123456789");
         let (p, d) = parse_auth_switch(&b).unwrap();
-        assert_eq!((p.as_str(), d.as_slice()), ("mysql_native_password", &b"01234567890123456789"[..]));
+        assert_eq!(
+            (p.as_str(), d.as_slice()),
+            ("mysql_native_password", &b"01234567890123456789"[..])
+        );
     }
 }

@@ -83,7 +83,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
         let mut len = len;
         loop {
             if joined.len() + len > self.max_packet {
-                return Err(ProtocolError::PacketTooLarge { size: joined.len() + len, max: self.max_packet });
+                return Err(ProtocolError::PacketTooLarge {
+                    size: joined.len() + len,
+                    max: self.max_packet,
+                });
             }
             joined.extend_from_slice(&self.read_frame_payload(len).await?);
             if len < MAX_FRAME {
@@ -100,10 +103,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
 
     async fn read_frame_header(&mut self) -> Result<(u8, usize)> {
         self.fill(4).await?;
-        let len = usize::from(self.rbuf[0]) | usize::from(self.rbuf[1]) << 8 | usize::from(self.rbuf[2]) << 16;
+        let len = usize::from(self.rbuf[0])
+            | usize::from(self.rbuf[1]) << 8
+            | usize::from(self.rbuf[2]) << 16;
         let seq = self.rbuf[3];
         if len > self.max_packet {
-            return Err(ProtocolError::PacketTooLarge { size: len, max: self.max_packet });
+            return Err(ProtocolError::PacketTooLarge {
+                size: len,
+                max: self.max_packet,
+            });
         }
         self.rbuf.advance(4);
         self.seq = seq.wrapping_add(1);
@@ -216,7 +224,10 @@ mod tests {
         let mut r = PacketStream::new(b);
         r.set_max_packet(10);
         a.write_all(&[20, 0, 0, 0]).await.unwrap();
-        assert!(matches!(r.read_packet().await, Err(ProtocolError::PacketTooLarge { .. })));
+        assert!(matches!(
+            r.read_packet().await,
+            Err(ProtocolError::PacketTooLarge { .. })
+        ));
         let (mut a, b) = tokio::io::duplex(1024);
         let mut r = PacketStream::new(b);
         a.write_all(&[5, 0, 0, 0, 1, 2]).await.unwrap();

@@ -53,7 +53,14 @@ impl OkPacket {
         let last_insert_id = r.lenenc_int()?;
         let status = r.u16()?;
         let warnings = r.u16()?;
-        let mut ok = OkPacket { header, affected_rows, last_insert_id, status, warnings, ..Default::default() };
+        let mut ok = OkPacket {
+            header,
+            affected_rows,
+            last_insert_id,
+            status,
+            warnings,
+            ..Default::default()
+        };
         if capabilities & CLIENT_SESSION_TRACK != 0 {
             if !r.is_empty() {
                 ok.info = r.lenenc_bytes()?.to_vec();
@@ -127,7 +134,9 @@ pub fn parse_session_state(raw: &[u8]) -> Result<Vec<SessionChange>> {
             SESSION_TRACK_TRANSACTION_CHARACTERISTICS => {
                 SessionChange::TransactionCharacteristics(text(d.lenenc_bytes()?))
             }
-            SESSION_TRACK_TRANSACTION_STATE => SessionChange::TransactionState(text(d.lenenc_bytes()?)),
+            SESSION_TRACK_TRANSACTION_STATE => {
+                SessionChange::TransactionState(text(d.lenenc_bytes()?))
+            }
             other => SessionChange::Unknown(other),
         });
     }
@@ -152,7 +161,11 @@ impl ErrPacket {
         if sql_state.len() == 5 {
             s.copy_from_slice(sql_state.as_bytes());
         }
-        ErrPacket { code, sql_state: s, message: message.into() }
+        ErrPacket {
+            code,
+            sql_state: s,
+            message: message.into(),
+        }
     }
 
     pub fn parse(payload: &[u8]) -> Result<Self> {
@@ -166,7 +179,11 @@ impl ErrPacket {
             r.skip(1)?;
             sql_state.copy_from_slice(r.take(5)?);
         }
-        Ok(ErrPacket { code, sql_state, message: text(r.rest()) })
+        Ok(ErrPacket {
+            code,
+            sql_state,
+            message: text(r.rest()),
+        })
     }
 
     pub fn encode(&self, out: &mut BytesMut) {
@@ -184,7 +201,13 @@ impl ErrPacket {
 
 impl std::fmt::Display for ErrPacket {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "ERROR {} ({}): {}", self.code, self.sql_state_str(), self.message)
+        write!(
+            f,
+            "ERROR {} ({}): {}",
+            self.code,
+            self.sql_state_str(),
+            self.message
+        )
     }
 }
 
@@ -212,7 +235,12 @@ pub fn parse_eof(payload: &[u8], capabilities: u32) -> Result<(u16, u16)> {
 /// Writes the packet that ends a result set in the client's dialect: EOF, or OK with 0xFE.
 pub fn encode_result_end(out: &mut BytesMut, warnings: u16, status: u16, capabilities: u32) {
     if capabilities & CLIENT_DEPRECATE_EOF != 0 {
-        let ok = OkPacket { header: EOF_HEADER, status, warnings, ..Default::default() };
+        let ok = OkPacket {
+            header: EOF_HEADER,
+            status,
+            warnings,
+            ..Default::default()
+        };
         ok.encode(out, capabilities);
     } else {
         encode_eof(out, warnings, status);
@@ -255,7 +283,10 @@ mod tests {
         assert_eq!(
             back.session_changes().unwrap(),
             vec![
-                SessionChange::SystemVariable { name: "time_zone".into(), value: "+01:00".into() },
+                SessionChange::SystemVariable {
+                    name: "time_zone".into(),
+                    value: "+01:00".into()
+                },
                 SessionChange::Schema("test".into())
             ]
         );

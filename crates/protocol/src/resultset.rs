@@ -58,7 +58,12 @@ impl ColumnDefinition {
 
     /// A BIGINT column named `name`.
     pub fn bigint(name: &str) -> Self {
-        ColumnDefinition { charset: BINARY_COLLATION, length: 20, column_type: TYPE_LONGLONG, ..Self::text(name) }
+        ColumnDefinition {
+            charset: BINARY_COLLATION,
+            length: 20,
+            column_type: TYPE_LONGLONG,
+            ..Self::text(name)
+        }
     }
 
     pub fn parse(payload: &[u8]) -> Result<Self> {
@@ -75,7 +80,16 @@ impl ColumnDefinition {
         let column_type = r.u8()?;
         let flags = r.u16()?;
         let decimals = r.u8()?;
-        Ok(ColumnDefinition { schema, table, name, charset, length, column_type, flags, decimals })
+        Ok(ColumnDefinition {
+            schema,
+            table,
+            name,
+            charset,
+            length,
+            column_type,
+            flags,
+            decimals,
+        })
     }
 
     pub fn encode(&self, out: &mut BytesMut) {
@@ -160,7 +174,10 @@ mod tests {
         assert_eq!(ColumnDefinition::parse(&b).unwrap(), c);
         let mut row = BytesMut::new();
         encode_text_row(&mut row, &[Some(b"1".as_slice()), None]);
-        assert_eq!(parse_text_row(&row, 2).unwrap(), vec![Some(b"1".to_vec()), None]);
+        assert_eq!(
+            parse_text_row(&row, 2).unwrap(),
+            vec![Some(b"1".to_vec()), None]
+        );
         assert!(parse_text_row(&row, 3).is_err());
     }
 }

@@ -26,7 +26,12 @@ impl PrepareOk {
         let num_params = r.u16()?;
         r.skip(1)?;
         let warnings = if r.remaining() >= 2 { r.u16()? } else { 0 };
-        Ok(PrepareOk { stmt_id, num_columns, num_params, warnings })
+        Ok(PrepareOk {
+            stmt_id,
+            num_columns,
+            num_params,
+            warnings,
+        })
     }
 
     pub fn encode(&self, out: &mut BytesMut) {
@@ -64,12 +69,28 @@ impl<'a> ExecuteRequest<'a> {
         let flags = r.u8()?;
         r.skip(4)?;
         if num_params == 0 {
-            return Ok(ExecuteRequest { stmt_id, flags, null_bitmap: &[], types: None, values: &[] });
+            return Ok(ExecuteRequest {
+                stmt_id,
+                flags,
+                null_bitmap: &[],
+                types: None,
+                values: &[],
+            });
         }
         let null_bitmap = r.take((usize::from(num_params) + 7) / 8)?;
         let bound = r.u8()?;
-        let types = if bound == 1 { Some(r.take(usize::from(num_params) * 2)?) } else { None };
-        Ok(ExecuteRequest { stmt_id, flags, null_bitmap, types, values: r.rest() })
+        let types = if bound == 1 {
+            Some(r.take(usize::from(num_params) * 2)?)
+        } else {
+            None
+        };
+        Ok(ExecuteRequest {
+            stmt_id,
+            flags,
+            null_bitmap,
+            types,
+            values: r.rest(),
+        })
     }
 
     /// Encodes this execution for a backend statement id, always with parameter types.
@@ -130,7 +151,12 @@ mod tests {
 
     #[test]
     fn prepare_ok_roundtrip() {
-        let ok = PrepareOk { stmt_id: 5, num_columns: 2, num_params: 1, warnings: 0 };
+        let ok = PrepareOk {
+            stmt_id: 5,
+            num_columns: 2,
+            num_params: 1,
+            warnings: 0,
+        };
         let mut b = BytesMut::new();
         ok.encode(&mut b);
         assert_eq!(PrepareOk::parse(&b).unwrap(), ok);

@@ -49,8 +49,16 @@ impl Context {
             (Some(c), Some(k)) => Some(crate::tls::acceptor(c, k)?),
             _ => None,
         };
-        let users = config.users.iter().map(|u| (u.name.clone(), credentials(u))).collect();
-        let groups = config.groups.iter().map(|g| build_group(&config, g)).collect::<Result<_, _>>()?;
+        let users = config
+            .users
+            .iter()
+            .map(|u| (u.name.clone(), credentials(u)))
+            .collect();
+        let groups = config
+            .groups
+            .iter()
+            .map(|g| build_group(&config, g))
+            .collect::<Result<_, _>>()?;
         Ok(Context {
             config,
             groups,
@@ -94,14 +102,27 @@ impl Context {
 
 fn credentials(u: &tessera_config::UserConfig) -> Credentials {
     match (&u.password, &u.password_hash) {
-        (Some(p), _) => Credentials { password: Some(p.as_bytes().to_vec()), native_hash: auth::native_password_hash(p.as_bytes()) },
-        (None, Some(h)) => Credentials { password: None, native_hash: auth::parse_native_hash(h).unwrap_or([0; 20]) },
-        (None, None) => Credentials { password: Some(Vec::new()), native_hash: [0; 20] },
+        (Some(p), _) => Credentials {
+            password: Some(p.as_bytes().to_vec()),
+            native_hash: auth::native_password_hash(p.as_bytes()),
+        },
+        (None, Some(h)) => Credentials {
+            password: None,
+            native_hash: auth::parse_native_hash(h).unwrap_or([0; 20]),
+        },
+        (None, None) => Credentials {
+            password: Some(Vec::new()),
+            native_hash: [0; 20],
+        },
     }
 }
 
 fn build_group(config: &Config, g: &tessera_config::GroupConfig) -> Result<Group, ProxyError> {
-    let tls = if g.tls { Some(crate::tls::backend_connector()?) } else { None };
+    let tls = if g.tls {
+        Some(crate::tls::backend_connector()?)
+    } else {
+        None
+    };
     let opts = ConnectOptions {
         found_rows: false,
         timeout: config.pool.connect_timeout(),
@@ -115,5 +136,8 @@ fn build_group(config: &Config, g: &tessera_config::GroupConfig) -> Result<Group
         password: g.password.clone(),
         tls: g.tls,
     });
-    Ok(Group { name: g.name.clone(), primary: Pool::new(server, config.pool.clone(), opts) })
+    Ok(Group {
+        name: g.name.clone(),
+        primary: Pool::new(server, config.pool.clone(), opts),
+    })
 }

@@ -15,14 +15,47 @@ INSERT INTO customers (name, city) VALUES ('Ada', 'London'), ('Grace', 'New York
 INSERT INTO orders (customer_id, amount) VALUES (1, 12.50), (1, 99.99), (2, 5.00), (3, 42.00);
 ";
 
+/// Knobs of `tessera demo` (the compat tests use them to shape the proxy).
+#[derive(Debug, Clone)]
+pub struct DemoOptions {
+    pub listen: String,
+    pub pool_max: usize,
+    pub auth_plugin: String,
+    /// Write TESSERA_PORT=..., MARIADB_PORT=... here once everything is up.
+    pub env_file: Option<String>,
+    pub prepared_cache_size: usize,
+}
+
+impl Default for DemoOptions {
+    fn default() -> Self {
+        DemoOptions {
+            listen: "127.0.0.1:6033".into(),
+            pool_max: 16,
+            auth_plugin: "mysql_native_password".into(),
+            env_file: None,
+            prepared_cache_size: 256,
+        }
+    }
+}
+
 /// The configuration `tessera demo` runs with, for a backend on `port`.
-pub fn demo_config(listen: &str, backend_port: u16) -> Result<Config, ProxyError> {
+pub fn demo_config(opts: &DemoOptions, backend_port: u16) -> Result<Config, ProxyError> {
+    let DemoOptions {
+        listen,
+        pool_max,
+        auth_plugin,
+        prepared_cache_size,
+        ..
+    } = opts;
     let text = format!(
         r#"
 [server]
 listen = "{listen}"
+default_auth_plugin = "{auth_plugin}"
 [pool]
-max_size = 16
+max_size = {pool_max}
+prepared_cache_size = {prepared_cache_size}
+checkout_timeout_ms = 30000
 [admin]
 http_listen = "127.0.0.1:0"
 [[users]]
@@ -39,23 +72,39 @@ primary = {{ address = "127.0.0.1:{backend_port}" }}
 }
 
 fn start_sandbox(servers: usize) -> Result<Sandbox, ProxyError> {
-    let opts = SandboxOptions { servers, ..SandboxOptions::default() };
+    let opts = SandboxOptions {
+        servers,
+        ..SandboxOptions::default()
+    };
     Sandbox::start(opts).map_err(|e| ProxyError::Config(format!("sandbox: {e}")))
 }
 
 /// Runs the demo until SIGTERM / Ctrl-C.
-pub async fn run_demo(listen: &str) -> Result<(), ProxyError> {
+pub async fn run_demo(opts: DemoOptions) -> Result<(), ProxyError> {
     println!("Starting a sandbox MariaDB server...");
     let sandbox = tokio::task::spawn_blocking(|| start_sandbox(1))
         .await
         .map_err(|e| ProxyError::Config(e.to_string()))??;
     let server = &sandbox.servers()[0];
-    server.sql(SAMPLE_SCHEMA).map_err(|e| ProxyError::Config(format!("sample schema: {e}")))?;
-    let config = demo_config(listen, server.port())?;
+    server
+        .sql(SAMPLE_SCHEMA)
+        .map_err(|e| ProxyError::Config(format!("sample schema: {e}")))?;
+    let config = demo_config(&opts, server.port())?;
     let running = crate::server::start(config).await?;
     let port = running.addr.port();
+    if let Some(path) = &opts.env_file {
+        let env = format!(
+            "TESSERA_PORT={port}\nMARIADB_PORT={}\nMARIADB_SOCKET={}\n",
+            server.port(),
+            server.socket().display()
+        );
+        std::fs::write(path, env).map_err(|e| ProxyError::Config(format!("{path}: {e}")))?;
+    }
     println!();
-    println!("Tessera is running on 127.0.0.1:{port}, in front of MariaDB on 127.0.0.1:{}.", server.port());
+    println!(
+        "Tessera is running on 127.0.0.1:{port}, in front of MariaDB on 127.0.0.1:{}.",
+        server.port()
+    );
     println!("Connect with:");
     println!();
     println!("    mariadb -h127.0.0.1 -P{port} -uapp -papp demo");
@@ -65,7 +114,9 @@ pub async fn run_demo(listen: &str) -> Result<(), ProxyError> {
     crate::server::wait_for_signal().await;
     println!("Stopping...");
     running.shutdown().await;
-    tokio::task::spawn_blocking(move || sandbox.stop()).await.ok();
+    tokio::task::spawn_blocking(move || sandbox.stop())
+        .await
+        .ok();
     Ok(())
 }
 
@@ -75,10 +126,18 @@ pub async fn run_sandbox(servers: usize) -> Result<(), ProxyError> {
         .await
         .map_err(|e| ProxyError::Config(e.to_string()))??;
     for s in sandbox.servers() {
-        println!("{}: mariadb -h{} -P{} -utessera -ptessera   (data dir {})", s.name(), s.host(), s.port(), s.datadir().display());
+        println!(
+            "{}: mariadb -h{} -P{} -utessera -ptessera   (data dir {})",
+            s.name(),
+            s.host(),
+            s.port(),
+            s.datadir().display()
+        );
     }
     println!("Press Ctrl-C to stop and clean up.");
     crate::server::wait_for_signal().await;
-    tokio::task::spawn_blocking(move || sandbox.stop()).await.ok();
+    tokio::task::spawn_blocking(move || sandbox.stop())
+        .await
+        .ok();
     Ok(())
 }

@@ -7,33 +7,62 @@ const USAGE: &str = "\
 usage:
   tessera --config PATH            serve with the configuration file PATH
   tessera check-config PATH        validate a configuration file and exit
-  tessera demo [--listen ADDR]     sandbox MariaDB + sample schema behind Tessera (default 127.0.0.1:6033)
+  tessera demo [--listen ADDR] [--pool-max N] [--auth-plugin P] [--prepared-cache N] [--env-file PATH]
+                                   sandbox MariaDB + sample schema behind Tessera (default 127.0.0.1:6033)
   tessera sandbox [--servers N]    start N sandbox MariaDB servers until Ctrl-C
   tessera --version";
 
 enum Cli {
     Serve(PathBuf),
     Check(PathBuf),
-    Demo(String),
+    Demo(tessera_proxy::demo::DemoOptions),
     Sandbox(usize),
     Version,
 }
 
 fn parse_args(args: &[String]) -> Result<Cli, String> {
-    let flag = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
+    let flag = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+    };
     match args.first().map(String::as_str) {
-        Some("--config") | Some("serve") => {
-            flag("--config").map(|p| Cli::Serve(p.into())).ok_or_else(|| "missing --config PATH".into())
-        }
-        Some("check-config") => args.get(1).map(|p| Cli::Check(p.into())).ok_or_else(|| "missing PATH".into()),
-        Some("demo") => Ok(Cli::Demo(flag("--listen").unwrap_or_else(|| "127.0.0.1:6033".into()))),
+        Some("--config") | Some("serve") => flag("--config")
+            .map(|p| Cli::Serve(p.into()))
+            .ok_or_else(|| "missing --config PATH".into()),
+        Some("check-config") => args
+            .get(1)
+            .map(|p| Cli::Check(p.into()))
+            .ok_or_else(|| "missing PATH".into()),
+        Some("demo") => demo_options(&flag).map(Cli::Demo),
         Some("sandbox") => {
             let n = flag("--servers").unwrap_or_else(|| "1".into());
-            n.parse().map(Cli::Sandbox).map_err(|_| format!("--servers: `{n}` is not a number"))
+            n.parse()
+                .map(Cli::Sandbox)
+                .map_err(|_| format!("--servers: `{n}` is not a number"))
         }
         Some("--version") | Some("-V") => Ok(Cli::Version),
         _ => Err("unknown command".into()),
     }
+}
+
+fn demo_options(
+    flag: &dyn Fn(&str) -> Option<String>,
+) -> Result<tessera_proxy::demo::DemoOptions, String> {
+    let mut o = tessera_proxy::demo::DemoOptions::default();
+    let number = |name: &str, default: usize| -> Result<usize, String> {
+        flag(name).map_or(Ok(default), |v| {
+            v.parse()
+                .map_err(|_| format!("{name}: `{v}` is not a number"))
+        })
+    };
+    o.pool_max = number("--pool-max", o.pool_max)?;
+    o.prepared_cache_size = number("--prepared-cache", o.prepared_cache_size)?;
+    o.listen = flag("--listen").unwrap_or(o.listen);
+    o.auth_plugin = flag("--auth-plugin").unwrap_or(o.auth_plugin);
+    o.env_file = flag("--env-file");
+    Ok(o)
 }
 
 fn main() -> ExitCode {
@@ -58,7 +87,10 @@ fn main() -> ExitCode {
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    tracing_subscriber::fmt().with_env_filter(filter).with_target(false).init();
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_target(false)
+        .init();
 }
 
 fn runtime(workers: usize) -> std::io::Result<tokio::runtime::Runtime> {
@@ -84,20 +116,24 @@ fn run(cli: Cli) -> Result<(), String> {
             let config = tessera_config::load_file(&path).map_err(|e| e.to_string())?;
             let rt = runtime(config.server.worker_threads).map_err(|e| e.to_string())?;
             rt.block_on(async {
-                let running = tessera_proxy::server::start(config).await.map_err(|e| e.to_string())?;
+                let running = tessera_proxy::server::start(config)
+                    .await
+                    .map_err(|e| e.to_string())?;
                 tessera_proxy::server::wait_for_signal().await;
                 tracing::info!("shutting down: draining sessions");
                 running.shutdown().await;
                 Ok(())
             })
         }
-        Cli::Demo(listen) => {
+        Cli::Demo(opts) => {
             let rt = runtime(0).map_err(|e| e.to_string())?;
-            rt.block_on(tessera_proxy::demo::run_demo(&listen)).map_err(|e| e.to_string())
+            rt.block_on(tessera_proxy::demo::run_demo(opts))
+                .map_err(|e| e.to_string())
         }
         Cli::Sandbox(n) => {
             let rt = runtime(0).map_err(|e| e.to_string())?;
-            rt.block_on(tessera_proxy::demo::run_sandbox(n)).map_err(|e| e.to_string())
+            rt.block_on(tessera_proxy::demo::run_sandbox(n))
+                .map_err(|e| e.to_string())
         }
     }
 }

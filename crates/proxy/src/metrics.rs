@@ -45,7 +45,10 @@ impl Metrics {
 }
 
 fn line(out: &mut String, name: &str, help: &str, kind: &str, value: u64) {
-    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}");
+    let _ = writeln!(
+        out,
+        "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}"
+    );
 }
 
 /// Renders every metric in the Prometheus text exposition format.
@@ -53,17 +56,69 @@ pub fn render(ctx: &Context) -> String {
     let m = &ctx.metrics;
     let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
     let mut out = String::new();
-    line(&mut out, "tessera_client_connections", "Client connections open now.", "gauge", get(&m.client_connections));
-    line(&mut out, "tessera_client_connections_total", "Client connections accepted.", "counter", get(&m.client_connections_total));
-    line(&mut out, "tessera_client_auth_failures_total", "Failed client logins.", "counter", get(&m.client_auth_failures));
-    line(&mut out, "tessera_queries_total", "COM_QUERY statements run.", "counter", get(&m.queries));
-    line(&mut out, "tessera_prepared_executes_total", "COM_STMT_EXECUTE run.", "counter", get(&m.prepared_executes));
-    line(&mut out, "tessera_query_errors_total", "Statements answered with an error.", "counter", get(&m.query_errors));
-    line(&mut out, "tessera_state_syncs_total", "Checkouts that replayed session state.", "counter", get(&m.state_syncs));
-    line(&mut out, "tessera_backend_lost_total", "Backend connections lost during a statement.", "counter", get(&m.backend_lost));
+    line(
+        &mut out,
+        "tessera_client_connections",
+        "Client connections open now.",
+        "gauge",
+        get(&m.client_connections),
+    );
+    line(
+        &mut out,
+        "tessera_client_connections_total",
+        "Client connections accepted.",
+        "counter",
+        get(&m.client_connections_total),
+    );
+    line(
+        &mut out,
+        "tessera_client_auth_failures_total",
+        "Failed client logins.",
+        "counter",
+        get(&m.client_auth_failures),
+    );
+    line(
+        &mut out,
+        "tessera_queries_total",
+        "COM_QUERY statements run.",
+        "counter",
+        get(&m.queries),
+    );
+    line(
+        &mut out,
+        "tessera_prepared_executes_total",
+        "COM_STMT_EXECUTE run.",
+        "counter",
+        get(&m.prepared_executes),
+    );
+    line(
+        &mut out,
+        "tessera_query_errors_total",
+        "Statements answered with an error.",
+        "counter",
+        get(&m.query_errors),
+    );
+    line(
+        &mut out,
+        "tessera_state_syncs_total",
+        "Checkouts that replayed session state.",
+        "counter",
+        get(&m.state_syncs),
+    );
+    line(
+        &mut out,
+        "tessera_backend_lost_total",
+        "Backend connections lost during a statement.",
+        "counter",
+        get(&m.backend_lost),
+    );
     let _ = writeln!(out, "# HELP tessera_pins_total Sessions pinned to a backend connection, by reason.\n# TYPE tessera_pins_total counter");
     for (i, r) in PIN_REASONS.iter().enumerate() {
-        let _ = writeln!(out, "tessera_pins_total{{reason=\"{r}\"}} {}", get(&m.pins[i]));
+        let _ = writeln!(
+            out,
+            "tessera_pins_total{{reason=\"{r}\"}} {}",
+            get(&m.pins[i])
+        );
     }
     render_pools(ctx, &mut out);
     out
@@ -71,12 +126,27 @@ pub fn render(ctx: &Context) -> String {
 
 fn render_pools(ctx: &Context, out: &mut String) {
     let series: [(&str, &str); 6] = [
-        ("tessera_pool_open", "Backend connections open (idle + in use + pinned)."),
-        ("tessera_pool_in_use", "Backend connections lent to sessions (pinned excluded)."),
+        (
+            "tessera_pool_open",
+            "Backend connections open (idle + in use + pinned).",
+        ),
+        (
+            "tessera_pool_in_use",
+            "Backend connections lent to sessions (pinned excluded).",
+        ),
         ("tessera_pool_idle", "Idle backend connections."),
-        ("tessera_pool_pinned", "Backend connections pinned to one session."),
-        ("tessera_pool_checkout_timeouts_total", "Checkouts that timed out."),
-        ("tessera_pool_connect_failures_total", "Failed backend connection attempts."),
+        (
+            "tessera_pool_pinned",
+            "Backend connections pinned to one session.",
+        ),
+        (
+            "tessera_pool_checkout_timeouts_total",
+            "Checkouts that timed out.",
+        ),
+        (
+            "tessera_pool_connect_failures_total",
+            "Failed backend connection attempts.",
+        ),
     ];
     for (name, help) in series {
         let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge");
@@ -87,10 +157,16 @@ fn render_pools(ctx: &Context, out: &mut String) {
                 "tessera_pool_in_use" => p.in_use() as u64,
                 "tessera_pool_idle" => p.idle_count() as u64,
                 "tessera_pool_pinned" => p.stats.pinned.load(Ordering::Relaxed) as u64,
-                "tessera_pool_checkout_timeouts_total" => p.stats.checkout_timeouts.load(Ordering::Relaxed),
+                "tessera_pool_checkout_timeouts_total" => {
+                    p.stats.checkout_timeouts.load(Ordering::Relaxed)
+                }
                 _ => p.stats.connect_failures.load(Ordering::Relaxed),
             };
-            let _ = writeln!(out, "{name}{{group=\"{}\",server=\"{}\"}} {v}", g.name, p.server.address);
+            let _ = writeln!(
+                out,
+                "{name}{{group=\"{}\",server=\"{}\"}} {v}",
+                g.name, p.server.address
+            );
         }
     }
 }

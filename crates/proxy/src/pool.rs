@@ -73,12 +73,18 @@ impl Pool {
     }
 
     pub fn idle_count(&self) -> usize {
-        self.idle.lock().map(|i| i[0].len() + i[1].len()).unwrap_or(0)
+        self.idle
+            .lock()
+            .map(|i| i[0].len() + i[1].len())
+            .unwrap_or(0)
     }
 
     /// True while the server is considered down.
     pub fn is_down(&self) -> bool {
-        self.health.lock().map(|h| h.retry_at.is_some_and(|t| t > Instant::now())).unwrap_or(false)
+        self.health
+            .lock()
+            .map(|h| h.retry_at.is_some_and(|t| t > Instant::now()))
+            .unwrap_or(false)
     }
 
     /// Borrows a connection (FOUND_ROWS flavour as asked), waiting up to checkout_timeout.
@@ -101,7 +107,11 @@ impl Pool {
             Some(c) => c,
             None => self.open(found_rows).await?,
         };
-        Ok(PooledConn { conn: Some(conn), permit: Some(permit), pool: self.clone() })
+        Ok(PooledConn {
+            conn: Some(conn),
+            permit: Some(permit),
+            pool: self.clone(),
+        })
     }
 
     /// Opens a connection outside the pool's accounting (e.g. to send KILL while the pool is
@@ -115,7 +125,8 @@ impl Pool {
         loop {
             let conn = self.idle.lock().ok()?[usize::from(found_rows)].pop()?;
             let idle_for = conn.last_used.elapsed();
-            let suspect = idle_for > Duration::from_secs(1) && conn.io.get_ref().peer_closed_or_chatty();
+            let suspect =
+                idle_for > Duration::from_secs(1) && conn.io.get_ref().peer_closed_or_chatty();
             if self.expired(&conn) || suspect {
                 self.close(conn);
                 continue;
@@ -133,12 +144,19 @@ impl Pool {
     /// Opens a new connection, making room by closing an idle one of the other flavour.
     async fn open(&self, found_rows: bool) -> Result<BackendConn, ProxyError> {
         if self.stats.open.load(Ordering::Relaxed) >= self.cfg.max_size {
-            let other = self.idle.lock().ok().and_then(|mut i| i[usize::from(!found_rows)].pop());
+            let other = self
+                .idle
+                .lock()
+                .ok()
+                .and_then(|mut i| i[usize::from(!found_rows)].pop());
             if let Some(c) = other {
                 self.close(c);
             }
         }
-        let opts = ConnectOptions { found_rows, ..self.opts.clone() };
+        let opts = ConnectOptions {
+            found_rows,
+            ..self.opts.clone()
+        };
         match connect(&self.server, &opts).await {
             Ok(conn) => {
                 self.stats.open.fetch_add(1, Ordering::Relaxed);
@@ -156,11 +174,18 @@ impl Pool {
     }
 
     fn check_backoff(&self) -> Result<(), ProxyError> {
-        let h = self.health.lock().map_err(|_| ProxyError::Config("pool state poisoned".into()))?;
+        let h = self
+            .health
+            .lock()
+            .map_err(|_| ProxyError::Config("pool state poisoned".into()))?;
         match h.retry_at {
             Some(t) if t > Instant::now() => Err(ProxyError::BackendUnavailable {
                 server: self.server.name.clone(),
-                reason: format!("{} (next retry in {} ms)", h.last_error, (t - Instant::now()).as_millis()),
+                reason: format!(
+                    "{} (next retry in {} ms)",
+                    h.last_error,
+                    (t - Instant::now()).as_millis()
+                ),
             }),
             _ => Ok(()),
         }
@@ -169,7 +194,8 @@ impl Pool {
     fn mark_down(&self, e: &ProxyError) {
         if let Ok(mut h) = self.health.lock() {
             h.failures = h.failures.saturating_add(1);
-            let backoff = Duration::from_millis(100 << h.failures.min(8)).min(self.cfg.backoff_max());
+            let backoff =
+                Duration::from_millis(100 << h.failures.min(8)).min(self.cfg.backoff_max());
             h.retry_at = Some(Instant::now() + backoff);
             h.last_error = e.to_string();
             if h.failures == 1 {
@@ -209,7 +235,8 @@ impl Pool {
             return;
         }
         conn.last_used = Instant::now();
-        let flavour = usize::from(conn.capabilities & tessera_protocol::flags::CLIENT_FOUND_ROWS != 0);
+        let flavour =
+            usize::from(conn.capabilities & tessera_protocol::flags::CLIENT_FOUND_ROWS != 0);
         match self.idle.lock() {
             Ok(mut idle) => idle[flavour].push(conn),
             Err(_) => self.close(conn),
@@ -225,7 +252,10 @@ impl Pool {
                 _ = shutdown.changed() => return,
             }
             let stale: Vec<BackendConn> = match self.idle.lock() {
-                Ok(mut idle) => idle.iter_mut().flat_map(|l| drain_where(l, |c| self.expired(c))).collect(),
+                Ok(mut idle) => idle
+                    .iter_mut()
+                    .flat_map(|l| drain_where(l, |c| self.expired(c)))
+                    .collect(),
                 Err(_) => return,
             };
             stale.into_iter().for_each(|c| self.close(c));
@@ -235,9 +265,15 @@ impl Pool {
 
     async fn top_up(self: &Arc<Self>) {
         while self.idle_count() < self.cfg.min_idle && !self.is_down() {
-            let Ok(permit) = self.permits.clone().try_acquire_owned() else { return };
+            let Ok(permit) = self.permits.clone().try_acquire_owned() else {
+                return;
+            };
             match self.open(false).await {
-                Ok(conn) => drop(PooledConn { conn: Some(conn), permit: Some(permit), pool: self.clone() }),
+                Ok(conn) => drop(PooledConn {
+                    conn: Some(conn),
+                    permit: Some(permit),
+                    pool: self.clone(),
+                }),
                 Err(_) => return,
             }
         }

@@ -28,17 +28,28 @@ pub async fn start(config: Config) -> Result<Running, ProxyError> {
     let listener = TcpListener::bind(&listen)
         .await
         .map_err(|e| ProxyError::Config(format!("cannot listen on {listen}: {e}")))?;
-    let addr = listener.local_addr().map_err(|e| ProxyError::Config(e.to_string()))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| ProxyError::Config(e.to_string()))?;
     for g in &ctx.groups {
         tokio::spawn(g.primary.clone().maintain(rx.clone()));
     }
     crate::admin::spawn_http(ctx.clone()).await?;
     let accept_task = tokio::spawn(accept_loop(ctx.clone(), listener, rx));
     tracing::info!(%addr, "tessera listening");
-    Ok(Running { addr, ctx, shutdown: tx, accept_task })
+    Ok(Running {
+        addr,
+        ctx,
+        shutdown: tx,
+        accept_task,
+    })
 }
 
-async fn accept_loop(ctx: Arc<Context>, listener: TcpListener, mut shutdown: watch::Receiver<bool>) {
+async fn accept_loop(
+    ctx: Arc<Context>,
+    listener: TcpListener,
+    mut shutdown: watch::Receiver<bool>,
+) {
     let limit = Arc::new(Semaphore::new(ctx.config.server.max_connections));
     loop {
         let (tcp, peer) = tokio::select! {

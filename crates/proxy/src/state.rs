@@ -28,15 +28,28 @@ pub struct SyncScope {
 }
 
 impl SyncScope {
-    pub const ALL: SyncScope = SyncScope { user_vars: true, last_insert_id: true };
+    pub const ALL: SyncScope = SyncScope {
+        user_vars: true,
+        last_insert_id: true,
+    };
 }
 
 /// Variables the server reports but that must never be replayed.
-const NOT_REPLAYED: &[&str] = &["last_gtid", "insert_id", "last_insert_id", "rand_seed1", "rand_seed2", "timestamp"];
+const NOT_REPLAYED: &[&str] = &[
+    "last_gtid",
+    "insert_id",
+    "last_insert_id",
+    "rand_seed1",
+    "rand_seed2",
+    "timestamp",
+];
 
 /// Variables Tessera itself relies on; a client may not change them.
-pub const PROTECTED: &[&str] =
-    &["session_track_system_variables", "session_track_schema", "session_track_state_change"];
+pub const PROTECTED: &[&str] = &[
+    "session_track_system_variables",
+    "session_track_schema",
+    "session_track_state_change",
+];
 
 impl SessionVars {
     /// The state right after a handshake with collation `collation_id` and default `schema`.
@@ -45,7 +58,11 @@ impl SessionVars {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        SessionVars { schema, vars, ..Default::default() }
+        SessionVars {
+            schema,
+            vars,
+            ..Default::default()
+        }
     }
 
     /// Applies what a server reported in an OK packet.
@@ -91,7 +108,11 @@ impl SessionVars {
                 parts.push(format!("@{} = {v}", quote_ident(k)));
             }
         }
-        for k in current.user_vars.keys().filter(|k| !self.user_vars.contains_key(*k)) {
+        for k in current
+            .user_vars
+            .keys()
+            .filter(|k| !self.user_vars.contains_key(*k))
+        {
             parts.push(format!("@{} = NULL", quote_ident(k)));
         }
     }
@@ -120,7 +141,10 @@ impl SessionVars {
 /// A system variable value as SQL: numbers bare, NULL bare, everything else quoted.
 pub fn value_literal(v: &str) -> String {
     let numeric = !v.is_empty()
-        && v.strip_prefix('-').unwrap_or(v).chars().all(|c| c.is_ascii_digit() || c == '.')
+        && v.strip_prefix('-')
+            .unwrap_or(v)
+            .chars()
+            .all(|c| c.is_ascii_digit() || c == '.')
         && v.chars().filter(|&c| c == '.').count() <= 1
         && !v.ends_with('.');
     if numeric || v == "NULL" {
@@ -158,8 +182,14 @@ mod tests {
     fn diff_sets_changes_resets_extras_and_skips_equal() {
         let mut client = SessionVars::after_handshake(8, Some("test".into()));
         client.apply_changes(&[
-            SessionChange::SystemVariable { name: "time_zone".into(), value: "+01:00".into() },
-            SessionChange::SystemVariable { name: "last_gtid".into(), value: "0-1-5".into() },
+            SessionChange::SystemVariable {
+                name: "time_zone".into(),
+                value: "+01:00".into(),
+            },
+            SessionChange::SystemVariable {
+                name: "last_gtid".into(),
+                value: "0-1-5".into(),
+            },
         ]);
         client.user_vars.insert("a".into(), "5".into());
         client.last_insert_id = 7;
@@ -167,13 +197,27 @@ mod tests {
         backend.vars.insert("sql_mode".into(), "ANSI".into());
         backend.user_vars.insert("other".into(), "1".into());
         let set = client.set_statement_from(&backend, SyncScope::ALL).unwrap();
-        let narrow = client.set_statement_from(&backend, SyncScope::default()).unwrap();
-        assert!(!narrow.contains('@') && !narrow.contains("last_insert_id"), "{narrow}");
-        assert!(set.contains("SESSION character_set_client = 'latin1'"), "{set}");
+        let narrow = client
+            .set_statement_from(&backend, SyncScope::default())
+            .unwrap();
+        assert!(
+            !narrow.contains('@') && !narrow.contains("last_insert_id"),
+            "{narrow}"
+        );
+        assert!(
+            set.contains("SESSION character_set_client = 'latin1'"),
+            "{set}"
+        );
         assert!(set.contains("SESSION time_zone = '+01:00'"), "{set}");
         assert!(set.contains("SESSION sql_mode = DEFAULT"), "{set}");
-        assert!(set.contains("@`a` = 5") && set.contains("@`other` = NULL"), "{set}");
-        assert!(set.contains("last_insert_id = 7") && !set.contains("last_gtid"), "{set}");
+        assert!(
+            set.contains("@`a` = 5") && set.contains("@`other` = NULL"),
+            "{set}"
+        );
+        assert!(
+            set.contains("last_insert_id = 7") && !set.contains("last_gtid"),
+            "{set}"
+        );
         assert_eq!(client.schema_change_from(&backend), Some("test"));
         backend.sync_to(&client, SyncScope::ALL);
         assert_eq!(client.set_statement_from(&backend, SyncScope::ALL), None);

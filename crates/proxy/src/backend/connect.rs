@@ -44,16 +44,25 @@ pub struct ConnectOptions {
 
 /// Opens and authenticates a connection, within `opts.timeout`.
 pub async fn connect(server: &ServerRef, opts: &ConnectOptions) -> Result<BackendConn, ProxyError> {
-    let unavailable = |reason: String| ProxyError::BackendUnavailable { server: server.name.clone(), reason };
+    let unavailable = |reason: String| ProxyError::BackendUnavailable {
+        server: server.name.clone(),
+        reason,
+    };
     match tokio::time::timeout(opts.timeout, connect_inner(server, opts)).await {
         Ok(Ok(conn)) => Ok(conn),
         Ok(Err(e @ ProxyError::BackendUnavailable { .. })) => Err(e),
         Ok(Err(e)) => Err(unavailable(e.to_string())),
-        Err(_) => Err(unavailable(format!("connect timed out after {} ms", opts.timeout.as_millis()))),
+        Err(_) => Err(unavailable(format!(
+            "connect timed out after {} ms",
+            opts.timeout.as_millis()
+        ))),
     }
 }
 
-async fn connect_inner(server: &ServerRef, opts: &ConnectOptions) -> Result<BackendConn, ProxyError> {
+async fn connect_inner(
+    server: &ServerRef,
+    opts: &ConnectOptions,
+) -> Result<BackendConn, ProxyError> {
     let io_err = |e: std::io::Error| ProxyError::BackendUnavailable {
         server: server.name.clone(),
         reason: format!("{} ({})", e, server.address),
@@ -84,12 +93,20 @@ async fn connect_inner(server: &ServerRef, opts: &ConnectOptions) -> Result<Back
     if let Some(connector) = &opts.tls {
         io = upgrade_tls(io, connector, &response, server).await?;
     }
-    response.auth_response = scramble_for(&hs.auth_plugin, server.password.as_bytes(), &hs.scramble);
+    response.auth_response =
+        scramble_for(&hs.auth_plugin, server.password.as_bytes(), &hs.scramble);
     let mut buf = BytesMut::new();
     response.encode(&mut buf);
     io.send(&buf).await.map_err(|e| lost(server, e))?;
     authenticate(&mut io, server).await?;
-    let mut conn = BackendConn::new(io, server.clone(), hs.connection_id, caps, hs.server_version, opts.stmt_cache_size);
+    let mut conn = BackendConn::new(
+        io,
+        server.clone(),
+        hs.connection_id,
+        caps,
+        hs.server_version,
+        opts.stmt_cache_size,
+    );
     conn.simple_command(INIT_SQL).await?;
     Ok(conn)
 }
@@ -106,15 +123,20 @@ async fn upgrade_tls(
     let seq = io.seq();
     let (stream, _) = io.into_parts();
     let Stream::Tcp(tcp) = stream else {
-        return Err(ProxyError::Config("backend stream already encrypted".into()));
+        return Err(ProxyError::Config(
+            "backend stream already encrypted".into(),
+        ));
     };
     let name = rustls::pki_types::ServerName::try_from("tessera-backend")
         .map_err(|e| ProxyError::Config(e.to_string()))?
         .to_owned();
-    let tls = connector.connect(name, tcp).await.map_err(|e| ProxyError::BackendUnavailable {
-        server: server.name.clone(),
-        reason: format!("TLS handshake failed: {e}"),
-    })?;
+    let tls = connector
+        .connect(name, tcp)
+        .await
+        .map_err(|e| ProxyError::BackendUnavailable {
+            server: server.name.clone(),
+            reason: format!("TLS handshake failed: {e}"),
+        })?;
     let mut io = PacketStream::new(Stream::ClientTls(Box::new(tls)));
     io.set_seq(seq);
     Ok(io)
@@ -152,13 +174,23 @@ async fn authenticate(io: &mut PacketStream<Stream>, server: &ServerRef) -> Resu
                 pw.push(0);
                 io.send(&pw).await.map_err(|e| lost(server, e))?;
             }
-            _ => return Err(ProxyError::Client(tessera_protocol::ProtocolError::Malformed("unexpected auth packet"))),
+            _ => {
+                return Err(ProxyError::Client(
+                    tessera_protocol::ProtocolError::Malformed("unexpected auth packet"),
+                ))
+            }
         }
     }
-    Err(ProxyError::BackendUnavailable { server: server.name.clone(), reason: "authentication did not finish".into() })
+    Err(ProxyError::BackendUnavailable {
+        server: server.name.clone(),
+        reason: "authentication did not finish".into(),
+    })
 }
 
 /// The error for a backend connection that broke.
 pub fn lost(server: &ServerRef, source: tessera_protocol::ProtocolError) -> ProxyError {
-    ProxyError::LostBackend { server: server.name.clone(), source }
+    ProxyError::LostBackend {
+        server: server.name.clone(),
+        source,
+    }
 }

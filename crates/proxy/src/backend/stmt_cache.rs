@@ -34,7 +34,11 @@ pub struct StmtCache {
 
 impl StmtCache {
     pub fn new(capacity: usize) -> Self {
-        StmtCache { entries: HashMap::new(), capacity: capacity.max(1), tick: 0 }
+        StmtCache {
+            entries: HashMap::new(),
+            capacity: capacity.max(1),
+            tick: 0,
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -63,7 +67,13 @@ impl StmtCache {
             None
         };
         let id = stmt.id;
-        if let Some(old) = self.entries.insert(sql, Entry { stmt, last_used: self.tick }) {
+        if let Some(old) = self.entries.insert(
+            sql,
+            Entry {
+                stmt,
+                last_used: self.tick,
+            },
+        ) {
             return Some(old.stmt).filter(|o| o.id != id).or(evicted);
         }
         evicted
@@ -75,7 +85,11 @@ impl StmtCache {
     }
 
     fn evict_oldest(&mut self) -> Option<BackendStmt> {
-        let key = self.entries.iter().min_by_key(|(_, e)| e.last_used).map(|(k, _)| k.clone())?;
+        let key = self
+            .entries
+            .iter()
+            .min_by_key(|(_, e)| e.last_used)
+            .map(|(k, _)| k.clone())?;
         self.entries.remove(&key).map(|e| e.stmt)
     }
 
@@ -89,7 +103,12 @@ mod tests {
     use super::*;
 
     fn stmt(id: u32) -> BackendStmt {
-        BackendStmt { id, num_params: 0, num_columns: 0, metadata: Arc::from(Vec::new()) }
+        BackendStmt {
+            id,
+            num_params: 0,
+            num_columns: 0,
+            metadata: Arc::from(Vec::new()),
+        }
     }
 
     #[test]
@@ -102,6 +121,10 @@ mod tests {
         assert_eq!(c.insert(k("c"), stmt(3)), Some(stmt(2)));
         assert_eq!(c.len(), 2);
         assert_eq!(c.get("b".as_bytes()), None);
-        assert_eq!(c.insert(k("a"), stmt(4)), Some(stmt(1)), "replacing returns the old handle");
+        assert_eq!(
+            c.insert(k("a"), stmt(4)),
+            Some(stmt(1)),
+            "replacing returns the old handle"
+        );
     }
 }

@@ -58,7 +58,12 @@ pub async fn forward<C>(
 where
     C: AsyncRead + AsyncWrite + Unpin,
 {
-    let mut f = Forwarder { backend, client, client_caps, out: Outcome::default() };
+    let mut f = Forwarder {
+        backend,
+        client,
+        client_caps,
+        out: Outcome::default(),
+    };
     let result = f.run(mode).await;
     if result.is_err() {
         f.backend.broken = true;
@@ -96,7 +101,9 @@ impl<C: AsyncRead + AsyncWrite + Unpin> Forwarder<'_, C> {
             let more = match first.first() {
                 Some(&OK_HEADER) => self.ok(&first)?,
                 Some(&ERR_HEADER) => self.err(&first)?,
-                Some(&LOCAL_INFILE_HEADER) if mode == Mode::Text => self.local_infile(first).await?,
+                Some(&LOCAL_INFILE_HEADER) if mode == Mode::Text => {
+                    self.local_infile(first).await?
+                }
                 _ => self.result_set(&first, mode).await?,
             };
             if !more {
@@ -180,7 +187,8 @@ impl<C: AsyncRead + AsyncWrite + Unpin> Forwarder<'_, C> {
         self.out.status = status;
         self.out.warnings = warnings;
         if self.client_caps & CLIENT_DEPRECATE_EOF != 0 {
-            self.client.write_with(|b| encode_result_end(b, warnings, status, self.client_caps));
+            self.client
+                .write_with(|b| encode_result_end(b, warnings, status, self.client_caps));
         } else {
             self.client.write_packet(raw);
         }

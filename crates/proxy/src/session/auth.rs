@@ -8,7 +8,9 @@ use crate::net::Stream;
 use bytes::BytesMut;
 use tessera_protocol::auth::{self, CACHING_SHA2_PASSWORD, NATIVE_PASSWORD};
 use tessera_protocol::flags::*;
-use tessera_protocol::handshake::{encode_auth_more_data, encode_auth_switch, is_ssl_request, HandshakeResponse, HandshakeV10};
+use tessera_protocol::handshake::{
+    encode_auth_more_data, encode_auth_switch, is_ssl_request, HandshakeResponse, HandshakeV10,
+};
 use tessera_protocol::PacketStream;
 use tokio::net::TcpStream;
 
@@ -22,7 +24,12 @@ pub struct Authenticated {
 }
 
 /// Runs the connection phase up to (not including) the final OK.
-pub async fn accept(ctx: &Context, tcp: TcpStream, id: u32, host: &str) -> Result<Authenticated, ProxyError> {
+pub async fn accept(
+    ctx: &Context,
+    tcp: TcpStream,
+    id: u32,
+    host: &str,
+) -> Result<Authenticated, ProxyError> {
     let scramble = auth::new_scramble();
     let mut offered = PROXY_CAPABILITIES;
     if ctx.tls.is_some() {
@@ -49,12 +56,31 @@ pub async fn accept(ctx: &Context, tcp: TcpStream, id: u32, host: &str) -> Resul
     let is_tls = client.get_ref().is_tls();
     let resp = HandshakeResponse::parse(&payload)?;
     if ctx.config.server.require_tls && !is_tls {
-        return Err(ProxyError::AccessDenied { user: resp.username, host: host.into(), using_password: true });
+        return Err(ProxyError::AccessDenied {
+            user: resp.username,
+            host: host.into(),
+            using_password: true,
+        });
     }
-    let plugin = resp.auth_plugin.clone().unwrap_or_else(|| NATIVE_PASSWORD.to_string());
+    let plugin = resp
+        .auth_plugin
+        .clone()
+        .unwrap_or_else(|| NATIVE_PASSWORD.to_string());
     let creds = ctx.users.get(&resp.username);
-    let login = Login { user: &resp.username, host, scramble: &scramble, is_tls };
-    verify(&mut client, creds, &login, &plugin, resp.auth_response.clone()).await?;
+    let login = Login {
+        user: &resp.username,
+        host,
+        scramble: &scramble,
+        is_tls,
+    };
+    verify(
+        &mut client,
+        creds,
+        &login,
+        &plugin,
+        resp.auth_response.clone(),
+    )
+    .await?;
     Ok(Authenticated {
         client,
         capabilities: resp.capabilities & offered,
@@ -64,12 +90,20 @@ pub async fn accept(ctx: &Context, tcp: TcpStream, id: u32, host: &str) -> Resul
     })
 }
 
-async fn upgrade(ctx: &Context, client: PacketStream<Stream>) -> Result<PacketStream<Stream>, ProxyError> {
+async fn upgrade(
+    ctx: &Context,
+    client: PacketStream<Stream>,
+) -> Result<PacketStream<Stream>, ProxyError> {
     let acceptor = ctx.tls.as_ref().ok_or(ProxyError::BadHandshake)?;
     let seq = client.seq();
     let (stream, _) = client.into_parts();
-    let Stream::Tcp(tcp) = stream else { return Err(ProxyError::BadHandshake) };
-    let tls = acceptor.accept(tcp).await.map_err(|e| ProxyError::Client(e.into()))?;
+    let Stream::Tcp(tcp) = stream else {
+        return Err(ProxyError::BadHandshake);
+    };
+    let tls = acceptor
+        .accept(tcp)
+        .await
+        .map_err(|e| ProxyError::Client(e.into()))?;
     let mut client = PacketStream::new(Stream::ServerTls(Box::new(tls)));
     client.set_max_packet(ctx.config.server.max_allowed_packet);
     client.set_seq(seq);
@@ -86,7 +120,11 @@ pub struct Login<'a> {
 
 impl Login<'_> {
     fn denied(&self, using_password: bool) -> ProxyError {
-        ProxyError::AccessDenied { user: self.user.to_string(), host: self.host.to_string(), using_password }
+        ProxyError::AccessDenied {
+            user: self.user.to_string(),
+            host: self.host.to_string(),
+            using_password,
+        }
     }
 }
 
@@ -99,7 +137,9 @@ pub async fn verify(
     response: Vec<u8>,
 ) -> Result<(), ProxyError> {
     let using_password = !response.is_empty();
-    let Some(creds) = creds else { return Err(login.denied(using_password)) };
+    let Some(creds) = creds else {
+        return Err(login.denied(using_password));
+    };
     match (plugin, &creds.password) {
         (CACHING_SHA2_PASSWORD, Some(pw)) => verify_sha2(client, pw, login, &response).await,
         (NATIVE_PASSWORD, _) => check_native(creds, login, &response),
@@ -117,7 +157,8 @@ fn check_native(creds: &Credentials, login: &Login<'_>, response: &[u8]) -> Resu
         Some(pw) if pw.is_empty() => response.is_empty(),
         _ => auth::verify_native(&creds.native_hash, login.scramble, response),
     };
-    ok.then_some(()).ok_or_else(|| login.denied(!response.is_empty()))
+    ok.then_some(())
+        .ok_or_else(|| login.denied(!response.is_empty()))
 }
 
 async fn verify_sha2(
@@ -146,6 +187,9 @@ async fn verify_sha2(
 
 /// Encodes the OK that ends a successful connection phase.
 pub fn encode_login_ok(out: &mut BytesMut, capabilities: u32) {
-    let ok = tessera_protocol::response::OkPacket { status: SERVER_STATUS_AUTOCOMMIT, ..Default::default() };
+    let ok = tessera_protocol::response::OkPacket {
+        status: SERVER_STATUS_AUTOCOMMIT,
+        ..Default::default()
+    };
     ok.encode(out, capabilities);
 }

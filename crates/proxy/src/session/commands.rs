@@ -17,7 +17,12 @@ use tokio::net::TcpStream;
 
 impl Session {
     /// The connection phase; None if the client did not make it through (already answered).
-    pub async fn login(ctx: Arc<Context>, tcp: TcpStream, id: u32, host: String) -> Option<Session> {
+    pub async fn login(
+        ctx: Arc<Context>,
+        tcp: TcpStream,
+        id: u32,
+        host: String,
+    ) -> Option<Session> {
         let timeout = ctx.config.server.handshake_timeout();
         let authed = match tokio::time::timeout(timeout, auth::accept(&ctx, tcp, id, &host)).await {
             Ok(Ok(a)) => a,
@@ -69,7 +74,8 @@ impl Session {
             result?;
             self.state.schema = Some(db);
         }
-        self.client.write_with(|b| encode_login_ok(b, self.capabilities));
+        self.client
+            .write_with(|b| encode_login_ok(b, self.capabilities));
         self.client.flush().await?;
         Ok(())
     }
@@ -123,7 +129,8 @@ impl Session {
             _ => return Err(ProxyError::UnknownCommand),
         }
         let status = self.status_flags();
-        self.client.write_with(|b| encode_result_end(b, 0, status, self.capabilities));
+        self.client
+            .write_with(|b| encode_result_end(b, 0, status, self.capabilities));
         self.client.flush().await?;
         Ok(Next::Continue)
     }
@@ -154,19 +161,41 @@ impl Session {
         let user = String::from_utf8_lossy(r.null_terminated()?).into_owned();
         let n = usize::from(r.u8()?);
         r.skip(n)?;
-        let schema = Some(String::from_utf8_lossy(r.null_terminated_or_eof()).into_owned()).filter(|s| !s.is_empty());
-        let charset = if r.remaining() >= 2 { r.u16()? as u8 } else { self.charset };
+        let schema = Some(String::from_utf8_lossy(r.null_terminated_or_eof()).into_owned())
+            .filter(|s| !s.is_empty());
+        let charset = if r.remaining() >= 2 {
+            r.u16()? as u8
+        } else {
+            self.charset
+        };
         let scramble = tessera_protocol::auth::new_scramble();
         self.client.write_with(|b| {
-            tessera_protocol::handshake::encode_auth_switch(b, tessera_protocol::auth::NATIVE_PASSWORD, &scramble)
+            tessera_protocol::handshake::encode_auth_switch(
+                b,
+                tessera_protocol::auth::NATIVE_PASSWORD,
+                &scramble,
+            )
         });
         self.client.flush().await?;
         let answer = self.client.read_packet().await?;
         let is_tls = self.client.get_ref().is_tls();
-        let login = Login { user: &user, host: &self.host, scramble: &scramble, is_tls };
+        let login = Login {
+            user: &user,
+            host: &self.host,
+            scramble: &scramble,
+            is_tls,
+        };
         let creds = self.ctx.users.get(&user).cloned();
         let plugin = tessera_protocol::auth::NATIVE_PASSWORD;
-        if let Err(e) = auth::verify(&mut self.client, creds.as_ref(), &login, plugin, answer.to_vec()).await {
+        if let Err(e) = auth::verify(
+            &mut self.client,
+            creds.as_ref(),
+            &login,
+            plugin,
+            answer.to_vec(),
+        )
+        .await
+        {
             self.fatal = true;
             return Err(e);
         }
@@ -183,7 +212,10 @@ impl Session {
 
     /// KILL [QUERY] id, where id is a Tessera connection id.
     pub async fn kill(&mut self, id: u64, query_only: bool) -> Result<Next, ProxyError> {
-        let target = u32::try_from(id).ok().and_then(|i| self.ctx.sessions.get(i)).ok_or(ProxyError::UnknownThread(id))?;
+        let target = u32::try_from(id)
+            .ok()
+            .and_then(|i| self.ctx.sessions.get(i))
+            .ok_or(ProxyError::UnknownThread(id))?;
         if target.user() != self.user {
             return Err(ProxyError::NotOwnerOfThread(id));
         }
@@ -192,18 +224,22 @@ impl Session {
             if pool.server.address == server.address {
                 let mut conn = pool.connect_unpooled().await?;
                 let verb = if query_only { "KILL QUERY" } else { "KILL" };
-                conn.simple_command(&format!("{verb} {thread_id}")).await.ok();
+                conn.simple_command(&format!("{verb} {thread_id}"))
+                    .await
+                    .ok();
             }
         }
         if !query_only {
             target.kill();
             if target.id == self.id {
                 self.fatal = true;
-                return Err(ProxyError::Backend(tessera_protocol::response::ErrPacket::new(
-                    1927,
-                    "70100",
-                    "Connection was killed",
-                )));
+                return Err(ProxyError::Backend(
+                    tessera_protocol::response::ErrPacket::new(
+                        1927,
+                        "70100",
+                        "Connection was killed",
+                    ),
+                ));
             }
         }
         self.ok().await

@@ -23,7 +23,8 @@ impl Session {
         let mut conn = match self.held.take() {
             Some(c) => c,
             None => {
-                let found_rows = self.capabilities & tessera_protocol::flags::CLIENT_FOUND_ROWS != 0;
+                let found_rows =
+                    self.capabilities & tessera_protocol::flags::CLIENT_FOUND_ROWS != 0;
                 self.ctx.default_pool().checkout(found_rows).await?
             }
         };
@@ -31,14 +32,18 @@ impl Session {
             conn.broken = true;
             return Err(e);
         }
-        self.handle.set_running(Some((conn.server.clone(), conn.thread_id)));
+        self.handle
+            .set_running(Some((conn.server.clone(), conn.thread_id)));
         Ok(conn)
     }
 
     /// Sends only the differences (one SET and/or one COM_INIT_DB, pipelined).
     async fn sync(&mut self, conn: &mut PooledConn, scope: SyncScope) -> Result<(), ProxyError> {
         let set = self.state.set_statement_from(&conn.state, scope);
-        let schema = self.state.schema_change_from(&conn.state).map(str::to_owned);
+        let schema = self
+            .state
+            .schema_change_from(&conn.state)
+            .map(str::to_owned);
         if set.is_none() && schema.is_none() {
             return Ok(());
         }
@@ -76,7 +81,11 @@ impl Session {
     }
 
     /// Flushes the queued command and forwards the backend's response to the client.
-    pub async fn forward(&mut self, conn: &mut PooledConn, mode: Mode) -> Result<Outcome, ProxyError> {
+    pub async fn forward(
+        &mut self,
+        conn: &mut PooledConn,
+        mode: Mode,
+    ) -> Result<Outcome, ProxyError> {
         conn.flush().await?;
         forward(conn, &mut self.client, self.capabilities, mode).await
     }
@@ -106,7 +115,8 @@ impl Session {
         let ok = outcome.error.is_none() || stmts.len() > 1;
         let before = self.pins.reasons();
         for s in stmts {
-            self.pins.after_statement(s.sql, &s.class, ok, conn.in_transaction);
+            self.pins
+                .after_statement(s.sql, &s.class, ok, conn.in_transaction);
         }
         if outcome.warnings > 0 || outcome.error.is_some() {
             self.pins.keep_for_diagnostics();
@@ -127,7 +137,10 @@ impl Session {
 
     async fn capture_user_vars(&mut self, conn: &mut PooledConn, stmts: &[Stmt<'_>]) {
         let mut names: Vec<String> = Vec::new();
-        for s in stmts.iter().filter(|s| s.class.flags.contains(Flags::USER_VAR_WRITE)) {
+        for s in stmts
+            .iter()
+            .filter(|s| s.class.flags.contains(Flags::USER_VAR_WRITE))
+        {
             for n in tessera_sql::assigned_user_variables(s.sql) {
                 if !names.contains(&n) {
                     names.push(n);
@@ -157,9 +170,18 @@ impl Session {
             return;
         }
         if self.pins.is_pinned() {
-            for reason in self.pins.reasons().iter().filter(|r| !pins_before.contains(r)) {
+            for reason in self
+                .pins
+                .reasons()
+                .iter()
+                .filter(|r| !pins_before.contains(r))
+            {
                 self.ctx.metrics.pinned(reason);
-                tracing::debug!(session = self.id, reason, "session pinned to its backend connection");
+                tracing::debug!(
+                    session = self.id,
+                    reason,
+                    "session pinned to its backend connection"
+                );
             }
             conn.detach();
             self.held = Some(conn);

@@ -74,12 +74,16 @@ pub async fn serve(ctx: Arc<Context>, tcp: TcpStream, host: String) {
     let _ = tcp.set_nodelay(true);
     let id = ctx.next_session_id();
     Metrics::inc(&ctx.metrics.client_connections_total);
-    ctx.metrics.client_connections.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    ctx.metrics
+        .client_connections
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     if let Some(mut session) = Session::login(ctx.clone(), tcp, id, host).await {
         session.run().await;
         session.close().await;
     }
-    ctx.metrics.client_connections.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    ctx.metrics
+        .client_connections
+        .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
 }
 
 impl Session {
@@ -93,7 +97,11 @@ impl Session {
             };
             let payload = match read {
                 Ok((0, p)) => p,
-                Ok(_) => return self.fail(ErrPacket::new(1156, "08S01", "Got packets out of order")).await,
+                Ok(_) => {
+                    return self
+                        .fail(ErrPacket::new(1156, "08S01", "Got packets out of order"))
+                        .await
+                }
                 Err(ProtocolError::PacketTooLarge { .. }) => {
                     return self.fail(ProxyError::PacketTooLarge.to_err_packet()).await
                 }
@@ -143,7 +151,11 @@ impl Session {
             Command::Query(sql) => self.query(sql).await,
             Command::StmtPrepare(sql) => self.stmt_prepare(sql).await,
             Command::StmtExecute { stmt_id, payload } => self.stmt_execute(stmt_id, payload).await,
-            Command::StmtSendLongData { stmt_id, param, data } => self.stmt_long_data(stmt_id, param, data),
+            Command::StmtSendLongData {
+                stmt_id,
+                param,
+                data,
+            } => self.stmt_long_data(stmt_id, param, data),
             Command::StmtClose(id) => self.stmt_close(id).await,
             Command::StmtReset(id) => self.stmt_reset(id).await,
             Command::StmtFetch { stmt_id, rows } => self.stmt_fetch(stmt_id, rows, payload).await,
@@ -163,7 +175,10 @@ impl Session {
     /// Answers OK with the session's current status flags.
     pub async fn ok(&mut self) -> Result<Next, ProxyError> {
         let status = self.status_flags();
-        let ok = tessera_protocol::response::OkPacket { status, ..Default::default() };
+        let ok = tessera_protocol::response::OkPacket {
+            status,
+            ..Default::default()
+        };
         self.client.write_with(|b| ok.encode(b, self.capabilities));
         self.client.flush().await?;
         Ok(Next::Continue)
@@ -172,8 +187,16 @@ impl Session {
     /// Status flags as the client should see them between statements.
     pub fn status_flags(&self) -> u16 {
         use tessera_protocol::flags::*;
-        let autocommit_off = self.state.vars.get("autocommit").is_some_and(|v| v.eq_ignore_ascii_case("OFF"));
-        let mut status = if autocommit_off { 0 } else { SERVER_STATUS_AUTOCOMMIT };
+        let autocommit_off = self
+            .state
+            .vars
+            .get("autocommit")
+            .is_some_and(|v| v.eq_ignore_ascii_case("OFF"));
+        let mut status = if autocommit_off {
+            0
+        } else {
+            SERVER_STATUS_AUTOCOMMIT
+        };
         if self.in_transaction() {
             status |= SERVER_STATUS_IN_TRANS;
         }

@@ -42,7 +42,11 @@ impl Pins {
             (self.handlers > 0, "handler"),
             (self.diagnostics_next, "diagnostics"),
         ];
-        checks.iter().filter(|(on, _)| *on).map(|(_, r)| *r).collect()
+        checks
+            .iter()
+            .filter(|(on, _)| *on)
+            .map(|(_, r)| *r)
+            .collect()
     }
 
     /// True while FOUND_ROWS() must come from the server (after SQL_CALC_FOUND_ROWS).
@@ -51,7 +55,13 @@ impl Pins {
     }
 
     /// Updates the pins after a statement ran; `ok` is false when it failed.
-    pub fn after_statement(&mut self, sql: &str, c: &Classification, ok: bool, in_transaction: bool) {
+    pub fn after_statement(
+        &mut self,
+        sql: &str,
+        c: &Classification,
+        ok: bool,
+        in_transaction: bool,
+    ) {
         self.found_rows_next = false;
         self.diagnostics_next = false;
         if self.next_transaction && !matches!(c.kind, StatementKind::Set(_)) && !in_transaction {
@@ -75,10 +85,12 @@ impl Pins {
                 }
             }
             StatementKind::LockTables => self.table_locks = true,
-            StatementKind::UnlockTables | StatementKind::Begin | StatementKind::StartTransactionReadOnly => {
-                self.table_locks = false
+            StatementKind::UnlockTables
+            | StatementKind::Begin
+            | StatementKind::StartTransactionReadOnly => self.table_locks = false,
+            StatementKind::Set(tessera_sql::SetKind::TransactionNext) => {
+                self.next_transaction = true
             }
-            StatementKind::Set(tessera_sql::SetKind::TransactionNext) => self.next_transaction = true,
             StatementKind::Xa => self.track_xa(sql),
             StatementKind::Prepare => {
                 if let Some(name) = word(sql, 1) {
@@ -149,7 +161,11 @@ impl Pins {
 /// The n-th whitespace-separated word, lowercased, without backquotes or a trailing `;`.
 fn word(sql: &str, n: usize) -> Option<String> {
     let w = sql.split_whitespace().nth(n)?;
-    Some(w.trim_end_matches(';').trim_matches('`').to_ascii_lowercase())
+    Some(
+        w.trim_end_matches(';')
+            .trim_matches('`')
+            .to_ascii_lowercase(),
+    )
 }
 
 #[cfg(test)]
@@ -194,7 +210,12 @@ mod tests {
     #[test]
     fn failed_statements_pin_nothing() {
         let mut p = Pins::default();
-        p.after_statement("CREATE TEMPORARY TABLE t (", &classify("CREATE TEMPORARY TABLE t ("), false, false);
+        p.after_statement(
+            "CREATE TEMPORARY TABLE t (",
+            &classify("CREATE TEMPORARY TABLE t ("),
+            false,
+            false,
+        );
         assert!(!p.is_pinned());
     }
 }

@@ -67,7 +67,10 @@ impl Session {
         let sql: SqlText = Arc::from(raw);
         let text = String::from_utf8_lossy(raw);
         let class = tessera_sql::classify(&text);
-        let scope = sync_scope(&[Stmt { sql: &text, class: class.clone() }]);
+        let scope = sync_scope(&[Stmt {
+            sql: &text,
+            class: class.clone(),
+        }]);
         let was_held = self.held.is_some();
         let mut conn = self.acquire(scope).await?;
         let prepared = conn.prepare(&sql).await;
@@ -100,10 +103,17 @@ impl Session {
         id: u32,
         stmt: &crate::backend::stmt_cache::BackendStmt,
     ) -> Result<(), ProxyError> {
-        let ok = PrepareOk { stmt_id: id, num_columns: stmt.num_columns, num_params: stmt.num_params, warnings: 0 };
+        let ok = PrepareOk {
+            stmt_id: id,
+            num_columns: stmt.num_columns,
+            num_params: stmt.num_params,
+            warnings: 0,
+        };
         self.client.write_with(|b| ok.encode(b));
         let classic_eof = self.capabilities & CLIENT_DEPRECATE_EOF == 0;
-        let (params, columns) = stmt.metadata.split_at(usize::from(stmt.num_params).min(stmt.metadata.len()));
+        let (params, columns) = stmt
+            .metadata
+            .split_at(usize::from(stmt.num_params).min(stmt.metadata.len()));
         for block in [params, columns] {
             if block.is_empty() {
                 continue;
@@ -122,7 +132,11 @@ impl Session {
     pub async fn stmt_execute(&mut self, stmt_id: u32, payload: &[u8]) -> Result<Next, ProxyError> {
         Metrics::inc(&self.ctx.metrics.prepared_executes);
         let max_long = self.ctx.config.server.max_allowed_packet;
-        let entry = self.stmts.stmts.get_mut(&stmt_id).ok_or_else(|| unknown(stmt_id, "mysqld_stmt_execute"))?;
+        let entry = self
+            .stmts
+            .stmts
+            .get_mut(&stmt_id)
+            .ok_or_else(|| unknown(stmt_id, "mysqld_stmt_execute"))?;
         let req = ExecuteRequest::parse(payload, entry.num_params)?;
         if let Some(t) = req.types {
             entry.types = Some(t.to_vec());
@@ -130,7 +144,13 @@ impl Session {
         let types = match (&entry.types, entry.num_params) {
             (_, 0) => Vec::new(),
             (Some(t), _) => t.clone(),
-            (None, _) => return Err(ProxyError::Backend(ErrPacket::new(2031, "HY000", "No data supplied for parameters in prepared statement"))),
+            (None, _) => {
+                return Err(ProxyError::Backend(ErrPacket::new(
+                    2031,
+                    "HY000",
+                    "No data supplied for parameters in prepared statement",
+                )))
+            }
         };
         if entry.long_data_size > max_long {
             entry.long_data.clear();
@@ -148,7 +168,11 @@ impl Session {
             Ok(s) => s,
             Err(e) => {
                 self.handle.set_running(None);
-                return Err(if matches!(e, ProxyError::Backend(_)) { e } else { self.failed(conn, was_held, e) });
+                return Err(if matches!(e, ProxyError::Backend(_)) {
+                    e
+                } else {
+                    self.failed(conn, was_held, e)
+                });
             }
         };
         for (param, chunks) in &long_data {
@@ -168,11 +192,20 @@ impl Session {
         Ok(Next::Continue)
     }
 
-    pub fn stmt_long_data(&mut self, stmt_id: u32, param: u16, data: &[u8]) -> Result<Next, ProxyError> {
+    pub fn stmt_long_data(
+        &mut self,
+        stmt_id: u32,
+        param: u16,
+        data: &[u8],
+    ) -> Result<Next, ProxyError> {
         // No response, even for unknown statements (the error surfaces at execution).
         if let Some(entry) = self.stmts.stmts.get_mut(&stmt_id) {
             entry.long_data_size += data.len();
-            entry.long_data.entry(param).or_default().push(Bytes::copy_from_slice(data));
+            entry
+                .long_data
+                .entry(param)
+                .or_default()
+                .push(Bytes::copy_from_slice(data));
         }
         Ok(Next::Continue)
     }
@@ -186,7 +219,11 @@ impl Session {
     }
 
     pub async fn stmt_reset(&mut self, stmt_id: u32) -> Result<Next, ProxyError> {
-        let entry = self.stmts.stmts.get_mut(&stmt_id).ok_or_else(|| unknown(stmt_id, "mysqld_stmt_reset"))?;
+        let entry = self
+            .stmts
+            .stmts
+            .get_mut(&stmt_id)
+            .ok_or_else(|| unknown(stmt_id, "mysqld_stmt_reset"))?;
         entry.long_data.clear();
         entry.long_data_size = 0;
         if self.pins.has_cursor(stmt_id) {
@@ -199,7 +236,9 @@ impl Session {
     async fn close_backend_cursor(&mut self, stmt_id: u32) {
         self.pins.close_cursor(stmt_id);
         let sql = self.stmts.stmts.get(&stmt_id).map(|s| s.sql.clone());
-        let Some(mut conn) = self.held.take() else { return };
+        let Some(mut conn) = self.held.take() else {
+            return;
+        };
         let backend_id = sql.and_then(|s| conn.stmts.get(&s)).map(|s| s.id);
         if let Some(id) = backend_id {
             conn.begin_command(|b| {
@@ -213,10 +252,24 @@ impl Session {
         self.keep_or_release(conn, &[]);
     }
 
-    pub async fn stmt_fetch(&mut self, stmt_id: u32, rows: u32, _payload: &[u8]) -> Result<Next, ProxyError> {
-        let sql = self.stmts.stmts.get(&stmt_id).map(|s| s.sql.clone()).ok_or_else(|| unknown(stmt_id, "mysqld_stmt_fetch"))?;
+    pub async fn stmt_fetch(
+        &mut self,
+        stmt_id: u32,
+        rows: u32,
+        _payload: &[u8],
+    ) -> Result<Next, ProxyError> {
+        let sql = self
+            .stmts
+            .stmts
+            .get(&stmt_id)
+            .map(|s| s.sql.clone())
+            .ok_or_else(|| unknown(stmt_id, "mysqld_stmt_fetch"))?;
         let no_cursor = || {
-            ProxyError::Backend(ErrPacket::new(1421, "HY000", format!("The statement ({stmt_id}) has no open cursor.")))
+            ProxyError::Backend(ErrPacket::new(
+                1421,
+                "HY000",
+                format!("The statement ({stmt_id}) has no open cursor."),
+            ))
         };
         if !self.pins.has_cursor(stmt_id) {
             return Err(no_cursor());

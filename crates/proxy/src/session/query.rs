@@ -19,9 +19,18 @@ impl Session {
         let text = String::from_utf8_lossy(raw);
         let first = classify(&text);
         let stmts: Vec<Stmt<'_>> = if first.flags.contains(Flags::MULTI_STATEMENT) {
-            split_statements(&text).into_iter().map(|sql| Stmt { sql, class: classify(sql) }).collect()
+            split_statements(&text)
+                .into_iter()
+                .map(|sql| Stmt {
+                    sql,
+                    class: classify(sql),
+                })
+                .collect()
         } else {
-            vec![Stmt { sql: &text, class: first }]
+            vec![Stmt {
+                sql: &text,
+                class: first,
+            }]
         };
         if let Some(next) = self.answer_locally(&stmts).await? {
             return Ok(next);
@@ -58,7 +67,9 @@ impl Session {
                         "changing session_track_* variables: Tessera relies on session tracking to keep session state".into(),
                     ));
                 }
-                StatementKind::LoadData { local: true } if self.capabilities & CLIENT_LOCAL_FILES == 0 => {
+                StatementKind::LoadData { local: true }
+                    if self.capabilities & CLIENT_LOCAL_FILES == 0 =>
+                {
                     return Err(ProxyError::Backend(ErrPacket::new(
                         1148,
                         "42000",
@@ -66,7 +77,9 @@ impl Session {
                     )));
                 }
                 StatementKind::Kill { query, id } if stmts.len() == 1 => {
-                    let id = id.ok_or_else(|| ProxyError::Unsupported("KILL with an id that is not a number".into()))?;
+                    let id = id.ok_or_else(|| {
+                        ProxyError::Unsupported("KILL with an id that is not a number".into())
+                    })?;
                     return self.kill(id, *query).await.map(Some);
                 }
                 _ => {}
@@ -77,7 +90,9 @@ impl Session {
 
     /// Replaces ROW_COUNT()/FOUND_ROWS() by the values Tessera recorded for this session.
     fn rewrite(&self, text: &Cow<'_, str>, stmts: &[Stmt<'_>]) -> Option<String> {
-        let wanted = stmts.iter().any(|s| s.class.flags.contains(Flags::ROW_COUNT) || s.class.flags.contains(Flags::FOUND_ROWS));
+        let wanted = stmts.iter().any(|s| {
+            s.class.flags.contains(Flags::ROW_COUNT) || s.class.flags.contains(Flags::FOUND_ROWS)
+        });
         if !wanted || matches!(text, Cow::Owned(_)) {
             return None;
         }

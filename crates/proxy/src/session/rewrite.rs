@@ -4,7 +4,11 @@
 
 /// Replaces calls of `ROW_COUNT()` and (when `found_rows` is given) `FOUND_ROWS()` outside
 /// strings, identifiers and comments. Returns None when nothing was replaced.
-pub fn replace_session_functions(sql: &str, row_count: i64, found_rows: Option<u64>) -> Option<String> {
+pub fn replace_session_functions(
+    sql: &str,
+    row_count: i64,
+    found_rows: Option<u64>,
+) -> Option<String> {
     let bytes = sql.as_bytes();
     let mut out = String::with_capacity(sql.len());
     let mut i = 0;
@@ -19,7 +23,11 @@ pub fn replace_session_functions(sql: &str, row_count: i64, found_rows: Option<u
             c if c.is_ascii_alphabetic() && (i == 0 || !is_ident(bytes[i - 1])) => {
                 let replacement = match_call(bytes, i, b"ROW_COUNT")
                     .map(|end| (end, row_count.to_string()))
-                    .or_else(|| found_rows.and_then(|n| match_call(bytes, i, b"FOUND_ROWS").map(|end| (end, n.to_string()))));
+                    .or_else(|| {
+                        found_rows.and_then(|n| {
+                            match_call(bytes, i, b"FOUND_ROWS").map(|end| (end, n.to_string()))
+                        })
+                    });
                 if let Some((end, value)) = replacement {
                     out.push_str(&sql[copied..i]);
                     out.push_str(&value);
@@ -61,7 +69,9 @@ fn ends_with_word(s: &[u8], word: &[u8]) -> bool {
 }
 
 fn starts_with_word(s: &[u8], word: &[u8]) -> bool {
-    s.len() >= word.len() && s[..word.len()].eq_ignore_ascii_case(word) && s.get(word.len()).is_none_or(|b| !is_ident(*b))
+    s.len() >= word.len()
+        && s[..word.len()].eq_ignore_ascii_case(word)
+        && s.get(word.len()).is_none_or(|b| !is_ident(*b))
 }
 
 fn is_ident(b: u8) -> bool {
@@ -109,14 +119,20 @@ fn skip_quoted(bytes: &[u8], start: usize) -> usize {
 }
 
 fn skip_to_newline(bytes: &[u8], i: usize) -> usize {
-    bytes[i..].iter().position(|&b| b == b'\n').map_or(bytes.len(), |p| i + p + 1)
+    bytes[i..]
+        .iter()
+        .position(|&b| b == b'\n')
+        .map_or(bytes.len(), |p| i + p + 1)
 }
 
 fn skip_comment(bytes: &[u8], i: usize) -> usize {
     if bytes.get(i + 2) == Some(&b'!') || bytes[i..].starts_with(b"/*M!") {
         return i + 2; // executable comment: its body is SQL
     }
-    bytes[i + 2..].windows(2).position(|w| w == b"*/").map_or(bytes.len(), |p| i + 2 + p + 2)
+    bytes[i + 2..]
+        .windows(2)
+        .position(|w| w == b"*/")
+        .map_or(bytes.len(), |p| i + 2 + p + 2)
 }
 
 #[cfg(test)]
@@ -125,16 +141,37 @@ mod tests {
 
     #[test]
     fn replaces_calls_only() {
-        assert_eq!(replace_session_functions("SELECT ROW_COUNT()", 3, None).as_deref(), Some("SELECT 3 AS `ROW_COUNT()`"));
+        assert_eq!(
+            replace_session_functions("SELECT ROW_COUNT()", 3, None).as_deref(),
+            Some("SELECT 3 AS `ROW_COUNT()`")
+        );
         assert_eq!(
             replace_session_functions("select row_count ( ), found_rows()", -1, Some(7)).as_deref(),
             Some("select -1 AS `row_count ( )`, 7 AS `found_rows()`")
         );
-        assert_eq!(replace_session_functions("SELECT ROW_COUNT() + 1", 3, None).as_deref(), Some("SELECT 3 + 1"));
-        assert_eq!(replace_session_functions("SELECT found_rows()", 1, None), None);
-        assert_eq!(replace_session_functions("SELECT 'ROW_COUNT()', `row_count()`", 1, None), None);
-        assert_eq!(replace_session_functions("SELECT my_row_count()", 1, None), None);
-        assert_eq!(replace_session_functions("SELECT 1 /* ROW_COUNT() */", 1, None), None);
-        assert_eq!(replace_session_functions("SELECT 'it''s', ROW_COUNT()", 2, None).as_deref(), Some("SELECT 'it''s', 2 AS `ROW_COUNT()`"));
+        assert_eq!(
+            replace_session_functions("SELECT ROW_COUNT() + 1", 3, None).as_deref(),
+            Some("SELECT 3 + 1")
+        );
+        assert_eq!(
+            replace_session_functions("SELECT found_rows()", 1, None),
+            None
+        );
+        assert_eq!(
+            replace_session_functions("SELECT 'ROW_COUNT()', `row_count()`", 1, None),
+            None
+        );
+        assert_eq!(
+            replace_session_functions("SELECT my_row_count()", 1, None),
+            None
+        );
+        assert_eq!(
+            replace_session_functions("SELECT 1 /* ROW_COUNT() */", 1, None),
+            None
+        );
+        assert_eq!(
+            replace_session_functions("SELECT 'it''s', ROW_COUNT()", 2, None).as_deref(),
+            Some("SELECT 'it''s', 2 AS `ROW_COUNT()`")
+        );
     }
 }
