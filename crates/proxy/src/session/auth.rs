@@ -23,13 +23,19 @@ pub struct Authenticated {
     pub charset: u8,
 }
 
+/// A failed connection phase: the error, and the stream to report it on when there is one.
+pub struct Refused {
+    pub error: ProxyError,
+    pub client: Option<PacketStream<Stream>>,
+}
+
 /// Runs the connection phase up to (not including) the final OK.
 pub async fn accept(
     ctx: &Context,
     tcp: TcpStream,
     id: u32,
     host: &str,
-) -> Result<Authenticated, ProxyError> {
+) -> Result<Authenticated, Refused> {
     let scramble = auth::new_scramble();
     let mut offered = PROXY_CAPABILITIES;
     if ctx.tls.is_some() {
@@ -47,14 +53,40 @@ pub async fn accept(
     let mut client = PacketStream::new(Stream::Tcp(tcp));
     client.set_max_packet(ctx.config.server.max_allowed_packet);
     client.write_with(|b| greeting.encode(b));
-    client.flush().await?;
-    let mut payload = client.read_packet().await?;
+    let refused = |error: ProxyError| Refused {
+        error,
+        client: None,
+    };
+    client.flush().await.map_err(|e| refused(e.into()))?;
+    let mut payload = client.read_packet().await.map_err(|e| refused(e.into()))?;
     if is_ssl_request(&payload) {
-        client = upgrade(ctx, client).await?;
-        payload = client.read_packet().await?;
+        client = upgrade(ctx, client).await.map_err(refused)?;
+        payload = client.read_packet().await.map_err(|e| refused(e.into()))?;
     }
+    match authenticate(ctx, &mut client, &payload, &scramble, host).await {
+        Ok(resp) => Ok(Authenticated {
+            client,
+            capabilities: resp.capabilities & offered,
+            user: resp.username,
+            database: resp.database,
+            charset: resp.charset,
+        }),
+        Err(error) => Err(Refused {
+            error,
+            client: Some(client),
+        }),
+    }
+}
+
+async fn authenticate(
+    ctx: &Context,
+    client: &mut PacketStream<Stream>,
+    payload: &[u8],
+    scramble: &[u8],
+    host: &str,
+) -> Result<HandshakeResponse, ProxyError> {
     let is_tls = client.get_ref().is_tls();
-    let resp = HandshakeResponse::parse(&payload)?;
+    let resp = HandshakeResponse::parse(payload)?;
     if ctx.config.server.require_tls && !is_tls {
         return Err(ProxyError::AccessDenied {
             user: resp.username,
@@ -70,24 +102,11 @@ pub async fn accept(
     let login = Login {
         user: &resp.username,
         host,
-        scramble: &scramble,
+        scramble,
         is_tls,
     };
-    verify(
-        &mut client,
-        creds,
-        &login,
-        &plugin,
-        resp.auth_response.clone(),
-    )
-    .await?;
-    Ok(Authenticated {
-        client,
-        capabilities: resp.capabilities & offered,
-        user: resp.username,
-        database: resp.database,
-        charset: resp.charset,
-    })
+    verify(client, creds, &login, &plugin, resp.auth_response.clone()).await?;
+    Ok(resp)
 }
 
 async fn upgrade(

@@ -26,9 +26,14 @@ impl Session {
         let timeout = ctx.config.server.handshake_timeout();
         let authed = match tokio::time::timeout(timeout, auth::accept(&ctx, tcp, id, &host)).await {
             Ok(Ok(a)) => a,
-            Ok(Err(e)) => {
-                tracing::info!(session = id, host, error = %e, "login failed");
+            Ok(Err(refused)) => {
+                tracing::info!(session = id, host, error = %refused.error, "login failed");
                 Metrics::inc(&ctx.metrics.client_auth_failures);
+                if let Some(mut client) = refused.client {
+                    let err = refused.error.to_err_packet();
+                    client.write_with(|b| err.encode(b));
+                    let _ = client.flush().await;
+                }
                 return None;
             }
             Err(_) => {

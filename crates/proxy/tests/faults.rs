@@ -1,0 +1,239 @@
+//! Faults and bad input against a real MariaDB: wrong credentials, unknown schema, malformed
+//! and oversize packets, stalled handshakes, dead and killed backends, KILL, pool exhaustion,
+//! and draining on shutdown. Nothing a client sends may crash or stall the proxy.
+
+mod common;
+
+use common::{Client, Env};
+use std::time::Duration;
+use tokio::io::AsyncWriteExt;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn login_errors_are_mysql_errors() {
+    let env = Env::start("", "").await;
+    let e = Client::connect(env.port(), "app", "wrong", None)
+        .await
+        .err()
+        .expect("refused");
+    assert_eq!((e.code, e.sql_state_str()), (1045, "28000"));
+    let e = Client::connect(env.port(), "nobody", "x", None)
+        .await
+        .err()
+        .expect("refused");
+    assert_eq!(e.code, 1045);
+    let e = Client::connect(env.port(), "app", "app", Some("no_such_db"))
+        .await
+        .err()
+        .expect("refused");
+    assert_eq!((e.code, e.sql_state_str()), (1049, "42000"));
+    let mut c = Client::connect(env.port(), "app", "app", Some("test"))
+        .await
+        .expect("login with db");
+    assert_eq!(c.value("SELECT DATABASE()").await.as_deref(), Some("test"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_packets_close_only_that_connection() {
+    let env = Env::start("", "").await;
+    let mut healthy = env.client().await;
+    for garbage in [vec![0x17u8, 1], vec![0x19], vec![0x1c, 1, 0], vec![]] {
+        let mut bad = env.client().await;
+        bad.io.reset_seq();
+        bad.io.send(&garbage).await.expect("send");
+        assert!(bad.is_closed().await, "connection closed after {garbage:?}");
+    }
+    // Random bytes straight after connecting, before any handshake response.
+    let mut raw = tokio::net::TcpStream::connect(("127.0.0.1", env.port()))
+        .await
+        .expect("connect");
+    raw.write_all(&[0xff; 64]).await.expect("write");
+    drop(raw);
+    assert_eq!(healthy.value("SELECT 1+1").await.as_deref(), Some("2"));
+    let mut again = env.client().await;
+    assert_eq!(
+        again.value("SELECT 'still serving'").await.as_deref(),
+        Some("still serving")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oversize_packet_gets_1153_and_closes() {
+    let env = Env::start("max_allowed_packet = 4096", "").await;
+    let mut c = env.client().await;
+    let big = format!("SELECT '{}'", "x".repeat(10_000));
+    let e = c.query(&big).await.err().expect("too large");
+    assert_eq!(e.code, 1153);
+    assert!(c.is_closed().await);
+    let mut other = env.client().await;
+    assert_eq!(other.value("SELECT 7").await.as_deref(), Some("7"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stalled_handshake_times_out() {
+    let env = Env::start("handshake_timeout_ms = 300", "").await;
+    let tcp = tokio::net::TcpStream::connect(("127.0.0.1", env.port()))
+        .await
+        .expect("connect");
+    let mut io = tessera_protocol::PacketStream::new(tcp);
+    io.read_packet().await.expect("greeting arrives");
+    let closed = tokio::time::timeout(Duration::from_secs(10), io.read_packet()).await;
+    assert!(
+        matches!(closed, Ok(Err(_))),
+        "server hangs up on a client that never answers"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn backend_down_at_start_then_back() {
+    let mut sandbox = tokio::task::spawn_blocking(common::sandbox)
+        .await
+        .expect("sandbox");
+    let port = sandbox.servers()[0].port();
+    sandbox.server_mut(0).stop().expect("stop backend");
+    let proxy = tessera_proxy::server::start(common::config(port, "", "backoff_max_ms = 200"))
+        .await
+        .expect("proxy starts without backend");
+    let mut c = Client::connect(proxy.addr.port(), "app", "app", None)
+        .await
+        .expect("login needs no backend");
+    let e = c.query("SELECT 1").await.err().expect("backend down");
+    assert_eq!(e.code, 2003, "{e}");
+    assert!(e.message.contains("unavailable"), "{e}");
+    let mut sandbox = tokio::task::spawn_blocking(move || {
+        sandbox.server_mut(0).start().expect("restart");
+        sandbox
+    })
+    .await
+    .expect("restart thread");
+    let ok = c.query_until_ok("SELECT 1", 15).await;
+    assert!(ok.is_some(), "queries succeed once the backend is back");
+    proxy.shutdown().await;
+    tokio::task::spawn_blocking(move || sandbox.server_mut(0).stop())
+        .await
+        .ok();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn backend_killed_mid_query_errors_one_client_and_pool_heals() {
+    let mut env = Env::start("", "backoff_max_ms = 200").await;
+    let mut victim = env.client().await;
+    let mut bystander = env.client().await;
+    victim.io.reset_seq();
+    victim.io.send(b"\x03SELECT SLEEP(30)").await.expect("send");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    env.sandbox.server_mut(0).kill().expect("SIGKILL backend");
+    let e = tokio::time::timeout(Duration::from_secs(10), victim.read_results())
+        .await
+        .expect("answer in time")
+        .err()
+        .expect("error");
+    assert_eq!(e.code, 2013, "{e}");
+    let e = bystander
+        .query("SELECT 1")
+        .await
+        .err()
+        .expect("backend is down");
+    assert!(e.code == 2003 || e.code == 2013, "{e}");
+    let restarted = tokio::task::spawn_blocking(move || {
+        env.sandbox.server_mut(0).start().expect("restart");
+        env
+    });
+    let env = restarted.await.expect("restart thread");
+    let back = victim.query_until_ok("SELECT 2", 15).await;
+    assert_eq!(back, Some(vec![vec![Some("2".to_string())]]));
+    assert_eq!(bystander.value("SELECT 3").await.as_deref(), Some("3"));
+    drop(env);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_query_and_kill_connection() {
+    let env = Env::start("", "").await;
+    let mut victim = env.client().await;
+    let mut killer = env.client().await;
+    victim.io.reset_seq();
+    victim.io.send(b"\x03SELECT SLEEP(20)").await.expect("send");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    killer
+        .query(&format!("KILL QUERY {}", victim.connection_id))
+        .await
+        .expect("kill query");
+    let answer = tokio::time::timeout(Duration::from_secs(10), victim.read_results())
+        .await
+        .expect("answers fast");
+    // MariaDB reports an interrupted SLEEP() as the value 1 (or error 1317 on some versions).
+    match answer {
+        Ok(rows) => assert_eq!(rows, vec![vec![Some("1".to_string())]]),
+        Err(e) => assert_eq!(e.code, 1317),
+    }
+    assert_eq!(
+        victim.value("SELECT 'alive'").await.as_deref(),
+        Some("alive")
+    );
+    killer
+        .query(&format!("KILL {}", victim.connection_id))
+        .await
+        .expect("kill connection");
+    assert!(victim.is_closed().await);
+    let e = killer
+        .query("KILL 999999")
+        .await
+        .err()
+        .expect("unknown thread");
+    assert_eq!(e.code, 1094);
+    let mut stranger = Client::connect(env.port(), "other", "other", None)
+        .await
+        .expect("login");
+    let e = stranger
+        .query(&format!("KILL {}", killer.connection_id))
+        .await
+        .err()
+        .expect("not owner");
+    assert_eq!(e.code, 1095);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exhausted_pool_fails_with_clear_error() {
+    let env = Env::start("", "max_size = 1\ncheckout_timeout_ms = 300").await;
+    let mut holder = env.client().await;
+    holder.query("BEGIN").await.expect("begin");
+    holder.query("SELECT 1").await.expect("in transaction");
+    let mut waiter = env.client().await;
+    let e = waiter
+        .query("SELECT 1")
+        .await
+        .err()
+        .expect("no connection free");
+    assert_eq!(e.code, 1040);
+    assert!(e.message.contains("max_size = 1"), "{e}");
+    holder.query("COMMIT").await.expect("commit");
+    assert_eq!(waiter.value("SELECT 5").await.as_deref(), Some("5"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_lets_running_statements_finish() {
+    let mut env = Env::start("shutdown_timeout_ms = 10000", "").await;
+    let port = env.port();
+    let mut c = env.client().await;
+    c.io.reset_seq();
+    c.io.send(b"\x03SELECT SLEEP(1), 'done'")
+        .await
+        .expect("send");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let proxy = env.proxy.take().expect("running");
+    let drain = tokio::spawn(proxy.shutdown());
+    let rows = c
+        .read_results()
+        .await
+        .expect("statement finishes during drain");
+    assert_eq!(rows[0][1].as_deref(), Some("done"));
+    tokio::time::timeout(Duration::from_secs(10), drain)
+        .await
+        .expect("drain completes")
+        .expect("join");
+    assert!(
+        tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_err(),
+        "no longer accepting"
+    );
+}
