@@ -77,7 +77,7 @@ impl<'a> ExecuteRequest<'a> {
                 values: &[],
             });
         }
-        let null_bitmap = r.take((usize::from(num_params) + 7) / 8)?;
+        let null_bitmap = r.take(usize::from(num_params).div_ceil(8))?;
         let bound = r.u8()?;
         let types = if bound == 1 {
             Some(r.take(usize::from(num_params) * 2)?)

@@ -32,10 +32,7 @@ impl Stream {
     /// (an idle backend connection that was killed, for example). Never blocks.
     pub fn peer_closed_or_chatty(&self) -> bool {
         let mut byte = [0u8; 1];
-        match self.tcp().try_read(&mut byte) {
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => false,
-            _ => true,
-        }
+        !matches!(self.tcp().try_read(&mut byte), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
     }
 }
 

@@ -13,18 +13,15 @@ async fn login_errors_are_mysql_errors() {
     let env = Env::start("", "").await;
     let e = Client::connect(env.port(), "app", "wrong", None)
         .await
-        .err()
-        .expect("refused");
+        .expect_err("refused");
     assert_eq!((e.code, e.sql_state_str()), (1045, "28000"));
     let e = Client::connect(env.port(), "nobody", "x", None)
         .await
-        .err()
-        .expect("refused");
+        .expect_err("refused");
     assert_eq!(e.code, 1045);
     let e = Client::connect(env.port(), "app", "app", Some("no_such_db"))
         .await
-        .err()
-        .expect("refused");
+        .expect_err("refused");
     assert_eq!((e.code, e.sql_state_str()), (1049, "42000"));
     let mut c = Client::connect(env.port(), "app", "app", Some("test"))
         .await
@@ -61,7 +58,7 @@ async fn oversize_packet_gets_1153_and_closes() {
     let env = Env::start("max_allowed_packet = 4096", "").await;
     let mut c = env.client().await;
     let big = format!("SELECT '{}'", "x".repeat(10_000));
-    let e = c.query(&big).await.err().expect("too large");
+    let e = c.query(&big).await.expect_err("too large");
     assert_eq!(e.code, 1153);
     assert!(c.is_closed().await);
     let mut other = env.client().await;
@@ -96,7 +93,7 @@ async fn backend_down_at_start_then_back() {
     let mut c = Client::connect(proxy.addr.port(), "app", "app", None)
         .await
         .expect("login needs no backend");
-    let e = c.query("SELECT 1").await.err().expect("backend down");
+    let e = c.query("SELECT 1").await.expect_err("backend down");
     assert_eq!(e.code, 2003, "{e}");
     assert!(e.message.contains("unavailable"), "{e}");
     let mut sandbox = tokio::task::spawn_blocking(move || {
@@ -125,14 +122,12 @@ async fn backend_killed_mid_query_errors_one_client_and_pool_heals() {
     let e = tokio::time::timeout(Duration::from_secs(10), victim.read_results())
         .await
         .expect("answer in time")
-        .err()
-        .expect("error");
+        .expect_err("error");
     assert_eq!(e.code, 2013, "{e}");
     let e = bystander
         .query("SELECT 1")
         .await
-        .err()
-        .expect("backend is down");
+        .expect_err("backend is down");
     assert!(e.code == 2003 || e.code == 2013, "{e}");
     let restarted = tokio::task::spawn_blocking(move || {
         env.sandbox.server_mut(0).start().expect("restart");
@@ -177,8 +172,7 @@ async fn kill_query_and_kill_connection() {
     let e = killer
         .query("KILL 999999")
         .await
-        .err()
-        .expect("unknown thread");
+        .expect_err("unknown thread");
     assert_eq!(e.code, 1094);
     let mut stranger = Client::connect(env.port(), "other", "other", None)
         .await
@@ -186,8 +180,7 @@ async fn kill_query_and_kill_connection() {
     let e = stranger
         .query(&format!("KILL {}", killer.connection_id))
         .await
-        .err()
-        .expect("not owner");
+        .expect_err("not owner");
     assert_eq!(e.code, 1095);
 }
 
@@ -201,8 +194,7 @@ async fn exhausted_pool_fails_with_clear_error() {
     let e = waiter
         .query("SELECT 1")
         .await
-        .err()
-        .expect("no connection free");
+        .expect_err("no connection free");
     assert_eq!(e.code, 1040);
     assert!(e.message.contains("max_size = 1"), "{e}");
     holder.query("COMMIT").await.expect("commit");

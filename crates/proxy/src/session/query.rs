@@ -35,7 +35,7 @@ impl Session {
         if let Some(next) = self.answer_locally(&stmts).await? {
             return Ok(next);
         }
-        let rewritten = self.rewrite(&text, &stmts);
+        let rewritten = self.rewrite(&text, matches!(text, Cow::Borrowed(_)), &stmts);
         let sql: &[u8] = rewritten.as_deref().map_or(raw, str::as_bytes);
         let was_held = self.held.is_some();
         let mut conn = self.acquire(sync_scope(&stmts)).await?;
@@ -89,11 +89,11 @@ impl Session {
     }
 
     /// Replaces ROW_COUNT()/FOUND_ROWS() by the values Tessera recorded for this session.
-    fn rewrite(&self, text: &Cow<'_, str>, stmts: &[Stmt<'_>]) -> Option<String> {
+    fn rewrite(&self, text: &str, lossless: bool, stmts: &[Stmt<'_>]) -> Option<String> {
         let wanted = stmts.iter().any(|s| {
             s.class.flags.contains(Flags::ROW_COUNT) || s.class.flags.contains(Flags::FOUND_ROWS)
         });
-        if !wanted || matches!(text, Cow::Owned(_)) {
+        if !wanted || !lossless {
             return None;
         }
         let found_rows = (!self.pins.expects_server_found_rows()).then_some(self.last.found_rows);

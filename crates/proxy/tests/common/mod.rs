@@ -83,6 +83,7 @@ impl Env {
 }
 
 /// A minimal MySQL client (text protocol, mysql_native_password).
+#[derive(Debug)]
 pub struct Client {
     pub io: PacketStream<TcpStream>,
     pub connection_id: u32,
