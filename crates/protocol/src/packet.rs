@@ -8,6 +8,8 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 /// Largest payload of one frame; a logical packet of this size or more continues in the next frame.
 pub const MAX_FRAME: usize = 0xff_ffff;
 const READ_CHUNK: usize = 16 * 1024;
+/// Buffers grown beyond this by a large packet are released once empty again.
+const SHRINK_ABOVE: usize = 256 * 1024;
 
 /// A MySQL packet connection: owns the stream, a read buffer, a write buffer and the sequence id.
 #[derive(Debug)]
@@ -17,11 +19,12 @@ pub struct PacketStream<S> {
     wbuf: BytesMut,
     seq: u8,
     max_packet: usize,
+    read_chunk: usize,
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
     pub fn new(stream: S) -> Self {
-        Self::with_buffer(stream, BytesMut::with_capacity(READ_CHUNK))
+        Self::with_buffer(stream, BytesMut::new())
     }
 
     /// Wraps a stream whose first bytes were already read into `rbuf`.
@@ -29,10 +32,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
         PacketStream {
             stream,
             rbuf,
-            wbuf: BytesMut::with_capacity(READ_CHUNK),
+            wbuf: BytesMut::new(),
             seq: 0,
             max_packet: 1 << 30,
+            read_chunk: READ_CHUNK,
         }
+    }
+
+    /// How much to read at least per syscall (small for many idle clients, larger for backends).
+    pub fn set_read_chunk(&mut self, bytes: usize) {
+        self.read_chunk = bytes.max(64);
     }
 
     /// Largest logical packet accepted by [`Self::read_packet`].
@@ -125,7 +134,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
 
     async fn fill(&mut self, want: usize) -> Result<()> {
         while self.rbuf.len() < want {
-            let need = (want - self.rbuf.len()).max(READ_CHUNK);
+            if self.rbuf.is_empty() && self.rbuf.capacity() > SHRINK_ABOVE {
+                self.rbuf = BytesMut::new();
+            }
+            let need = (want - self.rbuf.len()).max(self.read_chunk);
             self.rbuf.reserve(need);
             let n = self.stream.read_buf(&mut self.rbuf).await?;
             if n == 0 {
@@ -179,7 +191,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
     pub async fn flush(&mut self) -> Result<()> {
         if !self.wbuf.is_empty() {
             self.stream.write_all(&self.wbuf).await?;
-            self.wbuf.clear();
+            if self.wbuf.capacity() > SHRINK_ABOVE {
+                self.wbuf = BytesMut::new();
+            } else {
+                self.wbuf.clear();
+            }
         }
         self.stream.flush().await?;
         Ok(())

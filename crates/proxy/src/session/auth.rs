@@ -14,6 +14,9 @@ use tessera_protocol::handshake::{
 use tessera_protocol::PacketStream;
 use tokio::net::TcpStream;
 
+/// Client commands are small; a small read chunk keeps 10,000 idle clients cheap.
+const CLIENT_READ_CHUNK: usize = 1024;
+
 /// A client that passed authentication.
 pub struct Authenticated {
     pub client: PacketStream<Stream>,
@@ -52,6 +55,7 @@ pub async fn accept(
     };
     let mut client = PacketStream::new(Stream::Tcp(tcp));
     client.set_max_packet(ctx.config.server.max_allowed_packet);
+    client.set_read_chunk(CLIENT_READ_CHUNK);
     client.write_with(|b| greeting.encode(b));
     let refused = |error: ProxyError| Refused {
         error,
@@ -125,6 +129,7 @@ async fn upgrade(
         .map_err(|e| ProxyError::Client(e.into()))?;
     let mut client = PacketStream::new(Stream::ServerTls(Box::new(tls)));
     client.set_max_packet(ctx.config.server.max_allowed_packet);
+    client.set_read_chunk(CLIENT_READ_CHUNK);
     client.set_seq(seq);
     Ok(client)
 }
