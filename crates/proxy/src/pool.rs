@@ -88,7 +88,12 @@ impl Pool {
     }
 
     /// Borrows a connection (FOUND_ROWS flavour as asked), waiting up to checkout_timeout.
-    pub async fn checkout(self: &Arc<Self>, found_rows: bool) -> Result<PooledConn, ProxyError> {
+    /// `no_schema` asks for a connection without a default schema (MySQL cannot unset one).
+    pub async fn checkout(
+        self: &Arc<Self>,
+        found_rows: bool,
+        no_schema: bool,
+    ) -> Result<PooledConn, ProxyError> {
         self.check_backoff()?;
         let wait = self.cfg.checkout_timeout();
         let permit = match tokio::time::timeout(wait, self.permits.clone().acquire_owned()).await {
@@ -103,7 +108,7 @@ impl Pool {
             }
         };
         self.stats.checkouts.fetch_add(1, Ordering::Relaxed);
-        let conn = match self.take_idle(found_rows) {
+        let conn = match self.take_idle(found_rows, no_schema) {
             Some(c) => c,
             None => self.open(found_rows).await?,
         };
@@ -114,16 +119,38 @@ impl Pool {
         })
     }
 
+    /// Replaces a lent connection by a fresh one (e.g. to get rid of its default schema).
+    pub async fn reopen(&self, guard: &mut PooledConn) -> Result<(), ProxyError> {
+        let found_rows = guard.capabilities & tessera_protocol::flags::CLIENT_FOUND_ROWS != 0;
+        if let Some(old) = guard.conn.take() {
+            self.close(old);
+        }
+        guard.conn = Some(self.open(found_rows).await?);
+        Ok(())
+    }
+
     /// Opens a connection outside the pool's accounting (e.g. to send KILL while the pool is
     /// exhausted). The caller closes it by dropping it.
     pub async fn connect_unpooled(&self) -> Result<BackendConn, ProxyError> {
         connect(&self.server, &self.opts).await
     }
 
-    /// Pops a healthy idle connection, closing expired or dead ones on the way.
-    fn take_idle(&self, found_rows: bool) -> Option<BackendConn> {
+    /// Pops a healthy idle connection, closing expired or dead ones on the way; with
+    /// `no_schema`, one without a default schema is preferred.
+    fn take_idle(&self, found_rows: bool, no_schema: bool) -> Option<BackendConn> {
         loop {
-            let conn = self.idle.lock().ok()?[usize::from(found_rows)].pop()?;
+            let conn = {
+                let mut idle = self.idle.lock().ok()?;
+                let list = &mut idle[usize::from(found_rows)];
+                let at = match no_schema {
+                    true => list
+                        .iter()
+                        .rposition(|c| c.state.schema.is_none())
+                        .unwrap_or(list.len().checked_sub(1)?),
+                    false => list.len().checked_sub(1)?,
+                };
+                list.remove(at)
+            };
             let idle_for = conn.last_used.elapsed();
             let suspect =
                 idle_for > Duration::from_secs(1) && conn.io.get_ref().peer_closed_or_chatty();

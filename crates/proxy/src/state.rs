@@ -71,7 +71,8 @@ impl SessionVars {
             match change {
                 SessionChange::SystemVariable { name, value } => {
                     let name = name.to_ascii_lowercase();
-                    if !NOT_REPLAYED.contains(&name.as_str()) {
+                    if !NOT_REPLAYED.contains(&name.as_str()) && !PROTECTED.contains(&name.as_str())
+                    {
                         self.vars.insert(name, value.clone());
                     }
                 }

@@ -25,9 +25,21 @@ impl Session {
             None => {
                 let found_rows =
                     self.capabilities & tessera_protocol::flags::CLIENT_FOUND_ROWS != 0;
-                self.ctx.default_pool().checkout(found_rows).await?
+                let no_schema = self.state.schema.is_none();
+                self.ctx
+                    .default_pool()
+                    .checkout(found_rows, no_schema)
+                    .await?
             }
         };
+        if self.state.schema.is_none() && conn.state.schema.is_some() {
+            // MySQL cannot unset a default schema: take a fresh connection instead.
+            let pool = conn.pool().clone();
+            if let Err(e) = pool.reopen(&mut conn).await {
+                conn.broken = true;
+                return Err(e);
+            }
+        }
         if let Err(e) = self.sync(&mut conn, scope).await {
             conn.broken = true;
             return Err(e);

@@ -76,6 +76,13 @@ impl Env {
             .expect("login")
     }
 
+    /// A client logged in with default schema `test`.
+    pub async fn client_in_test(&self) -> Client {
+        Client::connect(self.port(), "app", "app", Some("test"))
+            .await
+            .expect("login")
+    }
+
     /// SQL run directly on the backend as root.
     pub fn backend_sql(&self, sql: &str) -> String {
         self.sandbox.servers()[0].sql(sql).expect("backend sql")

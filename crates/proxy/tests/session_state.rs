@@ -1,0 +1,287 @@
+//! Multiplexing without losing session state, against a real MariaDB: many clients over a tiny
+//! pool, each with its own variables, time zone and temporary table; exact LAST_INSERT_ID(),
+//! ROW_COUNT() and FOUND_ROWS() while connections change hands; pins that start and end.
+
+mod common;
+
+use common::{Client, Env};
+use std::sync::atomic::Ordering;
+
+/// Backend connections Tessera has open right now (seen from MariaDB).
+fn backend_connections(env: &Env) -> usize {
+    let n = env
+        .backend_sql("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER = 'tessera'");
+    n.trim().parse().expect("count")
+}
+
+async fn clients(env: &Env, n: usize) -> Vec<Client> {
+    let mut out = Vec::new();
+    for _ in 0..n {
+        out.push(env.client_in_test().await);
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn twenty_clients_over_two_connections_keep_their_own_state() {
+    let env = Env::start("", "max_size = 2").await;
+    let mut cs = clients(&env, 20).await;
+    for (i, c) in cs.iter_mut().enumerate() {
+        c.query(&format!(
+            "SET @v = {i}, @s = 'client-{i}', time_zone = '+{:02}:00'",
+            i % 13
+        ))
+        .await
+        .expect("set");
+    }
+    let mut max_backends = 0;
+    for round in 0..50 {
+        for (i, c) in cs.iter_mut().enumerate() {
+            let rows = c
+                .query("SELECT @v, @s, @@time_zone")
+                .await
+                .expect("read back");
+            let want = vec![
+                Some(i.to_string()),
+                Some(format!("client-{i}")),
+                Some(format!("+{:02}:00", i % 13)),
+            ];
+            assert_eq!(rows, vec![want], "client {i} round {round}");
+        }
+        if round % 10 == 0 {
+            max_backends = max_backends.max(backend_connections(&env));
+        }
+    }
+    assert!(
+        max_backends <= 2,
+        "user variables and time_zone do not pin: saw {max_backends} backend connections"
+    );
+    let pool = env
+        .proxy
+        .as_ref()
+        .expect("proxy")
+        .ctx
+        .default_pool()
+        .clone();
+    assert_eq!(pool.stats.pinned.load(Ordering::Relaxed), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn temporary_tables_pin_until_dropped() {
+    let env = Env::start("", "max_size = 2").await;
+    let mut cs = clients(&env, 20).await;
+    for (i, c) in cs.iter_mut().enumerate() {
+        c.query("CREATE TEMPORARY TABLE t (x INT)")
+            .await
+            .expect("create");
+        c.query(&format!("INSERT INTO t VALUES ({i})"))
+            .await
+            .expect("insert");
+        c.query(&format!(
+            "SET @v = {i}, time_zone = '-{:02}:00'",
+            i % 11 + 1
+        ))
+        .await
+        .expect("set");
+    }
+    for round in 0..50 {
+        for (i, c) in cs.iter_mut().enumerate() {
+            let rows = c
+                .query("SELECT @v, @@time_zone, (SELECT x FROM t)")
+                .await
+                .expect("read back");
+            let want = vec![
+                Some(i.to_string()),
+                Some(format!("-{:02}:00", i % 11 + 1)),
+                Some(i.to_string()),
+            ];
+            assert_eq!(rows, vec![want], "client {i} round {round}");
+        }
+    }
+    let pool = env
+        .proxy
+        .as_ref()
+        .expect("proxy")
+        .ctx
+        .default_pool()
+        .clone();
+    assert_eq!(
+        pool.stats.pinned.load(Ordering::Relaxed),
+        20,
+        "each temp-table session pinned"
+    );
+    assert!(pool.in_use() <= 2);
+    for c in cs.iter_mut() {
+        c.query("DROP TEMPORARY TABLE t").await.expect("drop");
+        c.query("SELECT 1").await.expect("next statement");
+    }
+    assert_eq!(
+        pool.stats.pinned.load(Ordering::Relaxed),
+        0,
+        "pins end with the temporary tables"
+    );
+    let metrics = tessera_proxy::metrics::render(&env.proxy.as_ref().expect("proxy").ctx);
+    assert!(
+        metrics.contains("tessera_pins_total{reason=\"temporary_table\"} 20"),
+        "{metrics}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_functions_are_exact_across_connections() {
+    let env = Env::start("", "max_size = 3").await;
+    let mut a = env.client().await;
+    let mut noise = clients(&env, 3).await;
+    a.query("CREATE TABLE test.ids (id INT AUTO_INCREMENT PRIMARY KEY, v INT)")
+        .await
+        .expect("create");
+    a.query("INSERT INTO test.ids (v) VALUES (1), (2), (3)")
+        .await
+        .expect("insert");
+    for n in noise.iter_mut() {
+        n.query("INSERT INTO test.ids (v) VALUES (9)")
+            .await
+            .expect("noise insert");
+        n.query("SELECT 1 FROM test.ids")
+            .await
+            .expect("noise select");
+    }
+    assert_eq!(
+        a.value("SELECT LAST_INSERT_ID()").await.as_deref(),
+        Some("1"),
+        "first id of the multi-row insert"
+    );
+    a.query("UPDATE test.ids SET v = v + 1 WHERE v < 3")
+        .await
+        .expect("update");
+    for n in noise.iter_mut() {
+        n.query("UPDATE test.ids SET v = v WHERE id = 1")
+            .await
+            .expect("noise update");
+    }
+    assert_eq!(
+        a.query("SELECT ROW_COUNT()").await.expect("row_count"),
+        vec![vec![Some("2".into())]]
+    );
+    a.query("SELECT * FROM test.ids WHERE v = 9")
+        .await
+        .expect("select");
+    for n in noise.iter_mut() {
+        n.query("SELECT 1").await.expect("noise");
+    }
+    assert_eq!(a.value("SELECT FOUND_ROWS()").await.as_deref(), Some("3"));
+    a.query("SELECT SQL_CALC_FOUND_ROWS * FROM test.ids LIMIT 1")
+        .await
+        .expect("calc found rows");
+    assert_eq!(a.value("SELECT FOUND_ROWS()").await.as_deref(), Some("6"));
+    assert_eq!(
+        a.value("SELECT LAST_INSERT_ID()").await.as_deref(),
+        Some("1")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn set_statements_are_applied_or_refused() {
+    let env = Env::start("", "max_size = 2").await;
+    let mut a = env.client().await;
+    let mut b = env.client().await;
+    a.query("SET sql_mode = 'ANSI_QUOTES', NAMES latin1")
+        .await
+        .expect("set");
+    a.query("USE test").await.expect("use");
+    for _ in 0..5 {
+        b.query("SELECT 1").await.expect("b");
+        assert_eq!(
+            a.value("SELECT @@sql_mode").await.as_deref(),
+            Some("ANSI_QUOTES")
+        );
+        assert_eq!(
+            a.value("SELECT @@character_set_client").await.as_deref(),
+            Some("latin1")
+        );
+        assert_eq!(a.value("SELECT DATABASE()").await.as_deref(), Some("test"));
+        assert_ne!(
+            b.value("SELECT @@sql_mode").await.as_deref(),
+            Some("ANSI_QUOTES")
+        );
+        assert_eq!(b.value("SELECT DATABASE()").await, None);
+    }
+    let e = a
+        .query("SET no_such_variable = 1")
+        .await
+        .expect_err("unknown variable");
+    assert_eq!(e.code, 1193);
+    let e = a
+        .query("SET session_track_schema = OFF")
+        .await
+        .expect_err("protected");
+    assert_eq!(e.code, 1235);
+    a.query("SELECT CAST('x' AS SIGNED)")
+        .await
+        .expect("warning statement");
+    b.query("SELECT 1").await.expect("other client in between");
+    let warnings = a.query("SHOW WARNINGS").await.expect("show warnings");
+    assert_eq!(
+        warnings.len(),
+        1,
+        "SHOW WARNINGS sees the previous statement's warning: {warnings:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transactions_and_locks_keep_their_connection() {
+    let env = Env::start("", "max_size = 2").await;
+    let mut a = env.client().await;
+    let mut b = env.client().await;
+    a.query("CREATE TABLE test.tx (v INT)")
+        .await
+        .expect("create");
+    a.query("START TRANSACTION").await.expect("begin");
+    a.query("INSERT INTO test.tx VALUES (1)")
+        .await
+        .expect("insert");
+    assert_eq!(
+        b.value("SELECT COUNT(*) FROM test.tx").await.as_deref(),
+        Some("0"),
+        "not committed yet"
+    );
+    a.query("ROLLBACK").await.expect("rollback");
+    a.query("SET autocommit = 0").await.expect("autocommit off");
+    a.query("INSERT INTO test.tx VALUES (2)")
+        .await
+        .expect("insert");
+    assert_eq!(
+        b.value("SELECT COUNT(*) FROM test.tx").await.as_deref(),
+        Some("0")
+    );
+    a.query("COMMIT").await.expect("commit");
+    assert_eq!(
+        b.value("SELECT COUNT(*) FROM test.tx").await.as_deref(),
+        Some("1")
+    );
+    assert_eq!(
+        a.value("SELECT GET_LOCK('tessera-test', 5)")
+            .await
+            .as_deref(),
+        Some("1")
+    );
+    b.query("SELECT 1").await.expect("b");
+    assert_eq!(
+        b.value("SELECT IS_FREE_LOCK('tessera-test')")
+            .await
+            .as_deref(),
+        Some("0")
+    );
+    assert_eq!(
+        a.value("SELECT RELEASE_LOCK('tessera-test')")
+            .await
+            .as_deref(),
+        Some("1")
+    );
+    assert_eq!(
+        b.value("SELECT IS_FREE_LOCK('tessera-test')")
+            .await
+            .as_deref(),
+        Some("1")
+    );
+}
