@@ -108,6 +108,7 @@ impl Client {
         let tcp = TcpStream::connect(("127.0.0.1", port))
             .await
             .expect("tcp connect");
+        tcp.set_nodelay(true).expect("nodelay");
         let mut io = PacketStream::new(tcp);
         let greeting = io.read_packet().await.expect("greeting");
         if is_err(&greeting) {
@@ -208,6 +209,107 @@ impl Client {
             .next()
             .and_then(|r| r.into_iter().next())
             .flatten()
+    }
+
+    /// Sends one raw command packet (sequence 0) and returns the first response packet.
+    pub async fn raw(&mut self, payload: &[u8]) -> bytes::Bytes {
+        self.io.reset_seq();
+        self.io.send(payload).await.expect("send");
+        self.io.read_packet().await.expect("response")
+    }
+
+    /// COM_STMT_PREPARE; returns (statement id, params, columns) after reading the metadata.
+    pub async fn prepare(&mut self, sql: &str) -> Result<(u32, u16, u16), ErrPacket> {
+        let mut p = vec![0x16u8];
+        p.extend_from_slice(sql.as_bytes());
+        let first = self.raw(&p).await;
+        if is_err(&first) {
+            return Err(ErrPacket::parse(&first).expect("err"));
+        }
+        let ok = tessera_protocol::stmt::PrepareOk::parse(&first).expect("prepare ok");
+        for n in [ok.num_params, ok.num_columns] {
+            if n > 0 {
+                for _ in 0..=n {
+                    self.io.read_packet().await.expect("definition / eof");
+                }
+            }
+        }
+        Ok((ok.stmt_id, ok.num_params, ok.num_columns))
+    }
+
+    /// COM_STMT_EXECUTE with string parameters (NULL for None); returns the rows' string
+    /// columns decoded from the binary protocol (all result columns must be strings).
+    pub async fn execute(&mut self, id: u32, params: &[Option<&str>]) -> Result<Rows, ErrPacket> {
+        let mut p = vec![0x17u8];
+        p.extend_from_slice(&id.to_le_bytes());
+        p.push(0);
+        p.extend_from_slice(&1u32.to_le_bytes());
+        if !params.is_empty() {
+            let mut bitmap = vec![0u8; params.len().div_ceil(8)];
+            for (i, v) in params.iter().enumerate() {
+                if v.is_none() {
+                    bitmap[i / 8] |= 1 << (i % 8);
+                }
+            }
+            p.extend_from_slice(&bitmap);
+            p.push(1);
+            for _ in params {
+                p.extend_from_slice(&[0xfd, 0]);
+            }
+            for v in params.iter().flatten() {
+                let mut b = BytesMut::new();
+                tessera_protocol::codec::put_lenenc_bytes(&mut b, v.as_bytes());
+                p.extend_from_slice(&b);
+            }
+        }
+        let first = self.raw(&p).await;
+        self.binary_rows(first).await
+    }
+
+    async fn binary_rows(&mut self, first: bytes::Bytes) -> Result<Rows, ErrPacket> {
+        if is_err(&first) {
+            return Err(ErrPacket::parse(&first).expect("err"));
+        }
+        if first[0] == 0 {
+            return Ok(Vec::new());
+        }
+        let n = Reader::new(&first).lenenc_int().expect("count") as usize;
+        for _ in 0..=n {
+            self.io.read_packet().await.expect("column def / eof");
+        }
+        let mut rows = Vec::new();
+        loop {
+            let p = self.io.read_packet().await.expect("row");
+            if is_eof(&p) {
+                return Ok(rows);
+            }
+            if is_err(&p) {
+                return Err(ErrPacket::parse(&p).expect("err"));
+            }
+            let bitmap_len = (n + 7 + 2) / 8;
+            let bitmap = &p[1..1 + bitmap_len];
+            let mut r = Reader::new(&p[1 + bitmap_len..]);
+            let mut row = Vec::new();
+            for i in 0..n {
+                let bit = i + 2;
+                if bitmap[bit / 8] & (1 << (bit % 8)) != 0 {
+                    row.push(None);
+                } else {
+                    row.push(Some(
+                        String::from_utf8_lossy(r.lenenc_bytes().expect("string")).into_owned(),
+                    ));
+                }
+            }
+            rows.push(row);
+        }
+    }
+
+    /// COM_STMT_CLOSE (no response).
+    pub async fn close_stmt(&mut self, id: u32) {
+        let mut p = vec![0x19u8];
+        p.extend_from_slice(&id.to_le_bytes());
+        self.io.reset_seq();
+        self.io.send(&p).await.expect("send");
     }
 
     /// Retries `sql` until it succeeds or `secs` pass.
