@@ -11,7 +11,7 @@ use tessera_protocol::response::{is_eof, is_err, is_ok, ErrPacket};
 async fn prepared_statements_round_trip_and_move_between_connections() {
     let env = Env::start("", "max_size = 2").await;
     let mut a = env.client_in_test().await;
-    let mut others = vec![env.client_in_test().await, env.client_in_test().await];
+    let mut others = [env.client_in_test().await, env.client_in_test().await];
     let (id, params, cols) = a
         .prepare("SELECT CONCAT(?, '-', ?), ?")
         .await
