@@ -4,18 +4,21 @@
 #     direct and through Tessera interleaved, qps ratio and Tessera CPU microseconds per query;
 #   - 10,000 idle client connections: Tessera RSS;
 #   - sysbench oltp_point_select with 1,000 threads through a pool of at most 64 connections.
-# Usage: scripts/bench-core.sh [--threads N] [--time SECONDS] [--rounds N] [--workers N]
+# Usage: scripts/bench-core.sh [--threads N] [--time SECONDS] [--rounds N] [--workers N] [--unix]
+#   --unix: Tessera reaches MariaDB over its unix socket (co-located deployment); clients still
+#           use TCP to both MariaDB and Tessera.
 # Prints a Markdown report on stdout. Needs a release build (cargo build --release).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-THREADS=16 TIME=20 ROUNDS=2 WORKERS=1
+THREADS=16 TIME=20 ROUNDS=2 WORKERS=1 UNIX=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --threads) THREADS=$2; shift 2 ;;
     --time) TIME=$2; shift 2 ;;
     --rounds) ROUNDS=$2; shift 2 ;;
     --workers) WORKERS=$2; shift 2 ;;
+    --unix) UNIX=1; shift ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -36,6 +39,10 @@ PIDS+=($!)
 for _ in $(seq 100); do grep -q "^s0:" "$WORK/sandbox.log" && break; sleep 0.2; done
 BACKEND_PORT=$(sed -n 's/^s0: .* -P\([0-9]*\) .*/\1/p' "$WORK/sandbox.log")
 [ -n "$BACKEND_PORT" ] || { echo "sandbox did not start" >&2; cat "$WORK/sandbox.log" >&2; exit 1; }
+BACKEND_ADDRESS="127.0.0.1:$BACKEND_PORT"
+if [ "$UNIX" = 1 ]; then
+  BACKEND_ADDRESS="unix:$(sed -n 's/^s0: .*(data dir \(.*\))$/\1/p' "$WORK/sandbox.log")/mysql.sock"
+fi
 PROXY_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 
 cat >"$WORK/tessera.toml" <<EOF
@@ -51,7 +58,7 @@ password = "app"
 name = "main"
 user = "tessera"
 password = "tessera"
-primary = { address = "127.0.0.1:$BACKEND_PORT" }
+primary = { address = "$BACKEND_ADDRESS" }
 EOF
 "$BIN" --config "$WORK/tessera.toml" >"$WORK/tessera.log" 2>&1 &
 TESSERA_PID=$!
@@ -83,7 +90,8 @@ echo "# Tessera core benchmark"
 echo
 echo "- machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB; $(uname -r); client, MariaDB and Tessera share these cores"
 echo "- MariaDB $(mariadbd --version | awk '{print $3}'), $(sysbench --version), Tessera worker_threads=$WORKERS, pool.max_size=64"
-echo "- command: scripts/bench-core.sh --threads $THREADS --time $TIME --rounds $ROUNDS --workers $WORKERS"
+echo "- Tessera reaches MariaDB at $BACKEND_ADDRESS"
+echo "- command: scripts/bench-core.sh --threads $THREADS --time $TIME --rounds $ROUNDS --workers $WORKERS$([ "$UNIX" = 1 ] && echo " --unix")"
 echo
 echo "| workload | threads | round | direct qps | Tessera qps | ratio | direct p99 ms | Tessera p99 ms | Tessera CPU us/query |"
 echo "|---|---|---|---|---|---|---|---|---|"

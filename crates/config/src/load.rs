@@ -216,8 +216,8 @@ fn validate_groups(c: &Config) -> Result<(), Problem> {
             if !valid_address(&s.address) {
                 return Err(invalid(
                     format!("groups[{i}].{key}.address"),
-                    format!("`{}` is not host:port", s.address),
-                    "write e.g. \"127.0.0.1:3306\"",
+                    format!("`{}` is not host:port nor unix:/path", s.address),
+                    "write e.g. \"127.0.0.1:3306\" or \"unix:/run/mysqld/mysqld.sock\"",
                 ));
             }
         }
@@ -226,6 +226,9 @@ fn validate_groups(c: &Config) -> Result<(), Problem> {
 }
 
 fn valid_address(a: &str) -> bool {
+    if let Some(path) = a.strip_prefix("unix:") {
+        return path.starts_with('/');
+    }
     match a.rsplit_once(':') {
         Some((host, port)) => !host.is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0),
         None => false,
@@ -277,6 +280,13 @@ mod tests {
             e.contains("groups[0].primary.address") && e.contains("fix:"),
             "{e}"
         );
+        assert!(parse_str(
+            &GOOD.replace("127.0.0.1:3306", "unix:/run/mysqld.sock"),
+            "t"
+        )
+        .is_ok());
+        let e = err_of(&GOOD.replace("127.0.0.1:3306", "unix:relative.sock"));
+        assert!(e.contains("unix:/path"), "{e}");
         let e = err_of(&GOOD.replace("max_size = 8", "max_size = 0"));
         assert!(e.contains("pool.max_size"), "{e}");
         let e = err_of(&GOOD.replace("*2470C0C06DEE42FD1618BB99005ADCA2EC9D1E19", "abc"));

@@ -5,12 +5,14 @@ use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::TcpStream;
+use tokio::net::{TcpStream, UnixStream};
 
 /// A TCP connection, possibly wrapped in TLS.
 #[derive(Debug)]
 pub enum Stream {
     Tcp(TcpStream),
+    /// A unix-domain socket to a backend on the same host.
+    Unix(UnixStream),
     ServerTls(Box<tokio_rustls::server::TlsStream<TcpStream>>),
     ClientTls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
 }
@@ -20,19 +22,26 @@ impl Stream {
         !matches!(self, Stream::Tcp(_))
     }
 
-    pub fn tcp(&self) -> &TcpStream {
-        match self {
-            Stream::Tcp(s) => s,
-            Stream::ServerTls(s) => s.get_ref().0,
-            Stream::ClientTls(s) => s.get_ref().0,
-        }
-    }
-
     /// True if the peer closed the socket or sent something while we expected silence
     /// (an idle backend connection that was killed, for example). Never blocks.
     pub fn peer_closed_or_chatty(&self) -> bool {
         let mut byte = [0u8; 1];
-        !matches!(self.tcp().try_read(&mut byte), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
+        let read = match self {
+            Stream::Tcp(s) => s.try_read(&mut byte),
+            Stream::Unix(s) => s.try_read(&mut byte),
+            Stream::ServerTls(s) => s.get_ref().0.try_read(&mut byte),
+            Stream::ClientTls(s) => s.get_ref().0.try_read(&mut byte),
+        };
+        !matches!(read, Err(e) if e.kind() == io::ErrorKind::WouldBlock)
+    }
+
+    /// Writes without waiting, best effort (e.g. COM_QUIT when closing a plain connection).
+    pub fn try_write_now(&self, bytes: &[u8]) {
+        let _ = match self {
+            Stream::Tcp(s) => s.try_write(bytes),
+            Stream::Unix(s) => s.try_write(bytes),
+            _ => Ok(0),
+        };
     }
 }
 
@@ -40,6 +49,7 @@ macro_rules! delegate {
     ($self:ident, $s:ident => $e:expr) => {
         match $self.get_mut() {
             Stream::Tcp($s) => $e,
+            Stream::Unix($s) => $e,
             Stream::ServerTls($s) => $e,
             Stream::ClientTls($s) => $e,
         }

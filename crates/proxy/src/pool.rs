@@ -240,13 +240,13 @@ impl Pool {
         }
     }
 
-    fn close(&self, mut conn: BackendConn) {
+    fn close(&self, conn: BackendConn) {
         self.stats.open.fetch_sub(1, Ordering::Relaxed);
         if conn.broken {
             self.stats.discarded_broken.fetch_add(1, Ordering::Relaxed);
-        } else if !conn.io.get_ref().is_tls() {
+        } else {
             // COM_QUIT, best effort and without waiting.
-            let _ = conn.io.get_mut().tcp().try_write(&[1, 0, 0, 0, 1]);
+            conn.io.get_ref().try_write_now(&[1, 0, 0, 0, 1]);
         }
         drop(conn);
     }

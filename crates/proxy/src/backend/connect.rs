@@ -12,7 +12,7 @@ use tessera_protocol::flags::*;
 use tessera_protocol::handshake::{parse_auth_switch, HandshakeResponse, HandshakeV10};
 use tessera_protocol::response::{is_err, is_ok, ErrPacket};
 use tessera_protocol::PacketStream;
-use tokio::net::TcpStream;
+use tokio::net::{TcpStream, UnixStream};
 use tokio_rustls::TlsConnector;
 
 /// What every backend connection asks for (FOUND_ROWS and SSL are added per pool).
@@ -67,9 +67,15 @@ async fn connect_inner(
         server: server.name.clone(),
         reason: format!("{} ({})", e, server.address),
     };
-    let tcp = TcpStream::connect(&server.address).await.map_err(io_err)?;
-    tcp.set_nodelay(true).map_err(io_err)?;
-    let mut io = PacketStream::new(Stream::Tcp(tcp));
+    let stream = match server.address.strip_prefix("unix:") {
+        Some(path) => Stream::Unix(UnixStream::connect(path).await.map_err(io_err)?),
+        None => {
+            let tcp = TcpStream::connect(&server.address).await.map_err(io_err)?;
+            tcp.set_nodelay(true).map_err(io_err)?;
+            Stream::Tcp(tcp)
+        }
+    };
+    let mut io = PacketStream::new(stream);
     let greeting = io.read_packet().await.map_err(|e| lost(server, e))?;
     if is_err(&greeting) {
         return Err(ProxyError::Backend(ErrPacket::parse(&greeting)?));

@@ -9,6 +9,7 @@ use crate::backend::stmt_cache::SqlText;
 use crate::error::ProxyError;
 use crate::exec::Mode;
 use crate::metrics::Metrics;
+use crate::state::SyncScope;
 use bytes::Bytes;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -21,7 +22,10 @@ use tessera_sql::Classification;
 /// A statement prepared by the client.
 pub struct ClientStmt {
     pub sql: SqlText,
+    /// The text as UTF-8 (lossy), classified once at prepare time.
+    pub text: Arc<str>,
     pub class: Classification,
+    pub scope: SyncScope,
     pub num_params: u16,
     pub num_columns: u16,
     /// Parameter types from the last execution that sent them.
@@ -86,7 +90,9 @@ impl Session {
         self.keep_or_release(conn, &[]);
         let entry = ClientStmt {
             sql,
+            text: Arc::from(text.as_ref()),
             class,
+            scope,
             num_params: stmt.num_params,
             num_columns: stmt.num_columns,
             types: None,
@@ -159,11 +165,13 @@ impl Session {
         }
         let long_data = std::mem::take(&mut entry.long_data);
         entry.long_data_size = 0;
-        let (sql, class) = (entry.sql.clone(), entry.class.clone());
-        let text = String::from_utf8_lossy(&sql).into_owned();
-        let stmts = [Stmt { sql: &text, class }];
+        let (sql, text, scope) = (entry.sql.clone(), entry.text.clone(), entry.scope);
+        let stmts = [Stmt {
+            sql: &text,
+            class: entry.class.clone(),
+        }];
         let was_held = self.held.is_some();
-        let mut conn = self.acquire(sync_scope(&stmts)).await?;
+        let mut conn = self.acquire(scope).await?;
         let backend = match conn.prepare(&sql).await {
             Ok(s) => s,
             Err(e) => {
