@@ -30,6 +30,9 @@ pub struct ServerConfig {
     pub max_allowed_packet: usize,
     pub handshake_timeout_ms: u64,
     pub shutdown_timeout_ms: u64,
+    /// A client that does not take a result within this is disconnected (its backend
+    /// connection is discarded), like MySQL's net_write_timeout.
+    pub net_write_timeout_ms: u64,
     /// Auth plugin proposed in the greeting: mysql_native_password or caching_sha2_password.
     pub default_auth_plugin: String,
     pub tls_cert: Option<String>,
@@ -49,6 +52,7 @@ impl Default for ServerConfig {
             max_allowed_packet: 64 << 20,
             handshake_timeout_ms: 10_000,
             shutdown_timeout_ms: 30_000,
+            net_write_timeout_ms: 60_000,
             default_auth_plugin: "mysql_native_password".into(),
             tls_cert: None,
             tls_key: None,
@@ -64,6 +68,9 @@ impl ServerConfig {
     }
     pub fn shutdown_timeout(&self) -> Duration {
         Duration::from_millis(self.shutdown_timeout_ms)
+    }
+    pub fn net_write_timeout(&self) -> Duration {
+        Duration::from_millis(self.net_write_timeout_ms.max(1))
     }
 }
 

@@ -122,10 +122,10 @@ impl Pool {
     /// Replaces a lent connection by a fresh one (e.g. to get rid of its default schema).
     pub async fn reopen(&self, guard: &mut PooledConn) -> Result<(), ProxyError> {
         let found_rows = guard.capabilities & tessera_protocol::flags::CLIENT_FOUND_ROWS != 0;
-        if let Some(old) = guard.conn.take() {
+        let fresh = self.open(found_rows).await?;
+        if let Some(old) = guard.conn.replace(fresh) {
             self.close(old);
         }
-        guard.conn = Some(self.open(found_rows).await?);
         Ok(())
     }
 

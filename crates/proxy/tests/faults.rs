@@ -229,3 +229,47 @@ async fn shutdown_lets_running_statements_finish() {
         "no longer accepting"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_that_stops_reading_cannot_hold_a_backend_connection() {
+    let env = Env::start(
+        "net_write_timeout_ms = 500",
+        "max_size = 1\ncheckout_timeout_ms = 20000",
+    )
+    .await;
+    let mut stalled = env.client_in_test().await;
+    stalled.io.reset_seq();
+    // ~200 MB of result that this client never reads.
+    stalled
+        .io
+        .send(b"\x03SELECT REPEAT('x', 2000) FROM seq_1_to_100000")
+        .await
+        .expect("send");
+    let mut next = env.client().await;
+    let started = std::time::Instant::now();
+    assert_eq!(
+        next.value("SELECT 'served'").await.as_deref(),
+        Some("served")
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "served after the stalled client was cut off"
+    );
+    // What the kernel buffered before the cut is still readable; then the connection ends.
+    let mut packets = 0u64;
+    let drained = tokio::time::timeout(Duration::from_secs(20), async {
+        while let Ok(p) = stalled.io.read_packet().await {
+            assert!(
+                !tessera_protocol::response::is_err(&p),
+                "no error: the result was cut off"
+            );
+            packets += 1;
+        }
+    })
+    .await;
+    assert!(drained.is_ok(), "connection closed after {packets} packets");
+    assert!(
+        packets < 100_000,
+        "the result was cut short ({packets} packets)"
+    );
+}

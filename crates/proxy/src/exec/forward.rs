@@ -5,6 +5,7 @@
 use crate::backend::BackendConn;
 use crate::error::ProxyError;
 use bytes::Bytes;
+use std::time::Duration;
 use tessera_protocol::codec::Reader;
 use tessera_protocol::flags::*;
 use tessera_protocol::response::*;
@@ -48,11 +49,19 @@ impl Outcome {
     }
 }
 
+/// How the client side of a forward behaves.
+#[derive(Debug, Clone, Copy)]
+pub struct ClientSide {
+    pub capabilities: u32,
+    /// A flush to the client that takes longer fails (the client stopped reading).
+    pub write_timeout: Duration,
+}
+
 /// Forwards the backend's response to the client and flushes it.
 pub async fn forward<C>(
     backend: &mut BackendConn,
     client: &mut PacketStream<C>,
-    client_caps: u32,
+    side: ClientSide,
     mode: Mode,
 ) -> Result<Outcome, ProxyError>
 where
@@ -61,15 +70,18 @@ where
     let mut f = Forwarder {
         backend,
         client,
-        client_caps,
+        client_caps: side.capabilities,
+        write_timeout: side.write_timeout,
         out: Outcome::default(),
     };
-    let result = f.run(mode).await;
+    let mut result = f.run(mode).await;
+    if result.is_ok() {
+        result = f.flush_client().await;
+    }
     if result.is_err() {
         f.backend.broken = true;
     }
     result?;
-    f.client.flush().await?;
     Ok(f.out)
 }
 
@@ -77,15 +89,25 @@ struct Forwarder<'a, C> {
     backend: &'a mut BackendConn,
     client: &'a mut PacketStream<C>,
     client_caps: u32,
+    write_timeout: Duration,
     out: Outcome,
 }
 
 impl<C: AsyncRead + AsyncWrite + Unpin> Forwarder<'_, C> {
+    async fn flush_client(&mut self) -> Result<(), ProxyError> {
+        match tokio::time::timeout(self.write_timeout, self.client.flush()).await {
+            Ok(r) => Ok(r?),
+            Err(_) => Err(ProxyError::Client(tessera_protocol::ProtocolError::Io(
+                std::io::ErrorKind::TimedOut.into(),
+            ))),
+        }
+    }
+
     async fn next(&mut self) -> Result<Bytes, ProxyError> {
         if self.client.pending_write() >= FLUSH_AT
             || (self.client.pending_write() > 0 && !self.backend.io.has_buffered_input())
         {
-            self.client.flush().await?;
+            self.flush_client().await?;
         }
         self.backend.read().await
     }
@@ -212,7 +234,7 @@ impl<C: AsyncRead + AsyncWrite + Unpin> Forwarder<'_, C> {
     /// LOAD DATA LOCAL INFILE: relay the file request to the client and its data back.
     async fn local_infile(&mut self, request: Bytes) -> Result<bool, ProxyError> {
         self.client.write_packet(&request);
-        self.client.flush().await?;
+        self.flush_client().await?;
         loop {
             let chunk = self.client.read_packet().await?;
             self.backend.io.write_packet(&chunk);

@@ -4,4 +4,4 @@
 
 pub mod forward;
 
-pub use forward::{forward, Mode, Outcome};
+pub use forward::{forward, ClientSide, Mode, Outcome};

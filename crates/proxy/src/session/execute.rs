@@ -4,7 +4,7 @@
 
 use super::Session;
 use crate::error::ProxyError;
-use crate::exec::{forward, Mode, Outcome};
+use crate::exec::{forward, ClientSide, Mode, Outcome};
 use crate::metrics::Metrics;
 use crate::pool::PooledConn;
 use crate::state::SyncScope;
@@ -99,7 +99,11 @@ impl Session {
         mode: Mode,
     ) -> Result<Outcome, ProxyError> {
         conn.flush().await?;
-        forward(conn, &mut self.client, self.capabilities, mode).await
+        let side = ClientSide {
+            capabilities: self.capabilities,
+            write_timeout: self.ctx.config.server.net_write_timeout(),
+        };
+        forward(conn, &mut self.client, side, mode).await
     }
 
     /// Turns a failure during a statement into the error to report; if the connection held
