@@ -123,6 +123,71 @@ step_verify_programs() {
     check_program sysbench
 }
 
+# Python drivers for the compat suite tests/compat/python (PyMySQL, mysql-connector-python,
+# pytest), pinned in tests/compat/python/requirements.txt, in the venv tests/compat/.venv.
+# Fast path: the venv's python runs and a stamp holds the hash of requirements.txt.
+install_python_compat() {
+    local root venv req stamp want
+    root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+    venv=$root/tests/compat/.venv
+    req=$root/tests/compat/python/requirements.txt
+    stamp=$venv/.requirements.sha256
+    if [[ ! -f $req ]]; then
+        log "python compat" "skipped (no $req)"
+        return 0
+    fi
+    want=$(sha256sum "$req" | cut -d' ' -f1)
+    if [[ -f $stamp && $(<"$stamp") == "$want" ]] && "$venv/bin/python" -c '' 2>/dev/null; then
+        log "python compat" "ok ($venv)"
+        return 0
+    fi
+    if ! command -v python3 >/dev/null 2>&1 || ! python3 -c 'import venv, ensurepip' 2>/dev/null; then
+        check_apt_pkg python3
+        check_apt_pkg python3-venv
+        apt_install_missing
+    fi
+    log "python compat" "installing $(basename "$req") into $venv"
+    if ! "$venv/bin/python" -c '' 2>/dev/null; then
+        python3 -m venv --clear "$venv" || { log "python compat" "FAILED: python3 -m venv"; FAILED=1; return 0; }
+    fi
+    printf '*\n' >"$venv/.gitignore" # keep the venv out of git
+    if ! "$venv/bin/python" -m pip install --disable-pip-version-check -q -r "$req"; then
+        log "python compat" "FAILED: pip install -r $req"
+        FAILED=1
+        return 0
+    fi
+    printf '%s\n' "$want" >"$stamp"
+    log "python compat" "ok (installed)"
+}
+
+# Go, Node and Java drivers for tests/compat/{go,node,java}: go-sql-driver/mysql (Go module
+# cache, pinned by go.sum), mysql2 (node_modules from package-lock.json), MySQL Connector/J
+# (~/.m2, then compiled). Toolchains: go >= 1.24, node >= 18 + npm, java >= 17 + maven; missing
+# ones are queued from apt (Debian's golang-go is older than the go.mod needs: install Go by hand).
+# Each suite's `run.sh --prepare` does the work and returns at once when everything is present.
+install_jvm_go_node_compat() {
+    local root suite out
+    root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+    command -v java >/dev/null 2>&1 || check_apt_pkg openjdk-17-jdk-headless
+    command -v mvn >/dev/null 2>&1 || check_apt_pkg maven
+    command -v node >/dev/null 2>&1 || check_apt_pkg nodejs
+    command -v npm >/dev/null 2>&1 || check_apt_pkg npm
+    command -v go >/dev/null 2>&1 || check_apt_pkg golang-go
+    apt_install_missing
+    for suite in go node java; do
+        if [[ ! -f $root/tests/compat/$suite/run.sh ]]; then
+            log "$suite compat" "skipped (no tests/compat/$suite/run.sh)"
+            continue
+        fi
+        if out=$(bash "$root/tests/compat/$suite/run.sh" --prepare 2>&1 </dev/null); then
+            log "$suite compat" "ok"
+        else
+            log "$suite compat" "FAILED: ${out//$'\n'/ | }"
+            FAILED=1
+        fi
+    done
+}
+
 main() {
     step_mariadb
     step_bench
@@ -131,6 +196,8 @@ main() {
     # packages with check_apt_pkg or checks/installs something itself), e.g. the
     # compat-test dependencies: python packages, go, node, java drivers.
     # ---------------------------------------------------------------------------
+    install_python_compat
+    install_jvm_go_node_compat
     apt_install_missing
     step_verify_programs
     step_rust

@@ -141,7 +141,23 @@ impl BackendConn {
         self.state = SessionVars::after_handshake(BACKEND_COLLATION_ID, schema);
         self.stmts.clear();
         self.in_transaction = false;
+        // The reset put session tracking back to the server default: switch it on again.
+        self.simple_command(super::connect::INIT_SQL).await?;
         Ok(())
+    }
+
+    /// Reads LAST_INSERT_ID() of this connection.
+    pub async fn fetch_last_insert_id(&mut self) -> Result<u64, ProxyError> {
+        let (_, rows) = self.query_rows("SELECT LAST_INSERT_ID()").await?;
+        let value = rows
+            .first()
+            .and_then(|r| r.first())
+            .cloned()
+            .flatten()
+            .unwrap_or_default();
+        let id = String::from_utf8_lossy(&value).parse().unwrap_or(0);
+        self.state.last_insert_id = id;
+        Ok(id)
     }
 
     /// Runs a query and decodes its text result (for Tessera's own small queries).
@@ -179,6 +195,11 @@ impl BackendConn {
     pub async fn prepare(&mut self, sql: &SqlText) -> Result<BackendStmt, ProxyError> {
         if let Some(stmt) = self.stmts.get(sql) {
             return Ok(stmt);
+        }
+        // Close the least recently used handle in the same write, before the new one exists,
+        // so the backend never holds more than `prepared_cache_size` of ours.
+        if let Some(evicted) = self.stmts.make_room() {
+            self.pending_closes.push(evicted.id);
         }
         self.begin_command(|b| encode_prepare(b, sql));
         self.flush().await?;

@@ -30,7 +30,7 @@ const BACKEND_CAPABILITIES: u32 = CLIENT_LONG_PASSWORD
     | CLIENT_LOCAL_FILES;
 
 /// Session tracking switched on for every backend connection, so the server reports changes.
-const INIT_SQL: &str =
+pub const INIT_SQL: &str =
     "SET session_track_system_variables='*', session_track_schema=ON, session_track_state_change=ON";
 
 /// How to open connections to one server.

@@ -79,6 +79,13 @@ impl StmtCache {
         evicted
     }
 
+    /// Evicts the least recently used handle if the cache is full; the caller closes it.
+    pub fn make_room(&mut self) -> Option<BackendStmt> {
+        (self.entries.len() >= self.capacity)
+            .then(|| self.evict_oldest())
+            .flatten()
+    }
+
     /// Forgets a statement (e.g. the backend lost it); returns it.
     pub fn remove(&mut self, sql: &[u8]) -> Option<BackendStmt> {
         self.entries.remove(sql).map(|e| e.stmt)

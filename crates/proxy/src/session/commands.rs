@@ -58,6 +58,7 @@ impl Session {
             last: LastStatement::default(),
             handle,
             fatal: false,
+            last_insert_id_dirty: false,
         };
         match session.enter_schema(authed.database).await {
             Ok(()) => Some(session),
@@ -72,11 +73,12 @@ impl Session {
     /// Validates the schema asked for at login (1049 if unknown), then sends the login OK.
     async fn enter_schema(&mut self, database: Option<String>) -> Result<(), ProxyError> {
         if let Some(db) = database {
-            let mut conn = self.acquire(SyncScope::default()).await?;
-            let result = conn.init_db(&db).await;
-            self.handle.set_running(None);
+            let found_rows = self.capabilities & CLIENT_FOUND_ROWS != 0;
+            let mut conn = self.ctx.default_pool().checkout(found_rows, false).await?;
+            if conn.state.schema.as_deref() != Some(db.as_str()) {
+                conn.init_db(&db).await?;
+            }
             drop(conn);
-            result?;
             self.state.schema = Some(db);
         }
         self.client
@@ -157,6 +159,7 @@ impl Session {
         self.pins.clear();
         self.stmts.clear();
         self.last = LastStatement::default();
+        self.last_insert_id_dirty = false;
         self.multi_statements = self.capabilities & CLIENT_MULTI_STATEMENTS != 0;
     }
 

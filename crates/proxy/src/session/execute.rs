@@ -40,6 +40,11 @@ impl Session {
                 return Err(e);
             }
         }
+        // While LAST_INSERT_ID() is only known to the held connection, it is the truth.
+        let scope = SyncScope {
+            last_insert_id: scope.last_insert_id && !self.last_insert_id_dirty,
+            ..scope
+        };
         if let Err(e) = self.sync(&mut conn, scope).await {
             conn.broken = true;
             return Err(e);
@@ -122,9 +127,8 @@ impl Session {
     pub async fn finish(&mut self, mut conn: PooledConn, outcome: &Outcome, stmts: &[Stmt<'_>]) {
         self.handle.set_running(None);
         self.state.apply_changes(&outcome.changes);
-        if outcome.last_insert_id != 0 {
-            self.state.last_insert_id = outcome.last_insert_id;
-            conn.state.last_insert_id = outcome.last_insert_id;
+        if may_change_last_insert_id(outcome, stmts) {
+            self.last_insert_id_dirty = true;
         }
         self.record_last(outcome);
         conn.in_transaction = outcome.in_transaction();
@@ -138,7 +142,31 @@ impl Session {
             self.pins.keep_for_diagnostics();
         }
         self.capture_user_vars(&mut conn, stmts).await;
+        let releasing = !self.pins.is_pinned() && !conn.in_transaction;
+        if releasing && self.last_insert_id_dirty && !conn.broken {
+            self.learn_last_insert_id(&mut conn).await;
+        }
         self.keep_or_release(conn, &before);
+    }
+
+    /// LAST_INSERT_ID() may have changed on this connection (an OK's insert id is not always
+    /// it: explicit ids, LAST_INSERT_ID(expr)); read it before the connection is shared again.
+    async fn learn_last_insert_id(&mut self, conn: &mut PooledConn) {
+        // Tessera knows the value the connection had before (exactly: every change is read
+        // back before release); only a change belongs to this session.
+        let before = conn.state.last_insert_id;
+        match conn.fetch_last_insert_id().await {
+            Ok(id) => {
+                if id != before {
+                    self.state.last_insert_id = id;
+                }
+                self.last_insert_id_dirty = false;
+            }
+            Err(e) => {
+                tracing::warn!(session = self.id, error = %e, "could not read LAST_INSERT_ID()");
+                conn.broken = true;
+            }
+        }
     }
 
     fn record_last(&mut self, outcome: &Outcome) {
@@ -153,11 +181,16 @@ impl Session {
 
     async fn capture_user_vars(&mut self, conn: &mut PooledConn, stmts: &[Stmt<'_>]) {
         let mut names: Vec<String> = Vec::new();
-        for s in stmts
-            .iter()
-            .filter(|s| s.class.flags.contains(Flags::USER_VAR_WRITE))
-        {
-            for n in tessera_sql::assigned_user_variables(s.sql) {
+        for s in stmts.iter() {
+            let assigned = match s.class.kind {
+                // OUT / INOUT parameters: any variable a CALL mentions may have been set.
+                tessera_sql::StatementKind::Call => tessera_sql::references_user_variables(s.sql),
+                _ if s.class.flags.contains(Flags::USER_VAR_WRITE) => {
+                    tessera_sql::assigned_user_variables(s.sql)
+                }
+                _ => continue,
+            };
+            for n in assigned {
                 if !names.contains(&n) {
                     names.push(n);
                 }
@@ -205,6 +238,15 @@ impl Session {
             self.held = Some(conn);
         }
     }
+}
+
+/// True when LAST_INSERT_ID() may differ from what the session knew before these statements.
+fn may_change_last_insert_id(outcome: &Outcome, stmts: &[Stmt<'_>]) -> bool {
+    outcome.last_insert_id != 0
+        || stmts.iter().any(|s| {
+            s.class.flags.contains(Flags::LAST_INSERT_ID_SET)
+                || matches!(s.class.kind, tessera_sql::StatementKind::Call)
+        })
 }
 
 /// What must be synced before these statements run.

@@ -67,6 +67,8 @@ pub struct Session {
     /// Set when backend state was lost (e.g. the server died mid-transaction): close after
     /// reporting the error, as MySQL itself would.
     pub fatal: bool,
+    /// LAST_INSERT_ID() may have changed on the held connection and is not known yet.
+    pub last_insert_id_dirty: bool,
 }
 
 /// Serves one accepted TCP connection to the end.
@@ -160,7 +162,10 @@ impl Session {
             Command::StmtReset(id) => self.stmt_reset(id).await,
             Command::StmtFetch { stmt_id, rows } => self.stmt_fetch(stmt_id, rows, payload).await,
             Command::Quit => Ok(Next::Close),
-            Command::Ping | Command::Debug => self.ok().await,
+            Command::Ping | Command::Debug => {
+                self.last.row_count = 0;
+                self.ok().await
+            }
             Command::InitDb(db) => self.init_db(db, payload).await,
             Command::FieldList { .. } => self.field_list(payload).await,
             Command::Statistics => self.statistics(payload).await,

@@ -4,6 +4,7 @@
 //! parameter types always present, long data replayed just before the execution.
 
 use super::execute::{sync_scope, Stmt};
+use super::rewrite::{prepared_session_functions, FOUND_ROWS_VAR, ROW_COUNT_VAR};
 use super::{Next, Session};
 use crate::backend::stmt_cache::SqlText;
 use crate::error::ProxyError;
@@ -26,6 +27,8 @@ pub struct ClientStmt {
     pub text: Arc<str>,
     pub class: Classification,
     pub scope: SyncScope,
+    /// Prepared with ROW_COUNT()/FOUND_ROWS() reading hidden variables set before each run.
+    pub session_functions: bool,
     pub num_params: u16,
     pub num_columns: u16,
     /// Parameter types from the last execution that sent them.
@@ -68,9 +71,17 @@ fn unknown(id: u32, command: &'static str) -> ProxyError {
 
 impl Session {
     pub async fn stmt_prepare(&mut self, raw: &[u8]) -> Result<Next, ProxyError> {
-        let sql: SqlText = Arc::from(raw);
         let text = String::from_utf8_lossy(raw);
         let class = tessera_sql::classify(&text);
+        let session_functions =
+            reads_session_functions(&class) && matches!(text, std::borrow::Cow::Borrowed(_));
+        let sql: SqlText = match session_functions
+            .then(|| prepared_session_functions(&text))
+            .flatten()
+        {
+            Some(rewritten) => Arc::from(rewritten.as_bytes()),
+            None => Arc::from(raw),
+        };
         let scope = sync_scope(&[Stmt {
             sql: &text,
             class: class.clone(),
@@ -88,11 +99,13 @@ impl Session {
             Err(e) => return Err(self.failed(conn, was_held, e)),
         };
         self.keep_or_release(conn, &[]);
+        self.last.row_count = 0; // as MariaDB: COM_STMT_PREPARE resets ROW_COUNT()
         let entry = ClientStmt {
             sql,
             text: Arc::from(text.as_ref()),
             class,
             scope,
+            session_functions,
             num_params: stmt.num_params,
             num_columns: stmt.num_columns,
             types: None,
@@ -166,12 +179,19 @@ impl Session {
         let long_data = std::mem::take(&mut entry.long_data);
         entry.long_data_size = 0;
         let (sql, text, scope) = (entry.sql.clone(), entry.text.clone(), entry.scope);
+        let session_functions = entry.session_functions;
         let stmts = [Stmt {
             sql: &text,
             class: entry.class.clone(),
         }];
         let was_held = self.held.is_some();
         let mut conn = self.acquire(scope).await?;
+        if session_functions {
+            if let Err(e) = conn.simple_command(&self.session_function_values()).await {
+                self.handle.set_running(None);
+                return Err(self.failed(conn, was_held, e));
+            }
+        }
         let backend = match conn.prepare(&sql).await {
             Ok(s) => s,
             Err(e) => {
@@ -198,6 +218,18 @@ impl Session {
         }
         self.finish(conn, &outcome, &stmts).await;
         Ok(Next::Continue)
+    }
+
+    /// SET of the hidden variables that stand for ROW_COUNT() and FOUND_ROWS().
+    fn session_function_values(&self) -> String {
+        let found_rows = match self.pins.expects_server_found_rows() {
+            true => "FOUND_ROWS()".to_string(),
+            false => self.last.found_rows.to_string(),
+        };
+        format!(
+            "SET {ROW_COUNT_VAR} = {}, {FOUND_ROWS_VAR} = {found_rows}",
+            self.last.row_count
+        )
     }
 
     pub fn stmt_long_data(
@@ -237,6 +269,7 @@ impl Session {
         if self.pins.has_cursor(stmt_id) {
             self.close_backend_cursor(stmt_id).await;
         }
+        self.last.row_count = 0;
         self.ok().await
     }
 
@@ -303,4 +336,9 @@ impl Session {
         self.keep_or_release(conn, &[]);
         Ok(Next::Continue)
     }
+}
+
+fn reads_session_functions(class: &Classification) -> bool {
+    use tessera_sql::Flags;
+    class.flags.contains(Flags::ROW_COUNT) || class.flags.contains(Flags::FOUND_ROWS)
 }

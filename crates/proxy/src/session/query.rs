@@ -18,20 +18,21 @@ impl Session {
         Metrics::inc(&self.ctx.metrics.queries);
         let text = String::from_utf8_lossy(raw);
         let first = classify(&text);
-        let stmts: Vec<Stmt<'_>> = if first.flags.contains(Flags::MULTI_STATEMENT) {
-            split_statements(&text)
-                .into_iter()
-                .map(|sql| Stmt {
-                    sql,
-                    class: classify(sql),
-                })
-                .collect()
-        } else {
-            vec![Stmt {
-                sql: &text,
-                class: first,
-            }]
-        };
+        let stmts: Vec<Stmt<'_>> =
+            if first.flags.contains(Flags::MULTI_STATEMENT) && !is_compound(&text, &first) {
+                split_statements(&text)
+                    .into_iter()
+                    .map(|sql| Stmt {
+                        sql,
+                        class: classify(sql),
+                    })
+                    .collect()
+            } else {
+                vec![Stmt {
+                    sql: &text,
+                    class: first,
+                }]
+            };
         if let Some(next) = self.answer_locally(&stmts).await? {
             return Ok(next);
         }
@@ -71,9 +72,9 @@ impl Session {
                     if self.capabilities & CLIENT_LOCAL_FILES == 0 =>
                 {
                     return Err(ProxyError::Backend(ErrPacket::new(
-                        1148,
-                        "42000",
-                        "The used command is not allowed with this MariaDB version",
+                        4166,
+                        "HY000",
+                        "The used command is not allowed because the MariaDB server or client has disabled the local infile capability",
                     )));
                 }
                 StatementKind::Kill { query, id } if stmts.len() == 1 => {
@@ -89,16 +90,34 @@ impl Session {
     }
 
     /// Replaces ROW_COUNT()/FOUND_ROWS() by the values Tessera recorded for this session.
+    /// Only the first statement refers to the previous command; later statements of a
+    /// multi-statement query run on the same connection, where the server's values are right.
     fn rewrite(&self, text: &str, lossless: bool, stmts: &[Stmt<'_>]) -> Option<String> {
-        let wanted = stmts.iter().any(|s| {
-            s.class.flags.contains(Flags::ROW_COUNT) || s.class.flags.contains(Flags::FOUND_ROWS)
-        });
+        let first = stmts.first()?;
+        let wanted = first.class.flags.contains(Flags::ROW_COUNT)
+            || first.class.flags.contains(Flags::FOUND_ROWS);
         if !wanted || !lossless {
             return None;
         }
+        let end = (first.sql.as_ptr() as usize - text.as_ptr() as usize + first.sql.len())
+            .min(text.len());
+        let (head, tail) = text.split_at(end);
         let found_rows = (!self.pins.expects_server_found_rows()).then_some(self.last.found_rows);
-        replace_session_functions(text, self.last.row_count, found_rows)
+        replace_session_functions(head, self.last.row_count, found_rows).map(|h| h + tail)
     }
+}
+
+/// A stored-program definition or an anonymous block: its inner `;` do not separate statements.
+fn is_compound(sql: &str, first: &tessera_sql::Classification) -> bool {
+    let creates_program = matches!(first.kind, StatementKind::Ddl)
+        && ["PROCEDURE", "FUNCTION", "TRIGGER", "EVENT", "PACKAGE"]
+            .iter()
+            .any(|w| {
+                sql.split_whitespace()
+                    .take(6)
+                    .any(|t| t.eq_ignore_ascii_case(w))
+            });
+    creates_program || tessera_sql::starts_with_keyword(sql, "BEGIN NOT ATOMIC")
 }
 
 fn touches_protected_variable(sql: &str) -> bool {

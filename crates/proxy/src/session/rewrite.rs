@@ -9,6 +9,22 @@ pub fn replace_session_functions(
     row_count: i64,
     found_rows: Option<u64>,
 ) -> Option<String> {
+    let found_rows = found_rows.map(|n| n.to_string());
+    replace_calls(sql, &row_count.to_string(), found_rows.as_deref())
+}
+
+/// Hidden user variables a prepared statement reads instead of ROW_COUNT() / FOUND_ROWS().
+pub const ROW_COUNT_VAR: &str = "@`tessera_row_count`";
+pub const FOUND_ROWS_VAR: &str = "@`tessera_found_rows`";
+
+/// The text Tessera prepares on backends for a statement that calls ROW_COUNT() or
+/// FOUND_ROWS(): the calls read hidden user variables, set right before each execution.
+pub fn prepared_session_functions(sql: &str) -> Option<String> {
+    replace_calls(sql, ROW_COUNT_VAR, Some(FOUND_ROWS_VAR))
+}
+
+/// Replaces the calls by the given SQL expressions (see [`replace_session_functions`]).
+fn replace_calls(sql: &str, row_count: &str, found_rows: Option<&str>) -> Option<String> {
     let bytes = sql.as_bytes();
     let mut out = String::with_capacity(sql.len());
     let mut i = 0;
@@ -22,15 +38,14 @@ pub fn replace_session_functions(
             b'/' if bytes[i..].starts_with(b"/*") => i = skip_comment(bytes, i),
             c if c.is_ascii_alphabetic() && (i == 0 || !is_ident(bytes[i - 1])) => {
                 let replacement = match_call(bytes, i, b"ROW_COUNT")
-                    .map(|end| (end, row_count.to_string()))
+                    .map(|end| (end, row_count))
                     .or_else(|| {
-                        found_rows.and_then(|n| {
-                            match_call(bytes, i, b"FOUND_ROWS").map(|end| (end, n.to_string()))
-                        })
+                        found_rows
+                            .and_then(|n| match_call(bytes, i, b"FOUND_ROWS").map(|end| (end, n)))
                     });
                 if let Some((end, value)) = replacement {
                     out.push_str(&sql[copied..i]);
-                    out.push_str(&value);
+                    out.push_str(value);
                     if is_whole_select_item(bytes, i, end) {
                         // Keep the column name the client would have seen.
                         out.push_str(&format!(" AS `{}`", sql[i..end].replace('`', "``")));
@@ -138,6 +153,15 @@ fn skip_comment(bytes: &[u8], i: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn prepared_variant_reads_hidden_variables() {
+        assert_eq!(
+            prepared_session_functions("SELECT ?, FOUND_ROWS()").as_deref(),
+            Some("SELECT ?, @`tessera_found_rows` AS `FOUND_ROWS()`")
+        );
+        assert_eq!(prepared_session_functions("SELECT ?"), None);
+    }
 
     #[test]
     fn replaces_calls_only() {
