@@ -9,10 +9,7 @@ use thiserror::Error;
 #[derive(Debug, Error)]
 pub enum ConfigError {
     #[error("{path}: cannot read: {source}")]
-    Read {
-        path: String,
-        source: std::io::Error,
-    },
+    Read { path: String, source: std::io::Error },
     #[error("{path}: {message}")]
     Syntax { path: String, message: String },
     #[error("{path}: `{key}`: {problem}; fix: {fix}")]
@@ -71,8 +68,7 @@ fn validate_server(c: &Config) -> Result<(), Problem> {
             "write e.g. \"127.0.0.1:6033\"",
         ));
     }
-    if !["mysql_native_password", "caching_sha2_password"].contains(&s.default_auth_plugin.as_str())
-    {
+    if !["mysql_native_password", "caching_sha2_password"].contains(&s.default_auth_plugin.as_str()) {
         return Err(invalid(
             "server.default_auth_plugin",
             format!("unknown plugin `{}`", s.default_auth_plugin),
@@ -101,11 +97,7 @@ fn validate_server(c: &Config) -> Result<(), Problem> {
         ));
     }
     if s.max_connections == 0 {
-        return Err(invalid(
-            "server.max_connections",
-            "must be at least 1",
-            "raise it",
-        ));
+        return Err(invalid("server.max_connections", "must be at least 1", "raise it"));
     }
     Ok(())
 }
@@ -134,11 +126,7 @@ fn validate_pool(c: &Config) -> Result<(), Problem> {
         ("pool.checkout_timeout_ms", p.checkout_timeout_ms),
     ] {
         if v == 0 {
-            return Err(invalid(
-                key,
-                "must be positive",
-                "give a timeout in milliseconds",
-            ));
+            return Err(invalid(key, "must be positive", "give a timeout in milliseconds"));
         }
     }
     Ok(())
@@ -164,11 +152,7 @@ fn validate_users(c: &Config) -> Result<(), Problem> {
         }
         match (&u.password, &u.password_hash) {
             (Some(_), Some(_)) => {
-                return Err(invalid(
-                    key,
-                    "both password and password_hash are set",
-                    "keep only one",
-                ));
+                return Err(invalid(key, "both password and password_hash are set", "keep only one"));
             }
             (None, Some(h)) if is_native_hash(h) => {}
             (None, Some(_)) => {
@@ -276,15 +260,8 @@ mod tests {
     #[test]
     fn errors_name_key_and_fix() {
         let e = err_of(&GOOD.replace("127.0.0.1:3306", "nohost"));
-        assert!(
-            e.contains("groups[0].primary.address") && e.contains("fix:"),
-            "{e}"
-        );
-        assert!(parse_str(
-            &GOOD.replace("127.0.0.1:3306", "unix:/run/mysqld.sock"),
-            "t"
-        )
-        .is_ok());
+        assert!(e.contains("groups[0].primary.address") && e.contains("fix:"), "{e}");
+        assert!(parse_str(&GOOD.replace("127.0.0.1:3306", "unix:/run/mysqld.sock"), "t").is_ok());
         let e = err_of(&GOOD.replace("127.0.0.1:3306", "unix:relative.sock"));
         assert!(e.contains("unix:/path"), "{e}");
         let e = err_of(&GOOD.replace("max_size = 8", "max_size = 0"));

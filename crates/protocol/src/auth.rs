@@ -164,9 +164,7 @@ mod tests {
     #[test]
     fn scramble_is_printable_without_nul() {
         for _ in 0..100 {
-            assert!(new_scramble()
-                .iter()
-                .all(|&b| (0x21..0x7f).contains(&b) && b != b'$'));
+            assert!(new_scramble().iter().all(|&b| (0x21..0x7f).contains(&b) && b != b'$'));
         }
     }
 }

@@ -167,17 +167,7 @@ mod tests {
 
     #[test]
     fn lenenc_roundtrip() {
-        for v in [
-            0u64,
-            1,
-            250,
-            251,
-            65535,
-            65536,
-            0xff_ffff,
-            0x100_0000,
-            u64::MAX,
-        ] {
+        for v in [0u64, 1, 250, 251, 65535, 65536, 0xff_ffff, 0x100_0000, u64::MAX] {
             let mut b = BytesMut::new();
             put_lenenc_int(&mut b, v);
             assert_eq!(b.len(), lenenc_int_size(v));

@@ -27,32 +27,19 @@ pub enum Command<'a> {
     Quit,
     InitDb(&'a [u8]),
     Query(&'a [u8]),
-    FieldList {
-        table: &'a [u8],
-        wildcard: &'a [u8],
-    },
+    FieldList { table: &'a [u8], wildcard: &'a [u8] },
     Statistics,
     ProcessKill(u32),
     Debug,
     Ping,
     ChangeUser(&'a [u8]),
     StmtPrepare(&'a [u8]),
-    StmtExecute {
-        stmt_id: u32,
-        payload: &'a [u8],
-    },
-    StmtSendLongData {
-        stmt_id: u32,
-        param: u16,
-        data: &'a [u8],
-    },
+    StmtExecute { stmt_id: u32, payload: &'a [u8] },
+    StmtSendLongData { stmt_id: u32, param: u16, data: &'a [u8] },
     StmtClose(u32),
     StmtReset(u32),
     SetOption(u16),
-    StmtFetch {
-        stmt_id: u32,
-        rows: u32,
-    },
+    StmtFetch { stmt_id: u32, rows: u32 },
     ResetConnection,
     Unknown(u8),
 }
@@ -133,10 +120,7 @@ mod tests {
 
     #[test]
     fn parses_commands_and_rejects_truncation() {
-        assert_eq!(
-            Command::parse(b"\x03SELECT 1").unwrap(),
-            Command::Query(b"SELECT 1")
-        );
+        assert_eq!(Command::parse(b"\x03SELECT 1").unwrap(), Command::Query(b"SELECT 1"));
         assert_eq!(
             Command::parse(&[COM_STMT_CLOSE, 7, 0, 0, 0]).unwrap(),
             Command::StmtClose(7)
@@ -145,12 +129,6 @@ mod tests {
         assert!(Command::parse(&[]).is_err());
         assert_eq!(Command::parse(&[0x99]).unwrap(), Command::Unknown(0x99));
         let fetch = Command::parse(&[COM_STMT_FETCH, 1, 0, 0, 0, 10, 0, 0, 0]).unwrap();
-        assert_eq!(
-            fetch,
-            Command::StmtFetch {
-                stmt_id: 1,
-                rows: 10
-            }
-        );
+        assert_eq!(fetch, Command::StmtFetch { stmt_id: 1, rows: 10 });
     }
 }

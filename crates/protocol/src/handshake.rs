@@ -39,9 +39,7 @@ impl HandshakeV10 {
     pub fn parse(payload: &[u8]) -> Result<Self> {
         let mut r = Reader::new(payload);
         if r.u8()? != 10 {
-            return Err(ProtocolError::Malformed(
-                "unsupported handshake protocol version",
-            ));
+            return Err(ProtocolError::Malformed("unsupported handshake protocol version"));
         }
         let server_version = String::from_utf8_lossy(r.null_terminated()?).into_owned();
         let connection_id = r.u32()?;
@@ -90,10 +88,7 @@ pub struct HandshakeResponse {
 
 /// An SSLRequest is a truncated HandshakeResponse41 with CLIENT_SSL set.
 pub fn is_ssl_request(payload: &[u8]) -> bool {
-    payload.len() == 32
-        && Reader::new(payload)
-            .u32()
-            .is_ok_and(|c| c & CLIENT_SSL != 0)
+    payload.len() == 32 && Reader::new(payload).u32().is_ok_and(|c| c & CLIENT_SSL != 0)
 }
 
 impl HandshakeResponse {
@@ -101,9 +96,7 @@ impl HandshakeResponse {
         let mut r = Reader::new(payload);
         let capabilities = r.u32()?;
         if capabilities & CLIENT_PROTOCOL_41 == 0 {
-            return Err(ProtocolError::Malformed(
-                "client does not support protocol 4.1",
-            ));
+            return Err(ProtocolError::Malformed("client does not support protocol 4.1"));
         }
         let max_packet = r.u32()?;
         let charset = r.u8()?;

@@ -112,9 +112,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
 
     async fn read_frame_header(&mut self) -> Result<(u8, usize)> {
         self.fill(4).await?;
-        let len = usize::from(self.rbuf[0])
-            | usize::from(self.rbuf[1]) << 8
-            | usize::from(self.rbuf[2]) << 16;
+        let len = usize::from(self.rbuf[0]) | usize::from(self.rbuf[1]) << 8 | usize::from(self.rbuf[2]) << 16;
         let seq = self.rbuf[3];
         if len > self.max_packet {
             return Err(ProtocolError::PacketTooLarge {

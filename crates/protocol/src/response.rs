@@ -134,9 +134,7 @@ pub fn parse_session_state(raw: &[u8]) -> Result<Vec<SessionChange>> {
             SESSION_TRACK_TRANSACTION_CHARACTERISTICS => {
                 SessionChange::TransactionCharacteristics(text(d.lenenc_bytes()?))
             }
-            SESSION_TRACK_TRANSACTION_STATE => {
-                SessionChange::TransactionState(text(d.lenenc_bytes()?))
-            }
+            SESSION_TRACK_TRANSACTION_STATE => SessionChange::TransactionState(text(d.lenenc_bytes()?)),
             other => SessionChange::Unknown(other),
         });
     }
@@ -201,13 +199,7 @@ impl ErrPacket {
 
 impl std::fmt::Display for ErrPacket {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "ERROR {} ({}): {}",
-            self.code,
-            self.sql_state_str(),
-            self.message
-        )
+        write!(f, "ERROR {} ({}): {}", self.code, self.sql_state_str(), self.message)
     }
 }
 

@@ -174,10 +174,7 @@ mod tests {
         assert_eq!(ColumnDefinition::parse(&b).unwrap(), c);
         let mut row = BytesMut::new();
         encode_text_row(&mut row, &[Some(b"1".as_slice()), None]);
-        assert_eq!(
-            parse_text_row(&row, 2).unwrap(),
-            vec![Some(b"1".to_vec()), None]
-        );
+        assert_eq!(parse_text_row(&row, 2).unwrap(), vec![Some(b"1".to_vec()), None]);
         assert!(parse_text_row(&row, 3).is_err());
     }
 }

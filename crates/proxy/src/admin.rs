@@ -12,9 +12,9 @@ pub async fn spawn_http(ctx: Arc<Context>) -> Result<(), ProxyError> {
     if addr.is_empty() {
         return Ok(());
     }
-    let listener = TcpListener::bind(&addr).await.map_err(|e| {
-        ProxyError::Config(format!("cannot listen on admin.http_listen {addr}: {e}"))
-    })?;
+    let listener = TcpListener::bind(&addr)
+        .await
+        .map_err(|e| ProxyError::Config(format!("cannot listen on admin.http_listen {addr}: {e}")))?;
     let mut shutdown = ctx.shutdown.clone();
     tokio::spawn(async move {
         loop {
@@ -29,8 +29,7 @@ pub async fn spawn_http(ctx: Arc<Context>) -> Result<(), ProxyError> {
 
 async fn answer(ctx: Arc<Context>, mut tcp: TcpStream) {
     let mut buf = vec![0u8; 2048];
-    let n = match tokio::time::timeout(std::time::Duration::from_secs(5), tcp.read(&mut buf)).await
-    {
+    let n = match tokio::time::timeout(std::time::Duration::from_secs(5), tcp.read(&mut buf)).await {
         Ok(Ok(n)) => n,
         _ => return,
     };
@@ -38,9 +37,7 @@ async fn answer(ctx: Arc<Context>, mut tcp: TcpStream) {
     let path = request.split_whitespace().nth(1).unwrap_or("/");
     let (status, body) = match path {
         "/metrics" => ("200 OK", crate::metrics::render(&ctx)),
-        "/health" if ctx.groups.iter().all(|g| !g.primary.is_down()) => {
-            ("200 OK", "ok\n".to_string())
-        }
+        "/health" if ctx.groups.iter().all(|g| !g.primary.is_down()) => ("200 OK", "ok\n".to_string()),
         "/health" => ("503 Service Unavailable", "backend down\n".to_string()),
         _ => ("404 Not Found", "not found\n".to_string()),
     };

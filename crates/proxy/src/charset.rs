@@ -43,9 +43,6 @@ mod tests {
     fn known_and_unknown_ids() {
         assert_eq!(collation_by_id(33).0, "utf8mb3");
         assert_eq!(collation_by_id(255), ("utf8mb4", "utf8mb4_general_ci"));
-        assert_eq!(
-            handshake_variables(8)[3],
-            ("collation_connection", "latin1_swedish_ci")
-        );
+        assert_eq!(handshake_variables(8)[3], ("collation_connection", "latin1_swedish_ci"));
     }
 }

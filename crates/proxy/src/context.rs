@@ -49,11 +49,7 @@ impl Context {
             (Some(c), Some(k)) => Some(crate::tls::acceptor(c, k)?),
             _ => None,
         };
-        let users = config
-            .users
-            .iter()
-            .map(|u| (u.name.clone(), credentials(u)))
-            .collect();
+        let users = config.users.iter().map(|u| (u.name.clone(), credentials(u))).collect();
         let groups = config
             .groups
             .iter()

@@ -109,14 +109,14 @@ pub async fn run_demo(opts: DemoOptions) -> Result<(), ProxyError> {
     println!();
     println!("    mariadb -h127.0.0.1 -P{port} -uapp -papp demo");
     println!();
-    println!("Try: SELECT c.name, SUM(o.amount) FROM customers c JOIN orders o ON o.customer_id = c.id GROUP BY c.name;");
+    println!(
+        "Try: SELECT c.name, SUM(o.amount) FROM customers c JOIN orders o ON o.customer_id = c.id GROUP BY c.name;"
+    );
     println!("Press Ctrl-C to stop and clean up.");
     crate::server::wait_for_signal().await;
     println!("Stopping...");
     running.shutdown().await;
-    tokio::task::spawn_blocking(move || sandbox.stop())
-        .await
-        .ok();
+    tokio::task::spawn_blocking(move || sandbox.stop()).await.ok();
     Ok(())
 }
 
@@ -136,8 +136,6 @@ pub async fn run_sandbox(servers: usize) -> Result<(), ProxyError> {
     }
     println!("Press Ctrl-C to stop and clean up.");
     crate::server::wait_for_signal().await;
-    tokio::task::spawn_blocking(move || sandbox.stop())
-        .await
-        .ok();
+    tokio::task::spawn_blocking(move || sandbox.stop()).await.ok();
     Ok(())
 }

@@ -15,13 +15,12 @@ pub enum ProxyError {
     #[error("{0}")]
     Backend(ErrPacket),
     #[error("Tessera: lost connection to backend {server} during query: {source}")]
-    LostBackend {
-        server: String,
-        source: ProtocolError,
-    },
+    LostBackend { server: String, source: ProtocolError },
     #[error("Tessera: backend {server} is unavailable: {reason}")]
     BackendUnavailable { server: String, reason: String },
-    #[error("Tessera: no backend connection to {server} became free within {waited_ms} ms (pool.max_size = {max_size})")]
+    #[error(
+        "Tessera: no backend connection to {server} became free within {waited_ms} ms (pool.max_size = {max_size})"
+    )]
     CheckoutTimeout {
         server: String,
         waited_ms: u64,
@@ -62,8 +61,7 @@ impl ProxyError {
     pub fn to_err_packet(&self) -> ErrPacket {
         let (code, state) = match self {
             ProxyError::Backend(e) | ProxyError::StateSync(e) => return self.backend_packet(e),
-            ProxyError::Client(ProtocolError::PacketTooLarge { .. })
-            | ProxyError::PacketTooLarge => (1153, "08S01"),
+            ProxyError::Client(ProtocolError::PacketTooLarge { .. }) | ProxyError::PacketTooLarge => (1153, "08S01"),
             ProxyError::Client(_) | ProxyError::BadHandshake => (1043, "08S01"),
             ProxyError::LostBackend { .. } => (2013, "HY000"),
             ProxyError::BackendUnavailable { .. } => (2003, "HY000"),
@@ -114,15 +112,9 @@ mod tests {
         };
         let p = e.to_err_packet();
         assert_eq!((p.code, p.sql_state_str()), (1045, "28000"));
-        assert_eq!(
-            p.message,
-            "Access denied for user 'u'@'h' (using password: YES)"
-        );
+        assert_eq!(p.message, "Access denied for user 'u'@'h' (using password: YES)");
         let dup = ErrPacket::new(1062, "23000", "Duplicate entry '1' for key 'PRIMARY'");
         assert_eq!(ProxyError::Backend(dup.clone()).to_err_packet(), dup);
-        assert_eq!(
-            ProxyError::Unsupported("x".into()).to_err_packet().code,
-            1235
-        );
+        assert_eq!(ProxyError::Unsupported("x".into()).to_err_packet().code, 1235);
     }
 }

@@ -47,14 +47,11 @@ fn parse_args(args: &[String]) -> Result<Cli, String> {
     }
 }
 
-fn demo_options(
-    flag: &dyn Fn(&str) -> Option<String>,
-) -> Result<tessera_proxy::demo::DemoOptions, String> {
+fn demo_options(flag: &dyn Fn(&str) -> Option<String>) -> Result<tessera_proxy::demo::DemoOptions, String> {
     let mut o = tessera_proxy::demo::DemoOptions::default();
     let number = |name: &str, default: usize| -> Result<usize, String> {
         flag(name).map_or(Ok(default), |v| {
-            v.parse()
-                .map_err(|_| format!("{name}: `{v}` is not a number"))
+            v.parse().map_err(|_| format!("{name}: `{v}` is not a number"))
         })
     };
     o.pool_max = number("--pool-max", o.pool_max)?;
@@ -116,9 +113,7 @@ fn run(cli: Cli) -> Result<(), String> {
             let config = tessera_config::load_file(&path).map_err(|e| e.to_string())?;
             let rt = runtime(config.server.worker_threads).map_err(|e| e.to_string())?;
             rt.block_on(async {
-                let running = tessera_proxy::server::start(config)
-                    .await
-                    .map_err(|e| e.to_string())?;
+                let running = tessera_proxy::server::start(config).await.map_err(|e| e.to_string())?;
                 tessera_proxy::server::wait_for_signal().await;
                 tracing::info!("shutting down: draining sessions");
                 running.shutdown().await;

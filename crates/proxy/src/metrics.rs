@@ -45,10 +45,7 @@ impl Metrics {
 }
 
 fn line(out: &mut String, name: &str, help: &str, kind: &str, value: u64) {
-    let _ = writeln!(
-        out,
-        "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}"
-    );
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}");
 }
 
 /// Renders every metric in the Prometheus text exposition format.
@@ -114,11 +111,7 @@ pub fn render(ctx: &Context) -> String {
     );
     let _ = writeln!(out, "# HELP tessera_pins_total Sessions pinned to a backend connection, by reason.\n# TYPE tessera_pins_total counter");
     for (i, r) in PIN_REASONS.iter().enumerate() {
-        let _ = writeln!(
-            out,
-            "tessera_pins_total{{reason=\"{r}\"}} {}",
-            get(&m.pins[i])
-        );
+        let _ = writeln!(out, "tessera_pins_total{{reason=\"{r}\"}} {}", get(&m.pins[i]));
     }
     render_pools(ctx, &mut out);
     out
@@ -135,14 +128,8 @@ fn render_pools(ctx: &Context, out: &mut String) {
             "Backend connections lent to sessions (pinned excluded).",
         ),
         ("tessera_pool_idle", "Idle backend connections."),
-        (
-            "tessera_pool_pinned",
-            "Backend connections pinned to one session.",
-        ),
-        (
-            "tessera_pool_checkout_timeouts_total",
-            "Checkouts that timed out.",
-        ),
+        ("tessera_pool_pinned", "Backend connections pinned to one session."),
+        ("tessera_pool_checkout_timeouts_total", "Checkouts that timed out."),
         (
             "tessera_pool_connect_failures_total",
             "Failed backend connection attempts.",
@@ -157,9 +144,7 @@ fn render_pools(ctx: &Context, out: &mut String) {
                 "tessera_pool_in_use" => p.in_use() as u64,
                 "tessera_pool_idle" => p.idle_count() as u64,
                 "tessera_pool_pinned" => p.stats.pinned.load(Ordering::Relaxed) as u64,
-                "tessera_pool_checkout_timeouts_total" => {
-                    p.stats.checkout_timeouts.load(Ordering::Relaxed)
-                }
+                "tessera_pool_checkout_timeouts_total" => p.stats.checkout_timeouts.load(Ordering::Relaxed),
                 _ => p.stats.connect_failures.load(Ordering::Relaxed),
             };
             let _ = writeln!(

@@ -73,10 +73,7 @@ impl Pool {
     }
 
     pub fn idle_count(&self) -> usize {
-        self.idle
-            .lock()
-            .map(|i| i[0].len() + i[1].len())
-            .unwrap_or(0)
+        self.idle.lock().map(|i| i[0].len() + i[1].len()).unwrap_or(0)
     }
 
     /// True while the server is considered down.
@@ -89,11 +86,7 @@ impl Pool {
 
     /// Borrows a connection (FOUND_ROWS flavour as asked), waiting up to checkout_timeout.
     /// `no_schema` asks for a connection without a default schema (MySQL cannot unset one).
-    pub async fn checkout(
-        self: &Arc<Self>,
-        found_rows: bool,
-        no_schema: bool,
-    ) -> Result<PooledConn, ProxyError> {
+    pub async fn checkout(self: &Arc<Self>, found_rows: bool, no_schema: bool) -> Result<PooledConn, ProxyError> {
         self.check_backoff()?;
         let wait = self.cfg.checkout_timeout();
         let permit = match tokio::time::timeout(wait, self.permits.clone().acquire_owned()).await {
@@ -152,8 +145,7 @@ impl Pool {
                 list.remove(at)
             };
             let idle_for = conn.last_used.elapsed();
-            let suspect =
-                idle_for > Duration::from_secs(1) && conn.io.get_ref().peer_closed_or_chatty();
+            let suspect = idle_for > Duration::from_secs(1) && conn.io.get_ref().peer_closed_or_chatty();
             if self.expired(&conn) || suspect {
                 self.close(conn);
                 continue;
@@ -221,8 +213,7 @@ impl Pool {
     fn mark_down(&self, e: &ProxyError) {
         if let Ok(mut h) = self.health.lock() {
             h.failures = h.failures.saturating_add(1);
-            let backoff =
-                Duration::from_millis(100 << h.failures.min(8)).min(self.cfg.backoff_max());
+            let backoff = Duration::from_millis(100 << h.failures.min(8)).min(self.cfg.backoff_max());
             h.retry_at = Some(Instant::now() + backoff);
             h.last_error = e.to_string();
             if h.failures == 1 {
@@ -262,8 +253,7 @@ impl Pool {
             return;
         }
         conn.last_used = Instant::now();
-        let flavour =
-            usize::from(conn.capabilities & tessera_protocol::flags::CLIENT_FOUND_ROWS != 0);
+        let flavour = usize::from(conn.capabilities & tessera_protocol::flags::CLIENT_FOUND_ROWS != 0);
         match self.idle.lock() {
             Ok(mut idle) => idle[flavour].push(conn),
             Err(_) => self.close(conn),

@@ -28,9 +28,7 @@ pub async fn start(config: Config) -> Result<Running, ProxyError> {
     let listener = TcpListener::bind(&listen)
         .await
         .map_err(|e| ProxyError::Config(format!("cannot listen on {listen}: {e}")))?;
-    let addr = listener
-        .local_addr()
-        .map_err(|e| ProxyError::Config(e.to_string()))?;
+    let addr = listener.local_addr().map_err(|e| ProxyError::Config(e.to_string()))?;
     for g in &ctx.groups {
         tokio::spawn(g.primary.clone().maintain(rx.clone()));
     }
@@ -45,11 +43,7 @@ pub async fn start(config: Config) -> Result<Running, ProxyError> {
     })
 }
 
-async fn accept_loop(
-    ctx: Arc<Context>,
-    listener: TcpListener,
-    mut shutdown: watch::Receiver<bool>,
-) {
+async fn accept_loop(ctx: Arc<Context>, listener: TcpListener, mut shutdown: watch::Receiver<bool>) {
     let limit = Arc::new(Semaphore::new(ctx.config.server.max_connections));
     loop {
         let (tcp, peer) = tokio::select! {

@@ -71,8 +71,7 @@ impl SessionVars {
             match change {
                 SessionChange::SystemVariable { name, value } => {
                     let name = name.to_ascii_lowercase();
-                    if !NOT_REPLAYED.contains(&name.as_str()) && !PROTECTED.contains(&name.as_str())
-                    {
+                    if !NOT_REPLAYED.contains(&name.as_str()) && !PROTECTED.contains(&name.as_str()) {
                         self.vars.insert(name, value.clone());
                     }
                 }
@@ -109,11 +108,7 @@ impl SessionVars {
                 parts.push(format!("@{} = {v}", quote_ident(k)));
             }
         }
-        for k in current
-            .user_vars
-            .keys()
-            .filter(|k| !self.user_vars.contains_key(*k))
-        {
+        for k in current.user_vars.keys().filter(|k| !self.user_vars.contains_key(*k)) {
             parts.push(format!("@{} = NULL", quote_ident(k)));
         }
     }
@@ -198,23 +193,12 @@ mod tests {
         backend.vars.insert("sql_mode".into(), "ANSI".into());
         backend.user_vars.insert("other".into(), "1".into());
         let set = client.set_statement_from(&backend, SyncScope::ALL).unwrap();
-        let narrow = client
-            .set_statement_from(&backend, SyncScope::default())
-            .unwrap();
-        assert!(
-            !narrow.contains('@') && !narrow.contains("last_insert_id"),
-            "{narrow}"
-        );
-        assert!(
-            set.contains("SESSION character_set_client = 'latin1'"),
-            "{set}"
-        );
+        let narrow = client.set_statement_from(&backend, SyncScope::default()).unwrap();
+        assert!(!narrow.contains('@') && !narrow.contains("last_insert_id"), "{narrow}");
+        assert!(set.contains("SESSION character_set_client = 'latin1'"), "{set}");
         assert!(set.contains("SESSION time_zone = '+01:00'"), "{set}");
         assert!(set.contains("SESSION sql_mode = DEFAULT"), "{set}");
-        assert!(
-            set.contains("@`a` = 5") && set.contains("@`other` = NULL"),
-            "{set}"
-        );
+        assert!(set.contains("@`a` = 5") && set.contains("@`other` = NULL"), "{set}");
         assert!(
             set.contains("last_insert_id = 7") && !set.contains("last_gtid"),
             "{set}"

@@ -15,8 +15,7 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
 
 /// Builds the acceptor for client connections from PEM files.
 pub fn acceptor(cert_path: &str, key_path: &str) -> Result<TlsAcceptor, ProxyError> {
-    let read =
-        |p: &str| std::fs::read(p).map_err(|e| ProxyError::Config(format!("cannot read {p}: {e}")));
+    let read = |p: &str| std::fs::read(p).map_err(|e| ProxyError::Config(format!("cannot read {p}: {e}")));
     let cert_pem = read(cert_path)?;
     let key_pem = read(key_path)?;
     let certs: Vec<CertificateDer<'static>> = rustls_pemfile::certs(&mut cert_pem.as_slice())
@@ -67,12 +66,7 @@ impl ServerCertVerifier for AcceptAnyCert {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
     }
 
     fn verify_tls13_signature(
@@ -81,12 +75,7 @@ impl ServerCertVerifier for AcceptAnyCert {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {

@@ -12,10 +12,7 @@ async fn prepared_statements_round_trip_and_move_between_connections() {
     let env = Env::start("", "max_size = 2").await;
     let mut a = env.client_in_test().await;
     let mut others = [env.client_in_test().await, env.client_in_test().await];
-    let (id, params, cols) = a
-        .prepare("SELECT CONCAT(?, '-', ?), ?")
-        .await
-        .expect("prepare");
+    let (id, params, cols) = a.prepare("SELECT CONCAT(?, '-', ?), ?").await.expect("prepare");
     assert_eq!((params, cols), (3, 2));
     for i in 0..20 {
         // Other clients keep taking the pool's connections, so executions land on different ones.
@@ -23,19 +20,13 @@ async fn prepared_statements_round_trip_and_move_between_connections() {
             o.query("SELECT 1").await.expect("noise");
         }
         let v = format!("v{i}");
-        let rows = a
-            .execute(id, &[Some("héllo"), Some(&v), None])
-            .await
-            .expect("execute");
+        let rows = a.execute(id, &[Some("héllo"), Some(&v), None]).await.expect("execute");
         assert_eq!(rows, vec![vec![Some(format!("héllo-{v}")), None]]);
     }
     let e = a.prepare("SELEC nonsense").await.expect_err("syntax error");
     assert_eq!((e.code, e.sql_state_str()), (1064, "42000"));
     a.close_stmt(id).await;
-    let e = a
-        .execute(id, &[Some("x"), Some("y"), None])
-        .await
-        .expect_err("closed");
+    let e = a.execute(id, &[Some("x"), Some("y"), None]).await.expect_err("closed");
     assert_eq!(e.code, 1243);
 }
 
@@ -43,10 +34,7 @@ async fn prepared_statements_round_trip_and_move_between_connections() {
 async fn long_data_is_replayed_before_execution() {
     let env = Env::start("", "").await;
     let mut c = env.client_in_test().await;
-    let (id, _, _) = c
-        .prepare("SELECT CONCAT('[', ?, ']')")
-        .await
-        .expect("prepare");
+    let (id, _, _) = c.prepare("SELECT CONCAT('[', ?, ']')").await.expect("prepare");
     for chunk in ["abc", "def", &"x".repeat(100_000)] {
         let mut p = vec![0x18u8];
         p.extend_from_slice(&id.to_le_bytes());
@@ -72,18 +60,12 @@ async fn backend_prepared_statements_stay_bounded() {
     }
     for i in 0..10_000 {
         let c = &mut clients[i % 4];
-        let (id, _, _) = c
-            .prepare(&format!("SELECT CONCAT(?, '{i}')"))
-            .await
-            .expect("prepare");
+        let (id, _, _) = c.prepare(&format!("SELECT CONCAT(?, '{i}')")).await.expect("prepare");
         let rows = c.execute(id, &[Some("n")]).await.expect("execute");
         assert_eq!(rows, vec![vec![Some(format!("n{i}"))]]);
         c.close_stmt(id).await;
     }
-    clients[0]
-        .query("SELECT 1")
-        .await
-        .expect("flush pending closes");
+    clients[0].query("SELECT 1").await.expect("flush pending closes");
     let status = env.backend_sql("SHOW GLOBAL STATUS LIKE 'Prepared_stmt_count'");
     let count: usize = status
         .split_whitespace()
@@ -99,20 +81,13 @@ async fn backend_prepared_statements_stay_bounded() {
 async fn change_user_reset_connection_and_small_commands() {
     let env = Env::start("", "").await;
     let mut c = env.client_in_test().await;
-    c.query("SET @x = 42, time_zone = '+05:00'")
-        .await
-        .expect("set");
-    c.query("CREATE TEMPORARY TABLE tmp (a INT)")
-        .await
-        .expect("temp");
+    c.query("SET @x = 42, time_zone = '+05:00'").await.expect("set");
+    c.query("CREATE TEMPORARY TABLE tmp (a INT)").await.expect("temp");
     // COM_RESET_CONNECTION: state gone, schema kept, pin released.
     assert!(is_ok(&c.raw(&[0x1f]).await));
     assert_eq!(c.value("SELECT @x").await, None);
     assert_eq!(c.value("SELECT DATABASE()").await.as_deref(), Some("test"));
-    let e = c
-        .query("SELECT * FROM tmp")
-        .await
-        .expect_err("temporary table dropped");
+    let e = c.query("SELECT * FROM tmp").await.expect_err("temporary table dropped");
     assert_eq!(e.code, 1146);
     // COM_INIT_DB, known and unknown.
     let mut p = vec![0x02u8];
@@ -124,9 +99,7 @@ async fn change_user_reset_connection_and_small_commands() {
     let e = ErrPacket::parse(&c.raw(&p).await).expect("error");
     assert_eq!(e.code, 1049);
     // COM_FIELD_LIST: column definitions then EOF.
-    c.query("CREATE TABLE test.fl (a INT, b TEXT)")
-        .await
-        .expect("create");
+    c.query("CREATE TABLE test.fl (a INT, b TEXT)").await.expect("create");
     let mut p = vec![0x04u8];
     p.extend_from_slice(b"fl\0");
     c.query("USE test").await.expect("use");
@@ -154,13 +127,9 @@ async fn change_user_reset_connection_and_small_commands() {
         vec![vec![Some("2".into())]]
     );
     // COM_CHANGE_USER to another account, then a wrong password closes the connection.
-    change_user(&mut c, "other", "other")
-        .await
-        .expect("change user");
+    change_user(&mut c, "other", "other").await.expect("change user");
     assert_eq!(c.value("SELECT DATABASE()").await, None);
-    change_user(&mut c, "app", "bad")
-        .await
-        .expect_err("wrong password");
+    change_user(&mut c, "app", "bad").await.expect_err("wrong password");
     assert!(c.is_closed().await);
 }
 
@@ -171,15 +140,11 @@ async fn change_user(c: &mut Client, user: &str, password: &str) -> Result<(), E
     p.extend_from_slice(&[0, 0, 0]);
     p.extend_from_slice(&45u16.to_le_bytes());
     let switch = c.raw(&p).await;
-    let (plugin, scramble) =
-        tessera_protocol::handshake::parse_auth_switch(&switch).expect("auth switch");
+    let (plugin, scramble) = tessera_protocol::handshake::parse_auth_switch(&switch).expect("auth switch");
     assert_eq!(plugin, "mysql_native_password");
-    c.io.send(&tessera_protocol::auth::native_scramble(
-        password.as_bytes(),
-        &scramble,
-    ))
-    .await
-    .expect("send");
+    c.io.send(&tessera_protocol::auth::native_scramble(password.as_bytes(), &scramble))
+        .await
+        .expect("send");
     let answer = c.io.read_packet().await.expect("answer");
     if is_ok(&answer) {
         Ok(())

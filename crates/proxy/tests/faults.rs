@@ -82,9 +82,7 @@ async fn stalled_handshake_times_out() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn backend_down_at_start_then_back() {
-    let mut sandbox = tokio::task::spawn_blocking(common::sandbox)
-        .await
-        .expect("sandbox");
+    let mut sandbox = tokio::task::spawn_blocking(common::sandbox).await.expect("sandbox");
     let port = sandbox.servers()[0].port();
     sandbox.server_mut(0).stop().expect("stop backend");
     let proxy = tessera_proxy::server::start(common::config(port, "", "backoff_max_ms = 200"))
@@ -124,10 +122,7 @@ async fn backend_killed_mid_query_errors_one_client_and_pool_heals() {
         .expect("answer in time")
         .expect_err("error");
     assert_eq!(e.code, 2013, "{e}");
-    let e = bystander
-        .query("SELECT 1")
-        .await
-        .expect_err("backend is down");
+    let e = bystander.query("SELECT 1").await.expect_err("backend is down");
     assert!(e.code == 2003 || e.code == 2013, "{e}");
     let restarted = tokio::task::spawn_blocking(move || {
         env.sandbox.server_mut(0).start().expect("restart");
@@ -160,19 +155,13 @@ async fn kill_query_and_kill_connection() {
         Ok(rows) => assert_eq!(rows, vec![vec![Some("1".to_string())]]),
         Err(e) => assert_eq!(e.code, 1317),
     }
-    assert_eq!(
-        victim.value("SELECT 'alive'").await.as_deref(),
-        Some("alive")
-    );
+    assert_eq!(victim.value("SELECT 'alive'").await.as_deref(), Some("alive"));
     killer
         .query(&format!("KILL {}", victim.connection_id))
         .await
         .expect("kill connection");
     assert!(victim.is_closed().await);
-    let e = killer
-        .query("KILL 999999")
-        .await
-        .expect_err("unknown thread");
+    let e = killer.query("KILL 999999").await.expect_err("unknown thread");
     assert_eq!(e.code, 1094);
     let mut stranger = Client::connect(env.port(), "other", "other", None)
         .await
@@ -191,10 +180,7 @@ async fn exhausted_pool_fails_with_clear_error() {
     holder.query("BEGIN").await.expect("begin");
     holder.query("SELECT 1").await.expect("in transaction");
     let mut waiter = env.client().await;
-    let e = waiter
-        .query("SELECT 1")
-        .await
-        .expect_err("no connection free");
+    let e = waiter.query("SELECT 1").await.expect_err("no connection free");
     assert_eq!(e.code, 1040);
     assert!(e.message.contains("max_size = 1"), "{e}");
     holder.query("COMMIT").await.expect("commit");
@@ -207,25 +193,18 @@ async fn shutdown_lets_running_statements_finish() {
     let port = env.port();
     let mut c = env.client().await;
     c.io.reset_seq();
-    c.io.send(b"\x03SELECT SLEEP(1), 'done'")
-        .await
-        .expect("send");
+    c.io.send(b"\x03SELECT SLEEP(1), 'done'").await.expect("send");
     tokio::time::sleep(Duration::from_millis(200)).await;
     let proxy = env.proxy.take().expect("running");
     let drain = tokio::spawn(proxy.shutdown());
-    let rows = c
-        .read_results()
-        .await
-        .expect("statement finishes during drain");
+    let rows = c.read_results().await.expect("statement finishes during drain");
     assert_eq!(rows[0][1].as_deref(), Some("done"));
     tokio::time::timeout(Duration::from_secs(10), drain)
         .await
         .expect("drain completes")
         .expect("join");
     assert!(
-        tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .is_err(),
+        tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_err(),
         "no longer accepting"
     );
 }
@@ -247,10 +226,7 @@ async fn client_that_stops_reading_cannot_hold_a_backend_connection() {
         .expect("send");
     let mut next = env.client().await;
     let started = std::time::Instant::now();
-    assert_eq!(
-        next.value("SELECT 'served'").await.as_deref(),
-        Some("served")
-    );
+    assert_eq!(next.value("SELECT 'served'").await.as_deref(), Some("served"));
     assert!(
         started.elapsed() < Duration::from_secs(15),
         "served after the stalled client was cut off"
@@ -268,8 +244,5 @@ async fn client_that_stops_reading_cannot_hold_a_backend_connection() {
     })
     .await;
     assert!(drained.is_ok(), "connection closed after {packets} packets");
-    assert!(
-        packets < 100_000,
-        "the result was cut short ({packets} packets)"
-    );
+    assert!(packets < 100_000, "the result was cut short ({packets} packets)");
 }

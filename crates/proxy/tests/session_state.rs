@@ -9,8 +9,7 @@ use std::sync::atomic::Ordering;
 
 /// Backend connections Tessera has open right now (seen from MariaDB).
 fn backend_connections(env: &Env) -> usize {
-    let n = env
-        .backend_sql("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER = 'tessera'");
+    let n = env.backend_sql("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER = 'tessera'");
     n.trim().parse().expect("count")
 }
 
@@ -37,10 +36,7 @@ async fn twenty_clients_over_two_connections_keep_their_own_state() {
     let mut max_backends = 0;
     for round in 0..50 {
         for (i, c) in cs.iter_mut().enumerate() {
-            let rows = c
-                .query("SELECT @v, @s, @@time_zone")
-                .await
-                .expect("read back");
+            let rows = c.query("SELECT @v, @s, @@time_zone").await.expect("read back");
             let want = vec![
                 Some(i.to_string()),
                 Some(format!("client-{i}")),
@@ -56,13 +52,7 @@ async fn twenty_clients_over_two_connections_keep_their_own_state() {
         max_backends <= 2,
         "user variables and time_zone do not pin: saw {max_backends} backend connections"
     );
-    let pool = env
-        .proxy
-        .as_ref()
-        .expect("proxy")
-        .ctx
-        .default_pool()
-        .clone();
+    let pool = env.proxy.as_ref().expect("proxy").ctx.default_pool().clone();
     assert_eq!(pool.stats.pinned.load(Ordering::Relaxed), 0);
 }
 
@@ -71,18 +61,11 @@ async fn temporary_tables_pin_until_dropped() {
     let env = Env::start("", "max_size = 2").await;
     let mut cs = clients(&env, 20).await;
     for (i, c) in cs.iter_mut().enumerate() {
-        c.query("CREATE TEMPORARY TABLE t (x INT)")
+        c.query("CREATE TEMPORARY TABLE t (x INT)").await.expect("create");
+        c.query(&format!("INSERT INTO t VALUES ({i})")).await.expect("insert");
+        c.query(&format!("SET @v = {i}, time_zone = '-{:02}:00'", i % 11 + 1))
             .await
-            .expect("create");
-        c.query(&format!("INSERT INTO t VALUES ({i})"))
-            .await
-            .expect("insert");
-        c.query(&format!(
-            "SET @v = {i}, time_zone = '-{:02}:00'",
-            i % 11 + 1
-        ))
-        .await
-        .expect("set");
+            .expect("set");
     }
     for round in 0..50 {
         for (i, c) in cs.iter_mut().enumerate() {
@@ -98,13 +81,7 @@ async fn temporary_tables_pin_until_dropped() {
             assert_eq!(rows, vec![want], "client {i} round {round}");
         }
     }
-    let pool = env
-        .proxy
-        .as_ref()
-        .expect("proxy")
-        .ctx
-        .default_pool()
-        .clone();
+    let pool = env.proxy.as_ref().expect("proxy").ctx.default_pool().clone();
     assert_eq!(
         pool.stats.pinned.load(Ordering::Relaxed),
         20,
@@ -142,9 +119,7 @@ async fn session_functions_are_exact_across_connections() {
         n.query("INSERT INTO test.ids (v) VALUES (9)")
             .await
             .expect("noise insert");
-        n.query("SELECT 1 FROM test.ids")
-            .await
-            .expect("noise select");
+        n.query("SELECT 1 FROM test.ids").await.expect("noise select");
     }
     assert_eq!(
         a.value("SELECT LAST_INSERT_ID()").await.as_deref(),
@@ -163,9 +138,7 @@ async fn session_functions_are_exact_across_connections() {
         a.query("SELECT ROW_COUNT()").await.expect("row_count"),
         vec![vec![Some("2".into())]]
     );
-    a.query("SELECT * FROM test.ids WHERE v = 9")
-        .await
-        .expect("select");
+    a.query("SELECT * FROM test.ids WHERE v = 9").await.expect("select");
     for n in noise.iter_mut() {
         n.query("SELECT 1").await.expect("noise");
     }
@@ -174,10 +147,7 @@ async fn session_functions_are_exact_across_connections() {
         .await
         .expect("calc found rows");
     assert_eq!(a.value("SELECT FOUND_ROWS()").await.as_deref(), Some("6"));
-    assert_eq!(
-        a.value("SELECT LAST_INSERT_ID()").await.as_deref(),
-        Some("1")
-    );
+    assert_eq!(a.value("SELECT LAST_INSERT_ID()").await.as_deref(), Some("1"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -191,34 +161,20 @@ async fn set_statements_are_applied_or_refused() {
     a.query("USE test").await.expect("use");
     for _ in 0..5 {
         b.query("SELECT 1").await.expect("b");
-        assert_eq!(
-            a.value("SELECT @@sql_mode").await.as_deref(),
-            Some("ANSI_QUOTES")
-        );
+        assert_eq!(a.value("SELECT @@sql_mode").await.as_deref(), Some("ANSI_QUOTES"));
         assert_eq!(
             a.value("SELECT @@character_set_client").await.as_deref(),
             Some("latin1")
         );
         assert_eq!(a.value("SELECT DATABASE()").await.as_deref(), Some("test"));
-        assert_ne!(
-            b.value("SELECT @@sql_mode").await.as_deref(),
-            Some("ANSI_QUOTES")
-        );
+        assert_ne!(b.value("SELECT @@sql_mode").await.as_deref(), Some("ANSI_QUOTES"));
         assert_eq!(b.value("SELECT DATABASE()").await, None);
     }
-    let e = a
-        .query("SET no_such_variable = 1")
-        .await
-        .expect_err("unknown variable");
+    let e = a.query("SET no_such_variable = 1").await.expect_err("unknown variable");
     assert_eq!(e.code, 1193);
-    let e = a
-        .query("SET session_track_schema = OFF")
-        .await
-        .expect_err("protected");
+    let e = a.query("SET session_track_schema = OFF").await.expect_err("protected");
     assert_eq!(e.code, 1235);
-    a.query("SELECT CAST('x' AS SIGNED)")
-        .await
-        .expect("warning statement");
+    a.query("SELECT CAST('x' AS SIGNED)").await.expect("warning statement");
     b.query("SELECT 1").await.expect("other client in between");
     let warnings = a.query("SHOW WARNINGS").await.expect("show warnings");
     assert_eq!(
@@ -233,13 +189,9 @@ async fn transactions_and_locks_keep_their_connection() {
     let env = Env::start("", "max_size = 2").await;
     let mut a = env.client().await;
     let mut b = env.client().await;
-    a.query("CREATE TABLE test.tx (v INT)")
-        .await
-        .expect("create");
+    a.query("CREATE TABLE test.tx (v INT)").await.expect("create");
     a.query("START TRANSACTION").await.expect("begin");
-    a.query("INSERT INTO test.tx VALUES (1)")
-        .await
-        .expect("insert");
+    a.query("INSERT INTO test.tx VALUES (1)").await.expect("insert");
     assert_eq!(
         b.value("SELECT COUNT(*) FROM test.tx").await.as_deref(),
         Some("0"),
@@ -247,41 +199,25 @@ async fn transactions_and_locks_keep_their_connection() {
     );
     a.query("ROLLBACK").await.expect("rollback");
     a.query("SET autocommit = 0").await.expect("autocommit off");
-    a.query("INSERT INTO test.tx VALUES (2)")
-        .await
-        .expect("insert");
-    assert_eq!(
-        b.value("SELECT COUNT(*) FROM test.tx").await.as_deref(),
-        Some("0")
-    );
+    a.query("INSERT INTO test.tx VALUES (2)").await.expect("insert");
+    assert_eq!(b.value("SELECT COUNT(*) FROM test.tx").await.as_deref(), Some("0"));
     a.query("COMMIT").await.expect("commit");
+    assert_eq!(b.value("SELECT COUNT(*) FROM test.tx").await.as_deref(), Some("1"));
     assert_eq!(
-        b.value("SELECT COUNT(*) FROM test.tx").await.as_deref(),
-        Some("1")
-    );
-    assert_eq!(
-        a.value("SELECT GET_LOCK('tessera-test', 5)")
-            .await
-            .as_deref(),
+        a.value("SELECT GET_LOCK('tessera-test', 5)").await.as_deref(),
         Some("1")
     );
     b.query("SELECT 1").await.expect("b");
     assert_eq!(
-        b.value("SELECT IS_FREE_LOCK('tessera-test')")
-            .await
-            .as_deref(),
+        b.value("SELECT IS_FREE_LOCK('tessera-test')").await.as_deref(),
         Some("0")
     );
     assert_eq!(
-        a.value("SELECT RELEASE_LOCK('tessera-test')")
-            .await
-            .as_deref(),
+        a.value("SELECT RELEASE_LOCK('tessera-test')").await.as_deref(),
         Some("1")
     );
     assert_eq!(
-        b.value("SELECT IS_FREE_LOCK('tessera-test')")
-            .await
-            .as_deref(),
+        b.value("SELECT IS_FREE_LOCK('tessera-test')").await.as_deref(),
         Some("1")
     );
 }

@@ -63,9 +63,7 @@ async fn tls_and_auth_plugins_with_the_mariadb_client() {
     std::fs::create_dir_all(&dir).expect("temp dir");
     let (cert, key) = self_signed_cert(&dir);
     let server = format!("tls_cert = \"{cert}\"\ntls_key = \"{key}\"\ndefault_auth_plugin = \"caching_sha2_password\"");
-    let sandbox = tokio::task::spawn_blocking(common::sandbox)
-        .await
-        .expect("sandbox");
+    let sandbox = tokio::task::spawn_blocking(common::sandbox).await.expect("sandbox");
     let mut config = common::config(sandbox.servers()[0].port(), &server, "");
     config.users.push(tessera_config::UserConfig {
         name: "hashed".into(),
@@ -85,13 +83,7 @@ async fn tls_and_auth_plugins_with_the_mariadb_client() {
         );
         assert!(ok, "{err}");
         assert!(out.ends_with("over tls"), "{out}");
-        let (ok, out, err) = cli(
-            port,
-            "app",
-            "app",
-            &["--skip-ssl"],
-            "SELECT 'sha2 fast path'",
-        );
+        let (ok, out, err) = cli(port, "app", "app", &["--skip-ssl"], "SELECT 'sha2 fast path'");
         assert!(ok && out == "sha2 fast path", "{out} {err}");
         let (ok, out, err) = cli(
             port,
@@ -100,10 +92,7 @@ async fn tls_and_auth_plugins_with_the_mariadb_client() {
             &["--skip-ssl"],
             "SELECT CURRENT_USER() IS NOT NULL",
         );
-        assert!(
-            ok && out == "1",
-            "native hash account via auth switch: {out} {err}"
-        );
+        assert!(ok && out == "1", "native hash account via auth switch: {out} {err}");
         let (ok, _, err) = cli(port, "app", "nope", &tls, "SELECT 1");
         assert!(!ok && err.contains("1045"), "{err}");
         let (ok, _, err) = cli(port, "hashed", "nope", &["--skip-ssl"], "SELECT 1");

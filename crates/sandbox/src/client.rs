@@ -18,11 +18,7 @@ pub(crate) fn run_sql(server: &str, socket: &Path, sql: &str) -> Result<String> 
     Err(SandboxError::Sql {
         server: server.to_string(),
         sql: sql.to_string(),
-        stderr: format!(
-            "{} ({})",
-            String::from_utf8_lossy(&out.stderr).trim_end(),
-            out.status
-        ),
+        stderr: format!("{} ({})", String::from_utf8_lossy(&out.stderr).trim_end(), out.status),
     })
 }
 
@@ -60,9 +56,7 @@ fn mariadb_cli(socket: &Path, args: &[&str], stdin_sql: Option<&str>) -> Result<
         }
         _ => None,
     };
-    let out = child
-        .wait_with_output()
-        .map_err(|e| SandboxError::io(ctx(), e))?;
+    let out = child.wait_with_output().map_err(|e| SandboxError::io(ctx(), e))?;
     if let Some(w) = writer {
         // A write error (client exited early) shows up as a failed status; ignore it here.
         let _ = w.join();
@@ -99,11 +93,7 @@ pub(crate) const USER_HOSTS: [&str; 3] = ["%", "localhost", "127.0.0.1"];
 pub(crate) fn setup_sql(users: &[(String, String)], databases: &[String]) -> String {
     let mut sql = String::new();
     for (name, password) in users {
-        let socket_alt = if name == "root" {
-            " OR unix_socket"
-        } else {
-            ""
-        };
+        let socket_alt = if name == "root" { " OR unix_socket" } else { "" };
         for host in USER_HOSTS {
             let account = format!("{}@{}", quote_str(name), quote_str(host));
             sql.push_str(&format!(
@@ -115,10 +105,7 @@ pub(crate) fn setup_sql(users: &[(String, String)], databases: &[String]) -> Str
         }
     }
     for db in databases {
-        sql.push_str(&format!(
-            "CREATE DATABASE IF NOT EXISTS {};\n",
-            quote_ident(db)
-        ));
+        sql.push_str(&format!("CREATE DATABASE IF NOT EXISTS {};\n", quote_ident(db)));
     }
     sql
 }
@@ -137,10 +124,7 @@ mod tests {
 
     #[test]
     fn setup_sql_creates_every_host_and_database() {
-        let sql = setup_sql(
-            &[("tessera".into(), "pw'1".into())],
-            &["test".into(), "sbtest".into()],
-        );
+        let sql = setup_sql(&[("tessera".into(), "pw'1".into())], &["test".into(), "sbtest".into()]);
         for host in USER_HOSTS {
             assert!(sql.contains(&format!("CREATE USER IF NOT EXISTS 'tessera'@'{host}';")));
             assert!(sql.contains(&format!(

@@ -16,9 +16,7 @@ pub enum SandboxError {
     },
 
     /// A required MariaDB program is not installed.
-    #[error(
-        "program `{0}` not found in PATH, /usr/sbin or /usr/bin (run scripts/install-deps.sh)"
-    )]
+    #[error("program `{0}` not found in PATH, /usr/sbin or /usr/bin (run scripts/install-deps.sh)")]
     ToolNotFound(String),
 
     /// An external command (mariadb-install-db, cp, ...) exited unsuccessfully.

@@ -47,19 +47,13 @@ impl SandboxOptions {
     /// Rejects options that cannot work, before anything is created on disk.
     pub(crate) fn validate(&self) -> Result<()> {
         if self.servers == 0 {
-            return Err(SandboxError::InvalidOptions(
-                "servers must be at least 1".to_string(),
-            ));
+            return Err(SandboxError::InvalidOptions("servers must be at least 1".to_string()));
         }
         if let Some((name, _)) = self.users.iter().find(|(n, _)| n.is_empty()) {
-            return Err(SandboxError::InvalidOptions(format!(
-                "user name {name:?} is empty"
-            )));
+            return Err(SandboxError::InvalidOptions(format!("user name {name:?} is empty")));
         }
         if let Some(db) = self.databases.iter().find(|d| d.is_empty()) {
-            return Err(SandboxError::InvalidOptions(format!(
-                "database name {db:?} is empty"
-            )));
+            return Err(SandboxError::InvalidOptions(format!("database name {db:?} is empty")));
         }
         Ok(())
     }

@@ -44,8 +44,7 @@ impl Sandbox {
         if opts.keep_on_drop {
             // Tells later processes' stale-sandbox cleanup to leave this dir alone.
             let marker = sandbox.base_dir.join(KEEP_MARKER);
-            fs::write(&marker, b"")
-                .map_err(|e| SandboxError::io(format!("writing {}", marker.display()), e))?;
+            fs::write(&marker, b"").map_err(|e| SandboxError::io(format!("writing {}", marker.display()), e))?;
         }
         for i in 0..opts.servers {
             let name = format!("s{i}");
@@ -167,8 +166,7 @@ fn reap_all_stale() {
 fn make_base_dir(requested: Option<&Path>) -> Result<(PathBuf, bool)> {
     if let Some(dir) = requested {
         let existed = dir.exists();
-        fs::create_dir_all(dir)
-            .map_err(|e| SandboxError::io(format!("creating {}", dir.display()), e))?;
+        fs::create_dir_all(dir).map_err(|e| SandboxError::io(format!("creating {}", dir.display()), e))?;
         return Ok((dir.to_path_buf(), !existed));
     }
     let root = default_root();
@@ -231,11 +229,6 @@ mod tests {
     #[test]
     fn default_root_fits_socket_paths() {
         let root = default_root();
-        assert!(
-            root.join("tessera-sandbox-1-1/s0/mysql.sock")
-                .as_os_str()
-                .len()
-                <= MAX_SOCKET_PATH
-        );
+        assert!(root.join("tessera-sandbox-1-1/s0/mysql.sock").as_os_str().len() <= MAX_SOCKET_PATH);
     }
 }

@@ -43,12 +43,7 @@ fn next_server_id() -> u32 {
 
 impl Server {
     /// Describes a server in `datadir` (not created or started yet; port chosen at start).
-    pub(crate) fn new(
-        name: String,
-        datadir: PathBuf,
-        binlog: bool,
-        extra_args: Vec<String>,
-    ) -> Result<Server> {
+    pub(crate) fn new(name: String, datadir: PathBuf, binlog: bool, extra_args: Vec<String>) -> Result<Server> {
         let socket = datadir.join(SOCKET_FILE);
         let len = socket.as_os_str().len();
         if len > MAX_SOCKET_PATH {
@@ -347,9 +342,7 @@ mod tests {
     fn detects_port_conflicts() {
         let log = "2024 [ERROR] Can't start server: Bind on TCP/IP port. Got error: 98: Address already in use\n";
         assert!(is_port_conflict(log));
-        assert!(!is_port_conflict(
-            "[ERROR] InnoDB: File ./ib_logfile0 was not found"
-        ));
+        assert!(!is_port_conflict("[ERROR] InnoDB: File ./ib_logfile0 was not found"));
     }
 
     #[test]

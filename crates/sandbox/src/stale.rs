@@ -80,20 +80,14 @@ fn kill_servers_in(dir: &Path) {
 /// command line has `--datadir=<datadir>` (guards against pid reuse).
 pub(crate) fn running_server_pid(datadir: &Path) -> Option<u32> {
     let pid_file = datadir.join(crate::args::PID_FILE);
-    let pid = fs::read_to_string(pid_file)
-        .ok()?
-        .trim()
-        .parse::<u32>()
-        .ok()?;
+    let pid = fs::read_to_string(pid_file).ok()?.trim().parse::<u32>().ok()?;
     let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     if is_zombie(&stat) {
         return None;
     }
     let cmdline = fs::read(format!("/proc/{pid}/cmdline")).ok()?;
     let needle = format!("--datadir={}\0", datadir.display());
-    String::from_utf8_lossy(&cmdline)
-        .contains(&needle)
-        .then_some(pid)
+    String::from_utf8_lossy(&cmdline).contains(&needle).then_some(pid)
 }
 
 /// Waits until `pid` is gone or a zombie (we are not its parent, so cannot reap it).

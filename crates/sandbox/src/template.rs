@@ -68,12 +68,7 @@ fn build_template(path: &Path) -> Result<()> {
     let tmp = with_suffix(path, &tag);
     let result = install_db(&raw)
         // Rewriting makes the zero-filled redo log sparse: later copies are then ~10 MB.
-        .and_then(|()| {
-            run(Command::new("cp")
-                .args(["-a", "--sparse=always"])
-                .arg(&raw)
-                .arg(&tmp))
-        })
+        .and_then(|()| run(Command::new("cp").args(["-a", "--sparse=always"]).arg(&raw).arg(&tmp)))
         .and_then(|()| {
             fs::write(tmp.join(MARKER), b"ok\n")
                 .map_err(|e| SandboxError::io(format!("writing marker in {}", tmp.display()), e))
@@ -120,8 +115,7 @@ fn discard_broken(path: &Path) -> Result<()> {
     let n = TMP_COUNTER.fetch_add(1, Ordering::Relaxed);
     let aside = with_suffix(path, &format!(".broken-{}-{n}", std::process::id()));
     tracing::warn!(path = %path.display(), "template dir has no marker; rebuilding");
-    fs::rename(path, &aside)
-        .map_err(|e| SandboxError::io(format!("moving aside {}", path.display()), e))?;
+    fs::rename(path, &aside).map_err(|e| SandboxError::io(format!("moving aside {}", path.display()), e))?;
     let _ = fs::remove_dir_all(&aside);
     Ok(())
 }

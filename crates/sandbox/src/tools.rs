@@ -99,12 +99,8 @@ mod tests {
 
     #[test]
     fn parses_debian_version_line() {
-        let line =
-            "mariadbd  Ver 10.11.19-MariaDB-0+deb12u1 for debian-linux-gnu on x86_64 (Debian 12)\n";
-        assert_eq!(
-            parse_version(line).as_deref(),
-            Some("10.11.19-MariaDB-0+deb12u1")
-        );
+        let line = "mariadbd  Ver 10.11.19-MariaDB-0+deb12u1 for debian-linux-gnu on x86_64 (Debian 12)\n";
+        assert_eq!(parse_version(line).as_deref(), Some("10.11.19-MariaDB-0+deb12u1"));
     }
 
     #[test]

@@ -34,12 +34,7 @@ fn tcp_query(server: &Server, user: &str, password: &str, sql: &str) -> Result<S
 
 fn assert_answers_on_its_port(server: &Server) {
     let port = server.sql("select @@port").expect("select @@port");
-    assert_eq!(
-        port.trim(),
-        server.port().to_string(),
-        "server {}",
-        server.name()
-    );
+    assert_eq!(port.trim(), server.port().to_string(), "server {}", server.name());
 }
 
 #[test]
@@ -60,8 +55,7 @@ fn two_servers_lifecycle() {
         assert!(server.datadir().starts_with(&base));
         assert!(server.socket().starts_with(server.datadir()));
         assert_answers_on_its_port(server);
-        let me = tcp_query(server, "tessera", "tessera", "select current_user()")
-            .expect("tessera logs in over TCP");
+        let me = tcp_query(server, "tessera", "tessera", "select current_user()").expect("tessera logs in over TCP");
         assert!(me.starts_with("tessera@"), "current_user() = {me}");
         let dbs = server.sql("show databases").expect("show databases");
         assert!(dbs.lines().any(|l| l == "test"), "{dbs}");
@@ -131,10 +125,7 @@ fn sandboxes_in_parallel_threads() {
             })
         })
         .collect();
-    let results: Vec<_> = handles
-        .into_iter()
-        .map(|h| h.join().expect("thread"))
-        .collect();
+    let results: Vec<_> = handles.into_iter().map(|h| h.join().expect("thread")).collect();
     let mut dirs: Vec<_> = results.iter().map(|r| r.0.clone()).collect();
     let mut ports: Vec<_> = results.iter().map(|r| r.1).collect();
     dirs.sort();
@@ -200,9 +191,7 @@ fn sql_errors_carry_the_client_message() {
         }
         other => panic!("unexpected error {other}"),
     }
-    let multi = sandbox.servers()[0]
-        .sql("select 1; select 'a\tb';")
-        .expect("multi");
+    let multi = sandbox.servers()[0].sql("select 1; select 'a\tb';").expect("multi");
     assert_eq!(multi, "1\na\\tb\n");
     assert!(Path::new(sandbox.base_dir()).exists());
 }
@@ -216,9 +205,7 @@ fn restart_on_a_taken_port_reports_port_in_use() {
     let squatter = std::net::TcpListener::bind(("127.0.0.1", port)).expect("take the port");
     let err = server.start().expect_err("port is taken");
     match &err {
-        SandboxError::PortInUse {
-            port: p, log_tail, ..
-        } => {
+        SandboxError::PortInUse { port: p, log_tail, .. } => {
             assert_eq!(*p, port);
             assert!(log_tail.contains("Address already in use"), "{log_tail}");
         }

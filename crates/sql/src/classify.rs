@@ -228,17 +228,12 @@ fn detect_set(mut lx: Lexer<'_>) -> (StatementKind, Mode) {
     let set = |k| (StatementKind::Set(k), Mode::Plain);
     match next_kw(&mut lx) {
         Kw::Transaction => set(SetKind::TransactionNext),
-        Kw::Session | Kw::Local if next_kw(&mut lx) == Kw::Transaction => {
-            set(SetKind::TransactionSession)
-        }
+        Kw::Session | Kw::Local if next_kw(&mut lx) == Kw::Transaction => set(SetKind::TransactionSession),
         Kw::Global if next_kw(&mut lx) == Kw::Transaction => set(SetKind::Global),
         Kw::Password => set(SetKind::Password),
         Kw::Role => set(SetKind::Role),
         Kw::Default if next_kw(&mut lx) == Kw::Role => set(SetKind::Role),
-        Kw::Statement => (
-            StatementKind::Set(SetKind::StatementFor),
-            Mode::SetStatementFor,
-        ),
+        Kw::Statement => (StatementKind::Set(SetKind::StatementFor), Mode::SetStatementFor),
         _ => (StatementKind::Set(SetKind::Session), Mode::SetList),
     }
 }
@@ -479,18 +474,12 @@ mod tests {
         assert_eq!(kind("REPLACE INTO t VALUES (1)"), S::Replace);
         assert_eq!(kind("UPDATE t SET a=1"), S::Update);
         assert_eq!(kind("DELETE FROM t"), S::Delete);
-        assert_eq!(
-            kind("WITH c AS (SELECT 1) UPDATE t, c SET t.a = 1"),
-            S::Update
-        );
+        assert_eq!(kind("WITH c AS (SELECT 1) UPDATE t, c SET t.a = 1"), S::Update);
         assert_eq!(
             kind("WITH c AS (SELECT id FROM u) DELETE FROM t WHERE id IN (SELECT id FROM c)"),
             S::Delete
         );
-        assert_eq!(
-            kind("WITH c AS (SELECT 1) INSERT INTO t SELECT * FROM c"),
-            S::Insert
-        );
+        assert_eq!(kind("WITH c AS (SELECT 1) INSERT INTO t SELECT * FROM c"), S::Insert);
         for sql in [
             "INSERT INTO t VALUES (1)",
             "UPDATE t SET a=1",
@@ -509,28 +498,16 @@ mod tests {
             ("SELECT c FROM sbtest1 WHERE id=?", S::Select),
             ("SELECT c FROM sbtest3 WHERE id=5017", S::Select),
             ("SELECT c FROM sbtest1 WHERE id BETWEEN ? AND ?", S::Select),
-            (
-                "SELECT SUM(k) FROM sbtest1 WHERE id BETWEEN ? AND ?",
-                S::Select,
-            ),
-            (
-                "SELECT c FROM sbtest1 WHERE id BETWEEN ? AND ? ORDER BY c",
-                S::Select,
-            ),
+            ("SELECT SUM(k) FROM sbtest1 WHERE id BETWEEN ? AND ?", S::Select),
+            ("SELECT c FROM sbtest1 WHERE id BETWEEN ? AND ? ORDER BY c", S::Select),
             (
                 "SELECT DISTINCT c FROM sbtest1 WHERE id BETWEEN ? AND ? ORDER BY c",
                 S::Select,
             ),
             ("UPDATE sbtest1 SET k=k+1 WHERE id=?", S::Update),
-            (
-                "UPDATE sbtest6 SET c='71276633393-34-9' WHERE id=4985",
-                S::Update,
-            ),
+            ("UPDATE sbtest6 SET c='71276633393-34-9' WHERE id=4985", S::Update),
             ("DELETE FROM sbtest1 WHERE id=?", S::Delete),
-            (
-                "INSERT INTO sbtest1 (id, k, c, pad) VALUES (?, ?, ?, ?)",
-                S::Insert,
-            ),
+            ("INSERT INTO sbtest1 (id, k, c, pad) VALUES (?, ?, ?, ?)", S::Insert),
             ("BEGIN", S::Begin),
             ("COMMIT", S::Commit),
         ];
@@ -538,26 +515,17 @@ mod tests {
             let c = classify(sql);
             assert_eq!(c.kind, expected, "{sql}");
             assert_eq!(c.hint, None);
-            assert_eq!(
-                c.flags.contains(Flags::HAS_PLACEHOLDER),
-                sql.contains('?'),
-                "{sql}"
-            );
+            assert_eq!(c.flags.contains(Flags::HAS_PLACEHOLDER), sql.contains('?'), "{sql}");
             assert!(!c
                 .flags
                 .intersects(Flags::USER_VAR_READ | Flags::USER_VAR_WRITE | Flags::LOCKING_READ));
         }
-        assert_eq!(
-            flags("SELECT c FROM sbtest1 WHERE id=?"),
-            Flags::HAS_PLACEHOLDER
-        );
+        assert_eq!(flags("SELECT c FROM sbtest1 WHERE id=?"), Flags::HAS_PLACEHOLDER);
     }
 
     #[test]
     fn tpcc_statements() {
-        let c = classify(
-            "SELECT d_next_o_id, d_tax FROM district WHERE d_id = ? AND d_w_id = ? FOR UPDATE",
-        );
+        let c = classify("SELECT d_next_o_id, d_tax FROM district WHERE d_id = ? AND d_w_id = ? FOR UPDATE");
         assert_eq!(c.kind, S::Select);
         assert_eq!(c.flags, Flags::LOCKING_READ | Flags::HAS_PLACEHOLDER);
         let c = classify(
@@ -569,7 +537,10 @@ mod tests {
             "SELECT s_quantity, s_data FROM stock WHERE s_i_id = ? AND s_w_id = ? FOR UPDATE",
             Flags::LOCKING_READ
         ));
-        assert!(has("SELECT no_o_id FROM new_orders WHERE no_d_id = 1 ORDER BY no_o_id ASC LIMIT 1 LOCK IN SHARE MODE", Flags::LOCKING_READ));
+        assert!(has(
+            "SELECT no_o_id FROM new_orders WHERE no_d_id = 1 ORDER BY no_o_id ASC LIMIT 1 LOCK IN SHARE MODE",
+            Flags::LOCKING_READ
+        ));
         assert_eq!(
             kind("UPDATE district SET d_next_o_id = ? + 1 WHERE d_id = ? AND d_w_id = ?"),
             S::Update
@@ -642,10 +613,7 @@ mod tests {
         assert!(has("SELECT FOUND_ROWS()", Flags::FOUND_ROWS));
         assert!(has("SELECT ROW_COUNT()", Flags::ROW_COUNT));
         assert_eq!(flags("SELECT LAST_INSERT_ID()"), Flags::LAST_INSERT_ID);
-        assert_eq!(
-            flags("SELECT last_insert_id( /* x */ )"),
-            Flags::LAST_INSERT_ID
-        );
+        assert_eq!(flags("SELECT last_insert_id( /* x */ )"), Flags::LAST_INSERT_ID);
         assert!(has(
             "UPDATE seq SET id = LAST_INSERT_ID(id + 1)",
             Flags::LAST_INSERT_ID_SET
@@ -692,10 +660,7 @@ mod tests {
             flags("CREATE USER 'bob'@'localhost'") & Flags::USER_VAR_READ,
             Flags::EMPTY
         );
-        assert!(!has(
-            "GRANT ALL ON *.* TO bob@localhost",
-            Flags::USER_VAR_READ
-        ));
+        assert!(!has("GRANT ALL ON *.* TO bob@localhost", Flags::USER_VAR_READ));
     }
 
     #[test]
@@ -705,10 +670,7 @@ mod tests {
         assert_eq!(set("SET @@autocommit = 1"), SetKind::Session);
         assert_eq!(set("SET SESSION sql_mode = ''"), SetKind::Session);
         assert_eq!(set("SET LOCAL sql_mode = ''"), SetKind::Session);
-        assert_eq!(
-            set("SET NAMES utf8mb4 COLLATE utf8mb4_0900_ai_ci"),
-            SetKind::Session
-        );
+        assert_eq!(set("SET NAMES utf8mb4 COLLATE utf8mb4_0900_ai_ci"), SetKind::Session);
         assert_eq!(set("SET CHARACTER SET utf8"), SetKind::Session);
         assert_eq!(set("SET CHARSET 'utf8'"), SetKind::Session);
         assert_eq!(set("SET `sql_mode` = 'ANSI'"), SetKind::Session);
@@ -734,15 +696,9 @@ mod tests {
             set("SET @a = (SELECT x FROM t WHERE y = 1), @b = 2"),
             SetKind::UserVariablesOnly
         );
-        assert_eq!(
-            set("SET @a = IF(1, 2, 3), @b = @a"),
-            SetKind::UserVariablesOnly
-        );
+        assert_eq!(set("SET @a = IF(1, 2, 3), @b = @a"), SetKind::UserVariablesOnly);
         assert_eq!(flags("SET @a = 1"), Flags::USER_VAR_WRITE);
-        assert_eq!(
-            flags("SET @a = @b"),
-            Flags::USER_VAR_WRITE | Flags::USER_VAR_READ
-        );
+        assert_eq!(flags("SET @a = @b"), Flags::USER_VAR_WRITE | Flags::USER_VAR_READ);
         assert_eq!(flags("SET x = @b"), Flags::USER_VAR_READ);
     }
 
@@ -757,19 +713,13 @@ mod tests {
             set("SET SESSION TRANSACTION ISOLATION LEVEL SERIALIZABLE"),
             SetKind::TransactionSession
         );
-        assert_eq!(
-            set("SET LOCAL TRANSACTION READ WRITE"),
-            SetKind::TransactionSession
-        );
+        assert_eq!(set("SET LOCAL TRANSACTION READ WRITE"), SetKind::TransactionSession);
         assert_eq!(
             set("SET GLOBAL TRANSACTION ISOLATION LEVEL READ COMMITTED"),
             SetKind::Global
         );
         assert_eq!(set("SET PASSWORD = 'x'"), SetKind::Password);
-        assert_eq!(
-            set("SET PASSWORD FOR 'bob'@'%' = PASSWORD('x')"),
-            SetKind::Password
-        );
+        assert_eq!(set("SET PASSWORD FOR 'bob'@'%' = PASSWORD('x')"), SetKind::Password);
         assert_eq!(set("SET ROLE ALL"), SetKind::Role);
         assert_eq!(set("SET DEFAULT ROLE r TO 'u'@'h'"), SetKind::Role);
         assert_eq!(
@@ -813,33 +763,18 @@ mod tests {
     fn route_hints() {
         let c = classify("/*+ tessera:primary */ SELECT 1");
         assert_eq!((c.kind, c.hint), (S::Select, Some(RouteHint::Primary)));
-        assert_eq!(
-            classify("SELECT /*master*/ 1").hint,
-            Some(RouteHint::Primary)
-        );
-        assert_eq!(
-            classify("SELECT /* MASTER */ 1").hint,
-            Some(RouteHint::Primary)
-        );
-        assert_eq!(
-            classify("SELECT 1 /*slave*/").hint,
-            Some(RouteHint::Replica)
-        );
+        assert_eq!(classify("SELECT /*master*/ 1").hint, Some(RouteHint::Primary));
+        assert_eq!(classify("SELECT /* MASTER */ 1").hint, Some(RouteHint::Primary));
+        assert_eq!(classify("SELECT 1 /*slave*/").hint, Some(RouteHint::Replica));
         assert_eq!(
             classify("SELECT /*+ BKA(t) TESSERA:REPLICA */ 1").hint,
             Some(RouteHint::Replica)
         );
-        assert_eq!(
-            classify("/*slave*/ SELECT /*master*/ 1").hint,
-            Some(RouteHint::Primary)
-        );
+        assert_eq!(classify("/*slave*/ SELECT /*master*/ 1").hint, Some(RouteHint::Primary));
         assert_eq!(classify("SELECT '/*master*/'").hint, None);
         assert_eq!(classify("SELECT 1 -- master").hint, None);
         assert_eq!(classify("SELECT /* the master table */ 1").hint, None);
-        assert_eq!(
-            classify("SELECT /*+ MAX_EXECUTION_TIME(10) */ 1").hint,
-            None
-        );
+        assert_eq!(classify("SELECT /*+ MAX_EXECUTION_TIME(10) */ 1").hint, None);
         assert_eq!(classify("/*master*/").kind, S::Empty);
     }
 
@@ -858,10 +793,7 @@ mod tests {
         assert_eq!(kind("START TRANSACTION"), S::Begin);
         assert_eq!(kind("START TRANSACTION READ WRITE"), S::Begin);
         assert_eq!(kind("START TRANSACTION WITH CONSISTENT SNAPSHOT"), S::Begin);
-        assert_eq!(
-            kind("START TRANSACTION READ ONLY"),
-            S::StartTransactionReadOnly
-        );
+        assert_eq!(kind("START TRANSACTION READ ONLY"), S::StartTransactionReadOnly);
         assert_eq!(
             kind("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY"),
             S::StartTransactionReadOnly
@@ -1003,34 +935,10 @@ mod tests {
                 id: Some(9)
             }
         );
-        assert_eq!(
-            kind("KILL QUERY ID 9"),
-            S::Kill {
-                query: true,
-                id: None
-            }
-        );
-        assert_eq!(
-            kind("KILL USER bob"),
-            S::Kill {
-                query: false,
-                id: None
-            }
-        );
-        assert_eq!(
-            kind("KILL ?"),
-            S::Kill {
-                query: false,
-                id: None
-            }
-        );
-        assert_eq!(
-            kind("KILL 99999999999999999999999"),
-            S::Kill {
-                query: false,
-                id: None
-            }
-        );
+        assert_eq!(kind("KILL QUERY ID 9"), S::Kill { query: true, id: None });
+        assert_eq!(kind("KILL USER bob"), S::Kill { query: false, id: None });
+        assert_eq!(kind("KILL ?"), S::Kill { query: false, id: None });
+        assert_eq!(kind("KILL 99999999999999999999999"), S::Kill { query: false, id: None });
     }
 
     #[test]
@@ -1039,10 +947,7 @@ mod tests {
         assert_eq!(c.kind, S::LoadData { local: true });
         assert!(c.flags.contains(Flags::WRITES));
         assert!(!c.flags.contains(Flags::SELECT_INTO));
-        assert_eq!(
-            kind("LOAD DATA INFILE '/x' INTO TABLE t"),
-            S::LoadData { local: false }
-        );
+        assert_eq!(kind("LOAD DATA INFILE '/x' INTO TABLE t"), S::LoadData { local: false });
         assert_eq!(
             kind("load data low_priority local infile 'f' into table t"),
             S::LoadData { local: true }

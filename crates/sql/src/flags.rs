@@ -46,9 +46,8 @@ impl Flags {
     pub const TEMPORARY: Flags = Flags(1 << 16);
 
     /// Any of the advisory-lock functions.
-    pub const LOCK_FUNCTIONS: Flags = Flags(
-        Self::GET_LOCK.0 | Self::RELEASE_LOCK.0 | Self::RELEASE_ALL_LOCKS.0 | Self::IS_USED_LOCK.0,
-    );
+    pub const LOCK_FUNCTIONS: Flags =
+        Flags(Self::GET_LOCK.0 | Self::RELEASE_LOCK.0 | Self::RELEASE_ALL_LOCKS.0 | Self::IS_USED_LOCK.0);
 
     const NAMES: [(&'static str, Flags); 17] = [
         ("USER_VAR_WRITE", Self::USER_VAR_WRITE),

@@ -142,11 +142,7 @@ impl<'a> Lexer<'a> {
             if self.pos >= bytes.len() {
                 return false;
             }
-            let (b0, b1, b2) = (
-                bytes[self.pos],
-                self.byte(self.pos + 1),
-                self.byte(self.pos + 2),
-            );
+            let (b0, b1, b2) = (bytes[self.pos], self.byte(self.pos + 1), self.byte(self.pos + 2));
             if b0 == b'/' && b1 == b'*' && b2 == b'!' {
                 self.enter_exec_comment(self.pos + 3);
             } else if b0 == b'/' && b1 == b'*' && b2 == b'M' && self.byte(self.pos + 3) == b'!' {
@@ -177,17 +173,11 @@ impl<'a> Lexer<'a> {
         match b0 {
             b'\'' | b'"' | b'`' => {
                 let end = quoted_end(self.src.as_bytes(), start);
-                let kind = if b0 == b'`' {
-                    K::QuotedIdent
-                } else {
-                    K::String
-                };
+                let kind = if b0 == b'`' { K::QuotedIdent } else { K::String };
                 self.token(kind, start, end)
             }
             b'/' if b1 == b'*' => self.block_comment(start),
-            b'-' if b1 == b'-' && is_dash_comment_end(self.byte(start + 2)) => {
-                self.line_comment(start)
-            }
+            b'-' if b1 == b'-' && is_dash_comment_end(self.byte(start + 2)) => self.line_comment(start),
             b'#' => self.line_comment(start),
             b'?' => self.token(K::Placeholder, start, start + 1),
             b'@' => self.at_sign(start),
@@ -341,17 +331,13 @@ impl<'a> Lexer<'a> {
     fn is_host_separator(&self, at: usize) -> bool {
         match self.prev {
             Some((TokenKind::String | TokenKind::QuotedIdent, _, _)) => true,
-            Some((TokenKind::Word, start, end)) => {
-                end == at && !word_precedes_expression(&self.src[start..end])
-            }
+            Some((TokenKind::Word, start, end)) => end == at && !word_precedes_expression(&self.src[start..end]),
             _ => false,
         }
     }
 
     fn operator(&mut self, start: usize) -> Token<'a> {
-        const LONG: [&str; 12] = [
-            "<=>", "->>", ":=", "<=", ">=", "<>", "!=", "||", "&&", "<<", ">>", "->",
-        ];
+        const LONG: [&str; 12] = ["<=>", "->>", ":=", "<=", ">=", "<>", "!=", "||", "&&", "<<", ">>", "->"];
         let rest = &self.src.as_bytes()[start..];
         let len = LONG
             .iter()
@@ -412,9 +398,9 @@ fn quoted_end(bytes: &[u8], start: usize) -> usize {
 /// Reserved words after which `@x` is a variable even without whitespace (`SELECT@a`).
 fn word_precedes_expression(word: &str) -> bool {
     const WORDS: [&str; 30] = [
-        "SELECT", "SET", "INTO", "WHERE", "AND", "OR", "NOT", "XOR", "ON", "BY", "THEN", "ELSE",
-        "WHEN", "CASE", "RETURN", "LIKE", "IS", "IN", "LIMIT", "HAVING", "DIV", "MOD", "USING",
-        "VALUES", "VALUE", "DO", "INTERVAL", "DISTINCT", "REGEXP", "BETWEEN",
+        "SELECT", "SET", "INTO", "WHERE", "AND", "OR", "NOT", "XOR", "ON", "BY", "THEN", "ELSE", "WHEN", "CASE",
+        "RETURN", "LIKE", "IS", "IN", "LIMIT", "HAVING", "DIV", "MOD", "USING", "VALUES", "VALUE", "DO", "INTERVAL",
+        "DISTINCT", "REGEXP", "BETWEEN",
     ];
     WORDS.iter().any(|w| w.eq_ignore_ascii_case(word))
 }
@@ -422,11 +408,7 @@ fn word_precedes_expression(word: &str) -> bool {
 /// Removes quotes from a quoted identifier or string and resolves its escapes
 /// (doubled quotes; backslash escapes in strings). Unquoted text is returned as is.
 pub fn unquote(text: &str) -> Cow<'_, str> {
-    let Some(quote) = text
-        .chars()
-        .next()
-        .filter(|c| matches!(c, '\'' | '"' | '`'))
-    else {
+    let Some(quote) = text.chars().next().filter(|c| matches!(c, '\'' | '"' | '`')) else {
         return Cow::Borrowed(text);
     };
     let inner = &text[1..];
@@ -539,10 +521,7 @@ mod tests {
     #[test]
     fn strings_with_escapes() {
         assert_eq!(kinds(r"'it''s'"), vec![(K::String, "'it''s'")]);
-        assert_eq!(
-            kinds(r"'it\'s' x"),
-            vec![(K::String, r"'it\'s'"), (K::Word, "x")]
-        );
+        assert_eq!(kinds(r"'it\'s' x"), vec![(K::String, r"'it\'s'"), (K::Word, "x")]);
         assert_eq!(
             kinds(r#""a\"b""c" d"#),
             vec![(K::String, r#""a\"b""c""#), (K::Word, "d")]
@@ -558,10 +537,7 @@ mod tests {
 
     #[test]
     fn strings_hide_everything() {
-        assert_eq!(
-            kinds("'; -- /* @a ? `'"),
-            vec![(K::String, "'; -- /* @a ? `'")]
-        );
+        assert_eq!(kinds("'; -- /* @a ? `'"), vec![(K::String, "'; -- /* @a ? `'")]);
     }
 
     #[test]
@@ -588,12 +564,7 @@ mod tests {
     fn identifiers_starting_with_digits() {
         assert_eq!(
             kinds("1abc 0xzz 0x1g 1e"),
-            vec![
-                (K::Word, "1abc"),
-                (K::Word, "0xzz"),
-                (K::Word, "0x1g"),
-                (K::Word, "1e"),
-            ]
+            vec![(K::Word, "1abc"), (K::Word, "0xzz"), (K::Word, "0x1g"), (K::Word, "1e"),]
         );
         assert_eq!(kinds("x1 b2"), vec![(K::Word, "x1"), (K::Word, "b2")]);
     }
@@ -639,10 +610,7 @@ mod tests {
         assert_eq!(kinds("--\tx"), vec![(K::Comment, "--\tx")]);
         assert_eq!(kinds("--"), vec![(K::Comment, "--")]);
         assert_eq!(kinds("/* open"), vec![(K::Comment, "/* open")]);
-        assert_eq!(
-            kinds("/*+ BKA(t) */"),
-            vec![(K::HintComment, "/*+ BKA(t) */")]
-        );
+        assert_eq!(kinds("/*+ BKA(t) */"), vec![(K::HintComment, "/*+ BKA(t) */")]);
     }
 
     #[test]
@@ -664,17 +632,10 @@ mod tests {
         assert_eq!(significant("/*M! x */"), vec![(K::Word, "x")]);
         assert_eq!(
             significant("/*!50110 KEY_BLOCK_SIZE=8*/"),
-            vec![
-                (K::Word, "KEY_BLOCK_SIZE"),
-                (K::Operator, "="),
-                (K::Number, "8"),
-            ]
+            vec![(K::Word, "KEY_BLOCK_SIZE"), (K::Operator, "="), (K::Number, "8"),]
         );
         // Outside an executable comment, `*/` is just two operators.
-        assert_eq!(
-            significant("*/"),
-            vec![(K::Operator, "*"), (K::Operator, "/")]
-        );
+        assert_eq!(significant("*/"), vec![(K::Operator, "*"), (K::Operator, "/")]);
         // A nested ordinary comment inside an executable one.
         assert_eq!(
             significant("/*!40101 a /* b */ c */ d"),
@@ -698,10 +659,7 @@ mod tests {
             ]
         );
         assert_eq!(kinds("@ @@"), vec![(K::Operator, "@"), (K::Operator, "@@")]);
-        assert_eq!(
-            kinds("SELECT@a"),
-            vec![(K::Word, "SELECT"), (K::UserVar, "@a")]
-        );
+        assert_eq!(kinds("SELECT@a"), vec![(K::Word, "SELECT"), (K::UserVar, "@a")]);
         assert_eq!(kinds("@@x."), vec![(K::SystemVar, "@@x"), (K::Dot, ".")]);
     }
 
@@ -725,10 +683,7 @@ mod tests {
             ]
         );
         // Whitespace after a plain word: a variable (`SELECT x, y @a` is not valid anyway).
-        assert_eq!(
-            kinds("WHERE @a"),
-            vec![(K::Word, "WHERE"), (K::UserVar, "@a")]
-        );
+        assert_eq!(kinds("WHERE @a"), vec![(K::Word, "WHERE"), (K::UserVar, "@a")]);
     }
 
     #[test]

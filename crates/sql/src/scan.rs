@@ -148,9 +148,7 @@ impl<'a, V: FnMut(Token<'a>, bool)> Walker<'a, V> {
         }
         let kind = match head {
             StatementKind::Empty => None,
-            StatementKind::Set(_) if mode == Mode::SetList => {
-                Some(StatementKind::Set(st.set_kind()))
-            }
+            StatementKind::Set(_) if mode == Mode::SetList => Some(StatementKind::Set(st.set_kind())),
             other => Some(other),
         };
         (kind, more)
@@ -305,9 +303,7 @@ impl<'a, V: FnMut(Token<'a>, bool)> Walker<'a, V> {
             Kw::IsUsedLock | Kw::IsFreeLock => Flags::IS_USED_LOCK,
             Kw::FoundRows => Flags::FOUND_ROWS,
             Kw::RowCount => Flags::ROW_COUNT,
-            _ if p.next_significant().map(|t| t.kind) == Some(TokenKind::RParen) => {
-                Flags::LAST_INSERT_ID
-            }
+            _ if p.next_significant().map(|t| t.kind) == Some(TokenKind::RParen) => Flags::LAST_INSERT_ID,
             _ => Flags::LAST_INSERT_ID_SET,
         };
         self.flags.insert(flag);
@@ -323,8 +319,7 @@ fn split_system_var(text: &str) -> (bool, &str) {
     let global = ["global", "persist", "persist_only"]
         .iter()
         .any(|s| scope.eq_ignore_ascii_case(s));
-    let known =
-        global || scope.eq_ignore_ascii_case("session") || scope.eq_ignore_ascii_case("local");
+    let known = global || scope.eq_ignore_ascii_case("session") || scope.eq_ignore_ascii_case("local");
     if known {
         (global, name)
     } else {
@@ -375,14 +370,8 @@ mod tests {
     fn hints() {
         assert_eq!(route_hint("/*master*/"), Some(RouteHint::Primary));
         assert_eq!(route_hint("/* Master */"), Some(RouteHint::Primary));
-        assert_eq!(
-            route_hint("/*+ tessera:primary */"),
-            Some(RouteHint::Primary)
-        );
-        assert_eq!(
-            route_hint("/* tessera:PRIMARY */"),
-            Some(RouteHint::Primary)
-        );
+        assert_eq!(route_hint("/*+ tessera:primary */"), Some(RouteHint::Primary));
+        assert_eq!(route_hint("/* tessera:PRIMARY */"), Some(RouteHint::Primary));
         assert_eq!(route_hint("/*slave*/"), Some(RouteHint::Replica));
         assert_eq!(
             route_hint("/*+ SET_VAR(x=1) tessera:replica */"),
@@ -398,12 +387,7 @@ mod tests {
     #[test]
     fn visitor_sees_reads_and_writes() {
         let mut seen = Vec::new();
-        walk("SET @a = @b; SELECT @c := 1 INTO @d", |t, w| {
-            seen.push((t.text, w))
-        });
-        assert_eq!(
-            seen,
-            vec![("@a", true), ("@b", false), ("@c", true), ("@d", true)]
-        );
+        walk("SET @a = @b; SELECT @c := 1 INTO @d", |t, w| seen.push((t.text, w)));
+        assert_eq!(seen, vec![("@a", true), ("@b", false), ("@c", true), ("@d", true)]);
     }
 }

@@ -90,10 +90,7 @@ mod tests {
     fn executable_comments_are_statements() {
         assert_eq!(
             split_statements("/*!40101 SET NAMES utf8 */;\n/*!40103 SET TIME_ZONE='+00:00' */;\n"),
-            vec![
-                "/*!40101 SET NAMES utf8 */",
-                "/*!40103 SET TIME_ZONE='+00:00' */"
-            ]
+            vec!["/*!40101 SET NAMES utf8 */", "/*!40103 SET TIME_ZONE='+00:00' */"]
         );
     }
 
@@ -114,9 +111,6 @@ mod tests {
 
     #[test]
     fn unterminated_string_swallows_the_rest() {
-        assert_eq!(
-            split_statements("SELECT 'a; SELECT 2"),
-            vec!["SELECT 'a; SELECT 2"]
-        );
+        assert_eq!(split_statements("SELECT 'a; SELECT 2"), vec!["SELECT 'a; SELECT 2"]);
     }
 }

@@ -65,10 +65,7 @@ mod tests {
         assert_eq!(assigned("SET @A = 1, @a = 2"), ["a"]);
         assert_eq!(assigned("SET sql_mode = '', @x = @y"), ["x"]);
         assert_eq!(assigned("SET @a = (SELECT @b = 1), @c = 2"), ["a", "c"]);
-        assert_eq!(
-            assigned("/*!40101 SET @OLD_SQL_MODE=@@SQL_MODE */"),
-            ["old_sql_mode"]
-        );
+        assert_eq!(assigned("/*!40101 SET @OLD_SQL_MODE=@@SQL_MODE */"), ["old_sql_mode"]);
     }
 
     #[test]

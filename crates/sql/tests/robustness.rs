@@ -4,8 +4,8 @@
 use std::mem::discriminant;
 
 use tessera_sql::{
-    assigned_user_variables, classify, references_user_variables, split_statements,
-    starts_with_keyword, Flags, Lexer, StatementKind,
+    assigned_user_variables, classify, references_user_variables, split_statements, starts_with_keyword, Flags, Lexer,
+    StatementKind,
 };
 
 /// Small deterministic xorshift generator (no dev-dependency needed).
@@ -183,11 +183,7 @@ fn check(sql: &str) {
     assert_eq!(Flags::from_bits_truncate(c.flags.bits()), c.flags);
     let pieces = split_statements(sql);
     assert_eq!(pieces.is_empty(), c.kind == StatementKind::Empty, "{sql:?}");
-    assert_eq!(
-        pieces.len() > 1,
-        c.flags.contains(Flags::MULTI_STATEMENT),
-        "{sql:?}"
-    );
+    assert_eq!(pieces.len() > 1, c.flags.contains(Flags::MULTI_STATEMENT), "{sql:?}");
     // A piece is classified like the statement it came from, except that a `--` cut
     // off by its `;` becomes a comment (`--` at the end of input is one, as in MySQL),
     // trimming may shorten a name left unterminated at the end of the input, and an
@@ -208,11 +204,7 @@ fn check(sql: &str) {
     for name in &assigned {
         assert!(referenced.contains(name), "{sql:?}: {name}");
     }
-    assert_eq!(
-        c.flags.contains(Flags::USER_VAR_WRITE),
-        !assigned.is_empty(),
-        "{sql:?}"
-    );
+    assert_eq!(c.flags.contains(Flags::USER_VAR_WRITE), !assigned.is_empty(), "{sql:?}");
     let _ = starts_with_keyword(sql, "SELECT");
 }
 
@@ -240,9 +232,7 @@ fn random_fragments_never_panic() {
     let mut rng = Rng(seed(0x1234_5678_9abc_def1));
     for _ in 0..iterations() {
         let n = rng.below(16);
-        let sql: String = (0..n)
-            .map(|_| FRAGMENTS[rng.below(FRAGMENTS.len())])
-            .collect();
+        let sql: String = (0..n).map(|_| FRAGMENTS[rng.below(FRAGMENTS.len())]).collect();
         check(&sql);
     }
 }
@@ -265,11 +255,7 @@ fn truncations_of_real_statements_never_panic() {
             .map(|(i, _)| i)
             .nth(rng.below(a.len()))
             .unwrap_or(a.len());
-        let cut_b = b
-            .char_indices()
-            .map(|(i, _)| i)
-            .nth(rng.below(b.len()))
-            .unwrap_or(0);
+        let cut_b = b.char_indices().map(|(i, _)| i).nth(rng.below(b.len())).unwrap_or(0);
         check(&format!("{}{}", &a[..cut_a], &b[cut_b..]));
     }
 }

@@ -59,10 +59,7 @@ pub async fn connect(server: &ServerRef, opts: &ConnectOptions) -> Result<Backen
     }
 }
 
-async fn connect_inner(
-    server: &ServerRef,
-    opts: &ConnectOptions,
-) -> Result<BackendConn, ProxyError> {
+async fn connect_inner(server: &ServerRef, opts: &ConnectOptions) -> Result<BackendConn, ProxyError> {
     let io_err = |e: std::io::Error| ProxyError::BackendUnavailable {
         server: server.name.clone(),
         reason: format!("{} ({})", e, server.address),
@@ -99,8 +96,7 @@ async fn connect_inner(
     if let Some(connector) = &opts.tls {
         io = upgrade_tls(io, connector, &response, server).await?;
     }
-    response.auth_response =
-        scramble_for(&hs.auth_plugin, server.password.as_bytes(), &hs.scramble);
+    response.auth_response = scramble_for(&hs.auth_plugin, server.password.as_bytes(), &hs.scramble);
     let mut buf = BytesMut::new();
     response.encode(&mut buf);
     io.send(&buf).await.map_err(|e| lost(server, e))?;
@@ -129,9 +125,7 @@ async fn upgrade_tls(
     let seq = io.seq();
     let (stream, _) = io.into_parts();
     let Stream::Tcp(tcp) = stream else {
-        return Err(ProxyError::Config(
-            "backend stream already encrypted".into(),
-        ));
+        return Err(ProxyError::Config("backend stream already encrypted".into()));
     };
     let name = rustls::pki_types::ServerName::try_from("tessera-backend")
         .map_err(|e| ProxyError::Config(e.to_string()))?
@@ -173,7 +167,8 @@ async fn authenticate(io: &mut PacketStream<Stream>, server: &ServerRef) -> Resu
                 if !io.get_ref().is_tls() {
                     return Err(ProxyError::BackendUnavailable {
                         server: server.name.clone(),
-                        reason: "caching_sha2_password full authentication needs TLS: set tls = true on the group".into(),
+                        reason: "caching_sha2_password full authentication needs TLS: set tls = true on the group"
+                            .into(),
                     });
                 }
                 let mut pw = server.password.as_bytes().to_vec();
@@ -181,9 +176,9 @@ async fn authenticate(io: &mut PacketStream<Stream>, server: &ServerRef) -> Resu
                 io.send(&pw).await.map_err(|e| lost(server, e))?;
             }
             _ => {
-                return Err(ProxyError::Client(
-                    tessera_protocol::ProtocolError::Malformed("unexpected auth packet"),
-                ))
+                return Err(ProxyError::Client(tessera_protocol::ProtocolError::Malformed(
+                    "unexpected auth packet",
+                )))
             }
         }
     }

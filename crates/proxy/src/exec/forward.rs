@@ -123,9 +123,7 @@ impl<C: AsyncRead + AsyncWrite + Unpin> Forwarder<'_, C> {
             let more = match first.first() {
                 Some(&OK_HEADER) => self.ok(&first)?,
                 Some(&ERR_HEADER) => self.err(&first)?,
-                Some(&LOCAL_INFILE_HEADER) if mode == Mode::Text => {
-                    self.local_infile(first).await?
-                }
+                Some(&LOCAL_INFILE_HEADER) if mode == Mode::Text => self.local_infile(first).await?,
                 _ => self.result_set(&first, mode).await?,
             };
             if !more {

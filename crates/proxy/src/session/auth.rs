@@ -33,12 +33,7 @@ pub struct Refused {
 }
 
 /// Runs the connection phase up to (not including) the final OK.
-pub async fn accept(
-    ctx: &Context,
-    tcp: TcpStream,
-    id: u32,
-    host: &str,
-) -> Result<Authenticated, Refused> {
+pub async fn accept(ctx: &Context, tcp: TcpStream, id: u32, host: &str) -> Result<Authenticated, Refused> {
     let scramble = auth::new_scramble();
     let mut offered = PROXY_CAPABILITIES;
     if ctx.tls.is_some() {
@@ -57,10 +52,7 @@ pub async fn accept(
     client.set_max_packet(ctx.config.server.max_allowed_packet);
     client.set_read_chunk(CLIENT_READ_CHUNK);
     client.write_with(|b| greeting.encode(b));
-    let refused = |error: ProxyError| Refused {
-        error,
-        client: None,
-    };
+    let refused = |error: ProxyError| Refused { error, client: None };
     client.flush().await.map_err(|e| refused(e.into()))?;
     let mut payload = client.read_packet().await.map_err(|e| refused(e.into()))?;
     if is_ssl_request(&payload) {
@@ -98,10 +90,7 @@ async fn authenticate(
             using_password: true,
         });
     }
-    let plugin = resp
-        .auth_plugin
-        .clone()
-        .unwrap_or_else(|| NATIVE_PASSWORD.to_string());
+    let plugin = resp.auth_plugin.clone().unwrap_or_else(|| NATIVE_PASSWORD.to_string());
     let creds = ctx.users.get(&resp.username);
     let login = Login {
         user: &resp.username,
@@ -113,20 +102,14 @@ async fn authenticate(
     Ok(resp)
 }
 
-async fn upgrade(
-    ctx: &Context,
-    client: PacketStream<Stream>,
-) -> Result<PacketStream<Stream>, ProxyError> {
+async fn upgrade(ctx: &Context, client: PacketStream<Stream>) -> Result<PacketStream<Stream>, ProxyError> {
     let acceptor = ctx.tls.as_ref().ok_or(ProxyError::BadHandshake)?;
     let seq = client.seq();
     let (stream, _) = client.into_parts();
     let Stream::Tcp(tcp) = stream else {
         return Err(ProxyError::BadHandshake);
     };
-    let tls = acceptor
-        .accept(tcp)
-        .await
-        .map_err(|e| ProxyError::Client(e.into()))?;
+    let tls = acceptor.accept(tcp).await.map_err(|e| ProxyError::Client(e.into()))?;
     let mut client = PacketStream::new(Stream::ServerTls(Box::new(tls)));
     client.set_max_packet(ctx.config.server.max_allowed_packet);
     client.set_read_chunk(CLIENT_READ_CHUNK);
@@ -181,8 +164,7 @@ fn check_native(creds: &Credentials, login: &Login<'_>, response: &[u8]) -> Resu
         Some(pw) if pw.is_empty() => response.is_empty(),
         _ => auth::verify_native(&creds.native_hash, login.scramble, response),
     };
-    ok.then_some(())
-        .ok_or_else(|| login.denied(!response.is_empty()))
+    ok.then_some(()).ok_or_else(|| login.denied(!response.is_empty()))
 }
 
 async fn verify_sha2(

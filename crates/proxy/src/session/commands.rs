@@ -17,12 +17,7 @@ use tokio::net::TcpStream;
 
 impl Session {
     /// The connection phase; None if the client did not make it through (already answered).
-    pub async fn login(
-        ctx: Arc<Context>,
-        tcp: TcpStream,
-        id: u32,
-        host: String,
-    ) -> Option<Session> {
+    pub async fn login(ctx: Arc<Context>, tcp: TcpStream, id: u32, host: String) -> Option<Session> {
         let timeout = ctx.config.server.handshake_timeout();
         let authed = match tokio::time::timeout(timeout, auth::accept(&ctx, tcp, id, &host)).await {
             Ok(Ok(a)) => a,
@@ -81,8 +76,7 @@ impl Session {
             drop(conn);
             self.state.schema = Some(db);
         }
-        self.client
-            .write_with(|b| encode_login_ok(b, self.capabilities));
+        self.client.write_with(|b| encode_login_ok(b, self.capabilities));
         self.client.flush().await?;
         Ok(())
     }
@@ -169,8 +163,7 @@ impl Session {
         let user = String::from_utf8_lossy(r.null_terminated()?).into_owned();
         let n = usize::from(r.u8()?);
         r.skip(n)?;
-        let schema = Some(String::from_utf8_lossy(r.null_terminated_or_eof()).into_owned())
-            .filter(|s| !s.is_empty());
+        let schema = Some(String::from_utf8_lossy(r.null_terminated_or_eof()).into_owned()).filter(|s| !s.is_empty());
         let charset = if r.remaining() >= 2 {
             r.u16()? as u8
         } else {
@@ -178,11 +171,7 @@ impl Session {
         };
         let scramble = tessera_protocol::auth::new_scramble();
         self.client.write_with(|b| {
-            tessera_protocol::handshake::encode_auth_switch(
-                b,
-                tessera_protocol::auth::NATIVE_PASSWORD,
-                &scramble,
-            )
+            tessera_protocol::handshake::encode_auth_switch(b, tessera_protocol::auth::NATIVE_PASSWORD, &scramble)
         });
         self.client.flush().await?;
         let answer = self.client.read_packet().await?;
@@ -195,15 +184,7 @@ impl Session {
         };
         let creds = self.ctx.users.get(&user).cloned();
         let plugin = tessera_protocol::auth::NATIVE_PASSWORD;
-        if let Err(e) = auth::verify(
-            &mut self.client,
-            creds.as_ref(),
-            &login,
-            plugin,
-            answer.to_vec(),
-        )
-        .await
-        {
+        if let Err(e) = auth::verify(&mut self.client, creds.as_ref(), &login, plugin, answer.to_vec()).await {
             self.fatal = true;
             return Err(e);
         }
@@ -232,22 +213,18 @@ impl Session {
             if pool.server.address == server.address {
                 let mut conn = pool.connect_unpooled().await?;
                 let verb = if query_only { "KILL QUERY" } else { "KILL" };
-                conn.simple_command(&format!("{verb} {thread_id}"))
-                    .await
-                    .ok();
+                conn.simple_command(&format!("{verb} {thread_id}")).await.ok();
             }
         }
         if !query_only {
             target.kill();
             if target.id == self.id {
                 self.fatal = true;
-                return Err(ProxyError::Backend(
-                    tessera_protocol::response::ErrPacket::new(
-                        1927,
-                        "70100",
-                        "Connection was killed",
-                    ),
-                ));
+                return Err(ProxyError::Backend(tessera_protocol::response::ErrPacket::new(
+                    1927,
+                    "70100",
+                    "Connection was killed",
+                )));
             }
         }
         self.ok().await

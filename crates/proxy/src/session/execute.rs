@@ -23,13 +23,9 @@ impl Session {
         let mut conn = match self.held.take() {
             Some(c) => c,
             None => {
-                let found_rows =
-                    self.capabilities & tessera_protocol::flags::CLIENT_FOUND_ROWS != 0;
+                let found_rows = self.capabilities & tessera_protocol::flags::CLIENT_FOUND_ROWS != 0;
                 let no_schema = self.state.schema.is_none();
-                self.ctx
-                    .default_pool()
-                    .checkout(found_rows, no_schema)
-                    .await?
+                self.ctx.default_pool().checkout(found_rows, no_schema).await?
             }
         };
         if self.state.schema.is_none() && conn.state.schema.is_some() {
@@ -49,18 +45,14 @@ impl Session {
             conn.broken = true;
             return Err(e);
         }
-        self.handle
-            .set_running(Some((conn.server.clone(), conn.thread_id)));
+        self.handle.set_running(Some((conn.server.clone(), conn.thread_id)));
         Ok(conn)
     }
 
     /// Sends only the differences (one SET and/or one COM_INIT_DB, pipelined).
     async fn sync(&mut self, conn: &mut PooledConn, scope: SyncScope) -> Result<(), ProxyError> {
         let set = self.state.set_statement_from(&conn.state, scope);
-        let schema = self
-            .state
-            .schema_change_from(&conn.state)
-            .map(str::to_owned);
+        let schema = self.state.schema_change_from(&conn.state).map(str::to_owned);
         if set.is_none() && schema.is_none() {
             return Ok(());
         }
@@ -98,11 +90,7 @@ impl Session {
     }
 
     /// Flushes the queued command and forwards the backend's response to the client.
-    pub async fn forward(
-        &mut self,
-        conn: &mut PooledConn,
-        mode: Mode,
-    ) -> Result<Outcome, ProxyError> {
+    pub async fn forward(&mut self, conn: &mut PooledConn, mode: Mode) -> Result<Outcome, ProxyError> {
         conn.flush().await?;
         let side = ClientSide {
             capabilities: self.capabilities,
@@ -135,8 +123,7 @@ impl Session {
         let ok = outcome.error.is_none() || stmts.len() > 1;
         let before = self.pins.reasons();
         for s in stmts {
-            self.pins
-                .after_statement(s.sql, &s.class, ok, conn.in_transaction);
+            self.pins.after_statement(s.sql, &s.class, ok, conn.in_transaction);
         }
         if outcome.warnings > 0 || outcome.error.is_some() {
             self.pins.keep_for_diagnostics();
@@ -185,9 +172,7 @@ impl Session {
             let assigned = match s.class.kind {
                 // OUT / INOUT parameters: any variable a CALL mentions may have been set.
                 tessera_sql::StatementKind::Call => tessera_sql::references_user_variables(s.sql),
-                _ if s.class.flags.contains(Flags::USER_VAR_WRITE) => {
-                    tessera_sql::assigned_user_variables(s.sql)
-                }
+                _ if s.class.flags.contains(Flags::USER_VAR_WRITE) => tessera_sql::assigned_user_variables(s.sql),
                 _ => continue,
             };
             for n in assigned {
@@ -219,18 +204,9 @@ impl Session {
             return;
         }
         if self.pins.is_pinned() {
-            for reason in self
-                .pins
-                .reasons()
-                .iter()
-                .filter(|r| !pins_before.contains(r))
-            {
+            for reason in self.pins.reasons().iter().filter(|r| !pins_before.contains(r)) {
                 self.ctx.metrics.pinned(reason);
-                tracing::debug!(
-                    session = self.id,
-                    reason,
-                    "session pinned to its backend connection"
-                );
+                tracing::debug!(session = self.id, reason, "session pinned to its backend connection");
             }
             conn.detach();
             self.held = Some(conn);

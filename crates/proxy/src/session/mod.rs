@@ -153,11 +153,7 @@ impl Session {
             Command::Query(sql) => self.query(sql).await,
             Command::StmtPrepare(sql) => self.stmt_prepare(sql).await,
             Command::StmtExecute { stmt_id, payload } => self.stmt_execute(stmt_id, payload).await,
-            Command::StmtSendLongData {
-                stmt_id,
-                param,
-                data,
-            } => self.stmt_long_data(stmt_id, param, data),
+            Command::StmtSendLongData { stmt_id, param, data } => self.stmt_long_data(stmt_id, param, data),
             Command::StmtClose(id) => self.stmt_close(id).await,
             Command::StmtReset(id) => self.stmt_reset(id).await,
             Command::StmtFetch { stmt_id, rows } => self.stmt_fetch(stmt_id, rows, payload).await,
@@ -197,11 +193,7 @@ impl Session {
             .vars
             .get("autocommit")
             .is_some_and(|v| v.eq_ignore_ascii_case("OFF"));
-        let mut status = if autocommit_off {
-            0
-        } else {
-            SERVER_STATUS_AUTOCOMMIT
-        };
+        let mut status = if autocommit_off { 0 } else { SERVER_STATUS_AUTOCOMMIT };
         if self.in_transaction() {
             status |= SERVER_STATUS_IN_TRANS;
         }

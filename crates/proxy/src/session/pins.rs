@@ -42,11 +42,7 @@ impl Pins {
             (self.handlers > 0, "handler"),
             (self.diagnostics_next, "diagnostics"),
         ];
-        checks
-            .iter()
-            .filter(|(on, _)| *on)
-            .map(|(_, r)| *r)
-            .collect()
+        checks.iter().filter(|(on, _)| *on).map(|(_, r)| *r).collect()
     }
 
     /// True while FOUND_ROWS() must come from the server (after SQL_CALC_FOUND_ROWS).
@@ -55,13 +51,7 @@ impl Pins {
     }
 
     /// Updates the pins after a statement ran; `ok` is false when it failed.
-    pub fn after_statement(
-        &mut self,
-        sql: &str,
-        c: &Classification,
-        ok: bool,
-        in_transaction: bool,
-    ) {
+    pub fn after_statement(&mut self, sql: &str, c: &Classification, ok: bool, in_transaction: bool) {
         self.found_rows_next = false;
         self.diagnostics_next = false;
         if self.next_transaction && !matches!(c.kind, StatementKind::Set(_)) && !in_transaction {
@@ -85,12 +75,10 @@ impl Pins {
                 }
             }
             StatementKind::LockTables => self.table_locks = true,
-            StatementKind::UnlockTables
-            | StatementKind::Begin
-            | StatementKind::StartTransactionReadOnly => self.table_locks = false,
-            StatementKind::Set(tessera_sql::SetKind::TransactionNext) => {
-                self.next_transaction = true
+            StatementKind::UnlockTables | StatementKind::Begin | StatementKind::StartTransactionReadOnly => {
+                self.table_locks = false
             }
+            StatementKind::Set(tessera_sql::SetKind::TransactionNext) => self.next_transaction = true,
             StatementKind::Xa => self.track_xa(sql),
             StatementKind::Prepare => {
                 if let Some(name) = word(sql, 1) {
@@ -161,11 +149,7 @@ impl Pins {
 /// The n-th whitespace-separated word, lowercased, without backquotes or a trailing `;`.
 fn word(sql: &str, n: usize) -> Option<String> {
     let w = sql.split_whitespace().nth(n)?;
-    Some(
-        w.trim_end_matches(';')
-            .trim_matches('`')
-            .to_ascii_lowercase(),
-    )
+    Some(w.trim_end_matches(';').trim_matches('`').to_ascii_lowercase())
 }
 
 #[cfg(test)]

@@ -73,12 +73,8 @@ impl Session {
     pub async fn stmt_prepare(&mut self, raw: &[u8]) -> Result<Next, ProxyError> {
         let text = String::from_utf8_lossy(raw);
         let class = tessera_sql::classify(&text);
-        let session_functions =
-            reads_session_functions(&class) && matches!(text, std::borrow::Cow::Borrowed(_));
-        let sql: SqlText = match session_functions
-            .then(|| prepared_session_functions(&text))
-            .flatten()
-        {
+        let session_functions = reads_session_functions(&class) && matches!(text, std::borrow::Cow::Borrowed(_));
+        let sql: SqlText = match session_functions.then(|| prepared_session_functions(&text)).flatten() {
             Some(rewritten) => Arc::from(rewritten.as_bytes()),
             None => Arc::from(raw),
         };
@@ -232,12 +228,7 @@ impl Session {
         )
     }
 
-    pub fn stmt_long_data(
-        &mut self,
-        stmt_id: u32,
-        param: u16,
-        data: &[u8],
-    ) -> Result<Next, ProxyError> {
+    pub fn stmt_long_data(&mut self, stmt_id: u32, param: u16, data: &[u8]) -> Result<Next, ProxyError> {
         // No response, even for unknown statements (the error surfaces at execution).
         if let Some(entry) = self.stmts.stmts.get_mut(&stmt_id) {
             entry.long_data_size += data.len();
@@ -293,12 +284,7 @@ impl Session {
         self.keep_or_release(conn, &[]);
     }
 
-    pub async fn stmt_fetch(
-        &mut self,
-        stmt_id: u32,
-        rows: u32,
-        _payload: &[u8],
-    ) -> Result<Next, ProxyError> {
+    pub async fn stmt_fetch(&mut self, stmt_id: u32, rows: u32, _payload: &[u8]) -> Result<Next, ProxyError> {
         let sql = self
             .stmts
             .stmts

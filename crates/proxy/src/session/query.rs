@@ -18,21 +18,20 @@ impl Session {
         Metrics::inc(&self.ctx.metrics.queries);
         let text = String::from_utf8_lossy(raw);
         let first = classify(&text);
-        let stmts: Vec<Stmt<'_>> =
-            if first.flags.contains(Flags::MULTI_STATEMENT) && !is_compound(&text, &first) {
-                split_statements(&text)
-                    .into_iter()
-                    .map(|sql| Stmt {
-                        sql,
-                        class: classify(sql),
-                    })
-                    .collect()
-            } else {
-                vec![Stmt {
-                    sql: &text,
-                    class: first,
-                }]
-            };
+        let stmts: Vec<Stmt<'_>> = if first.flags.contains(Flags::MULTI_STATEMENT) && !is_compound(&text, &first) {
+            split_statements(&text)
+                .into_iter()
+                .map(|sql| Stmt {
+                    sql,
+                    class: classify(sql),
+                })
+                .collect()
+        } else {
+            vec![Stmt {
+                sql: &text,
+                class: first,
+            }]
+        };
         if let Some(next) = self.answer_locally(&stmts).await? {
             return Ok(next);
         }
@@ -65,12 +64,11 @@ impl Session {
             match &s.class.kind {
                 StatementKind::Set(_) if touches_protected_variable(s.sql) => {
                     return Err(ProxyError::Unsupported(
-                        "changing session_track_* variables: Tessera relies on session tracking to keep session state".into(),
+                        "changing session_track_* variables: Tessera relies on session tracking to keep session state"
+                            .into(),
                     ));
                 }
-                StatementKind::LoadData { local: true }
-                    if self.capabilities & CLIENT_LOCAL_FILES == 0 =>
-                {
+                StatementKind::LoadData { local: true } if self.capabilities & CLIENT_LOCAL_FILES == 0 => {
                     return Err(ProxyError::Backend(ErrPacket::new(
                         4166,
                         "HY000",
@@ -78,9 +76,8 @@ impl Session {
                     )));
                 }
                 StatementKind::Kill { query, id } if stmts.len() == 1 => {
-                    let id = id.ok_or_else(|| {
-                        ProxyError::Unsupported("KILL with an id that is not a number".into())
-                    })?;
+                    let id =
+                        id.ok_or_else(|| ProxyError::Unsupported("KILL with an id that is not a number".into()))?;
                     return self.kill(id, *query).await.map(Some);
                 }
                 _ => {}
@@ -94,13 +91,11 @@ impl Session {
     /// multi-statement query run on the same connection, where the server's values are right.
     fn rewrite(&self, text: &str, lossless: bool, stmts: &[Stmt<'_>]) -> Option<String> {
         let first = stmts.first()?;
-        let wanted = first.class.flags.contains(Flags::ROW_COUNT)
-            || first.class.flags.contains(Flags::FOUND_ROWS);
+        let wanted = first.class.flags.contains(Flags::ROW_COUNT) || first.class.flags.contains(Flags::FOUND_ROWS);
         if !wanted || !lossless {
             return None;
         }
-        let end = (first.sql.as_ptr() as usize - text.as_ptr() as usize + first.sql.len())
-            .min(text.len());
+        let end = (first.sql.as_ptr() as usize - text.as_ptr() as usize + first.sql.len()).min(text.len());
         let (head, tail) = text.split_at(end);
         let found_rows = (!self.pins.expects_server_found_rows()).then_some(self.last.found_rows);
         replace_session_functions(head, self.last.row_count, found_rows).map(|h| h + tail)
@@ -112,11 +107,7 @@ fn is_compound(sql: &str, first: &tessera_sql::Classification) -> bool {
     let creates_program = matches!(first.kind, StatementKind::Ddl)
         && ["PROCEDURE", "FUNCTION", "TRIGGER", "EVENT", "PACKAGE"]
             .iter()
-            .any(|w| {
-                sql.split_whitespace()
-                    .take(6)
-                    .any(|t| t.eq_ignore_ascii_case(w))
-            });
+            .any(|w| sql.split_whitespace().take(6).any(|t| t.eq_ignore_ascii_case(w)));
     creates_program || tessera_sql::starts_with_keyword(sql, "BEGIN NOT ATOMIC")
 }
 

@@ -4,11 +4,7 @@
 
 /// Replaces calls of `ROW_COUNT()` and (when `found_rows` is given) `FOUND_ROWS()` outside
 /// strings, identifiers and comments. Returns None when nothing was replaced.
-pub fn replace_session_functions(
-    sql: &str,
-    row_count: i64,
-    found_rows: Option<u64>,
-) -> Option<String> {
+pub fn replace_session_functions(sql: &str, row_count: i64, found_rows: Option<u64>) -> Option<String> {
     let found_rows = found_rows.map(|n| n.to_string());
     replace_calls(sql, &row_count.to_string(), found_rows.as_deref())
 }
@@ -39,10 +35,7 @@ fn replace_calls(sql: &str, row_count: &str, found_rows: Option<&str>) -> Option
             c if c.is_ascii_alphabetic() && (i == 0 || !is_ident(bytes[i - 1])) => {
                 let replacement = match_call(bytes, i, b"ROW_COUNT")
                     .map(|end| (end, row_count))
-                    .or_else(|| {
-                        found_rows
-                            .and_then(|n| match_call(bytes, i, b"FOUND_ROWS").map(|end| (end, n)))
-                    });
+                    .or_else(|| found_rows.and_then(|n| match_call(bytes, i, b"FOUND_ROWS").map(|end| (end, n))));
                 if let Some((end, value)) = replacement {
                     out.push_str(&sql[copied..i]);
                     out.push_str(value);
@@ -177,22 +170,13 @@ mod tests {
             replace_session_functions("SELECT ROW_COUNT() + 1", 3, None).as_deref(),
             Some("SELECT 3 + 1")
         );
-        assert_eq!(
-            replace_session_functions("SELECT found_rows()", 1, None),
-            None
-        );
+        assert_eq!(replace_session_functions("SELECT found_rows()", 1, None), None);
         assert_eq!(
             replace_session_functions("SELECT 'ROW_COUNT()', `row_count()`", 1, None),
             None
         );
-        assert_eq!(
-            replace_session_functions("SELECT my_row_count()", 1, None),
-            None
-        );
-        assert_eq!(
-            replace_session_functions("SELECT 1 /* ROW_COUNT() */", 1, None),
-            None
-        );
+        assert_eq!(replace_session_functions("SELECT my_row_count()", 1, None), None);
+        assert_eq!(replace_session_functions("SELECT 1 /* ROW_COUNT() */", 1, None), None);
         assert_eq!(
             replace_session_functions("SELECT 'it''s', ROW_COUNT()", 2, None).as_deref(),
             Some("SELECT 'it''s', 2 AS `ROW_COUNT()`")

@@ -8,10 +8,7 @@ use crate::state::quote_ident;
 use tessera_protocol::resultset::*;
 
 /// Reads the named user variables on `conn`; returns (name, SQL literal) pairs.
-pub async fn capture(
-    conn: &mut BackendConn,
-    names: &[String],
-) -> Result<Vec<(String, String)>, ProxyError> {
+pub async fn capture(conn: &mut BackendConn, names: &[String]) -> Result<Vec<(String, String)>, ProxyError> {
     if names.is_empty() {
         return Ok(Vec::new());
     }
@@ -22,9 +19,7 @@ pub async fn capture(
             format!("{v}, HEX({v}), COLLATION({v})")
         })
         .collect();
-    let (columns, rows) = conn
-        .query_rows(&format!("SELECT {}", select.join(", ")))
-        .await?;
+    let (columns, rows) = conn.query_rows(&format!("SELECT {}", select.join(", "))).await?;
     let row = rows.into_iter().next().unwrap_or_default();
     let mut out = Vec::with_capacity(names.len());
     for (i, name) in names.iter().enumerate() {
@@ -36,31 +31,22 @@ pub async fn capture(
         let collation = row.get(at + 2).cloned().flatten();
         out.push((
             name.clone(),
-            literal(
-                col.column_type,
-                value.as_deref(),
-                hex.as_deref(),
-                collation.as_deref(),
-            ),
+            literal(col.column_type, value.as_deref(), hex.as_deref(), collation.as_deref()),
         ));
     }
     Ok(out)
 }
 
 /// The SQL literal that recreates a user variable with this type and value.
-pub fn literal(
-    column_type: u8,
-    value: Option<&[u8]>,
-    hex: Option<&[u8]>,
-    collation: Option<&[u8]>,
-) -> String {
+pub fn literal(column_type: u8, value: Option<&[u8]>, hex: Option<&[u8]>, collation: Option<&[u8]>) -> String {
     let Some(value) = value else {
         return "NULL".into();
     };
     let text = String::from_utf8_lossy(value);
     match column_type {
-        TYPE_TINY | TYPE_SHORT | TYPE_LONG | TYPE_LONGLONG | TYPE_INT24 | TYPE_DECIMAL
-        | TYPE_NEWDECIMAL => text.into_owned(),
+        TYPE_TINY | TYPE_SHORT | TYPE_LONG | TYPE_LONGLONG | TYPE_INT24 | TYPE_DECIMAL | TYPE_NEWDECIMAL => {
+            text.into_owned()
+        }
         TYPE_FLOAT | TYPE_DOUBLE if text.contains(['e', 'E']) => text.into_owned(),
         TYPE_FLOAT | TYPE_DOUBLE => format!("{text}e0"),
         _ => string_literal(hex.unwrap_or_default(), collation.unwrap_or(b"binary")),
@@ -83,10 +69,7 @@ mod tests {
 
     #[test]
     fn literals_keep_type_and_collation() {
-        assert_eq!(
-            literal(TYPE_LONGLONG, Some(b"-5"), Some(b"-5"), Some(b"binary")),
-            "-5"
-        );
+        assert_eq!(literal(TYPE_LONGLONG, Some(b"-5"), Some(b"-5"), Some(b"binary")), "-5");
         assert_eq!(literal(TYPE_NEWDECIMAL, Some(b"1.50"), None, None), "1.50");
         assert_eq!(literal(TYPE_DOUBLE, Some(b"1.5"), None, None), "1.5e0");
         assert_eq!(literal(TYPE_DOUBLE, Some(b"1e20"), None, None), "1e20");

@@ -53,9 +53,7 @@ primary = {{ address = "127.0.0.1:{backend_port}" }}
 
 impl Env {
     pub async fn start(server_extra: &str, pool_extra: &str) -> Env {
-        let sandbox = tokio::task::spawn_blocking(sandbox)
-            .await
-            .expect("sandbox thread");
+        let sandbox = tokio::task::spawn_blocking(sandbox).await.expect("sandbox thread");
         let port = sandbox.servers()[0].port();
         let proxy = start(config(port, server_extra, pool_extra))
             .await
@@ -71,9 +69,7 @@ impl Env {
     }
 
     pub async fn client(&self) -> Client {
-        Client::connect(self.port(), "app", "app", None)
-            .await
-            .expect("login")
+        Client::connect(self.port(), "app", "app", None).await.expect("login")
     }
 
     /// A client logged in with default schema `test`.
@@ -99,15 +95,8 @@ pub struct Client {
 pub type Rows = Vec<Vec<Option<String>>>;
 
 impl Client {
-    pub async fn connect(
-        port: u16,
-        user: &str,
-        password: &str,
-        db: Option<&str>,
-    ) -> Result<Client, ErrPacket> {
-        let tcp = TcpStream::connect(("127.0.0.1", port))
-            .await
-            .expect("tcp connect");
+    pub async fn connect(port: u16, user: &str, password: &str, db: Option<&str>) -> Result<Client, ErrPacket> {
+        let tcp = TcpStream::connect(("127.0.0.1", port)).await.expect("tcp connect");
         tcp.set_nodelay(true).expect("nodelay");
         let mut io = PacketStream::new(tcp);
         let greeting = io.read_packet().await.expect("greeting");
@@ -201,14 +190,8 @@ impl Client {
 
     /// The single value of a one-row, one-column query.
     pub async fn value(&mut self, sql: &str) -> Option<String> {
-        let rows = self
-            .query(sql)
-            .await
-            .unwrap_or_else(|e| panic!("{sql}: {e}"));
-        rows.into_iter()
-            .next()
-            .and_then(|r| r.into_iter().next())
-            .flatten()
+        let rows = self.query(sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+        rows.into_iter().next().and_then(|r| r.into_iter().next()).flatten()
     }
 
     /// Sends one raw command packet (sequence 0) and returns the first response packet.
