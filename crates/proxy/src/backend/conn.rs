@@ -18,6 +18,9 @@ use tessera_protocol::resultset::{parse_text_row, ColumnDefinition};
 use tessera_protocol::stmt::{encode_close, encode_prepare, PrepareOk};
 use tessera_protocol::PacketStream;
 
+/// Reads LAST_INSERT_ID() without touching the diagnostics area (no table is used).
+const LAST_INSERT_ID_SQL: &str = "SELECT LAST_INSERT_ID()";
+
 /// A text result read by Tessera for its own use.
 pub type TextResult = (Vec<ColumnDefinition>, Vec<Vec<Option<Vec<u8>>>>);
 
@@ -148,7 +151,22 @@ impl BackendConn {
 
     /// Reads LAST_INSERT_ID() of this connection.
     pub async fn fetch_last_insert_id(&mut self) -> Result<u64, ProxyError> {
-        let (_, rows) = self.query_rows("SELECT LAST_INSERT_ID()").await?;
+        self.queue_last_insert_id_query();
+        self.flush().await?;
+        self.read_last_insert_id().await
+    }
+
+    /// Queues `SELECT LAST_INSERT_ID()` behind the command already queued (pipelined).
+    pub fn queue_last_insert_id_query(&mut self) {
+        self.begin_command(|b| {
+            b.extend_from_slice(&[COM_QUERY]);
+            b.extend_from_slice(LAST_INSERT_ID_SQL.as_bytes());
+        });
+    }
+
+    /// Reads the answer of a queued `SELECT LAST_INSERT_ID()`.
+    pub async fn read_last_insert_id(&mut self) -> Result<u64, ProxyError> {
+        let (_, rows) = self.read_text_result().await?;
         let value = rows
             .first()
             .and_then(|r| r.first())
@@ -167,6 +185,11 @@ impl BackendConn {
             b.extend_from_slice(sql.as_bytes());
         });
         self.flush().await?;
+        self.read_text_result().await
+    }
+
+    /// Reads one text result (Tessera's own small queries).
+    async fn read_text_result(&mut self) -> Result<TextResult, ProxyError> {
         let first = self.read().await?;
         if is_err(&first) {
             return Err(ProxyError::Backend(ErrPacket::parse(&first)?));

@@ -41,6 +41,8 @@ pub struct Outcome {
     pub changes: Vec<SessionChange>,
     pub error: Option<ErrPacket>,
     pub cursor_opened: bool,
+    /// Set by the caller when LAST_INSERT_ID() was read right after this response.
+    pub last_insert_id_known: bool,
 }
 
 impl Outcome {

@@ -115,7 +115,7 @@ impl Session {
     pub async fn finish(&mut self, mut conn: PooledConn, outcome: &Outcome, stmts: &[Stmt<'_>]) {
         self.handle.set_running(None);
         self.state.apply_changes(&outcome.changes);
-        if may_change_last_insert_id(outcome, stmts) {
+        if !outcome.last_insert_id_known && may_change_last_insert_id(outcome, stmts) {
             self.last_insert_id_dirty = true;
         }
         self.record_last(outcome);
@@ -134,6 +134,23 @@ impl Session {
             self.learn_last_insert_id(&mut conn).await;
         }
         self.keep_or_release(conn, &before);
+    }
+
+    /// Reads the answer of a `SELECT LAST_INSERT_ID()` pipelined behind the statement.
+    pub async fn read_pipelined_last_insert_id(&mut self, conn: &mut PooledConn, outcome: &mut Outcome) {
+        let before = conn.state.last_insert_id;
+        match conn.read_last_insert_id().await {
+            Ok(id) => {
+                if id != before {
+                    self.state.last_insert_id = id;
+                }
+                outcome.last_insert_id_known = true;
+            }
+            Err(e) => {
+                tracing::warn!(session = self.id, error = %e, "could not read LAST_INSERT_ID()");
+                conn.broken = true;
+            }
+        }
     }
 
     /// LAST_INSERT_ID() may have changed on this connection (an OK's insert id is not always

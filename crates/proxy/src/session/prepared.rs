@@ -205,10 +205,17 @@ impl Session {
             }
         }
         conn.begin_command(|b| req.encode_for_backend(b, backend.id, &types));
-        let outcome = match self.forward(&mut conn, Mode::Binary).await {
+        let pipeline_last_insert_id = !was_held && is_insert(&stmts[0].class);
+        if pipeline_last_insert_id {
+            conn.queue_last_insert_id_query();
+        }
+        let mut outcome = match self.forward(&mut conn, Mode::Binary).await {
             Ok(o) => o,
             Err(e) => return Err(self.failed(conn, was_held, e)),
         };
+        if pipeline_last_insert_id {
+            self.read_pipelined_last_insert_id(&mut conn, &mut outcome).await;
+        }
         if outcome.cursor_opened {
             self.pins.open_cursor(stmt_id);
         }
@@ -327,4 +334,11 @@ impl Session {
 fn reads_session_functions(class: &Classification) -> bool {
     use tessera_sql::Flags;
     class.flags.contains(Flags::ROW_COUNT) || class.flags.contains(Flags::FOUND_ROWS)
+}
+
+fn is_insert(class: &Classification) -> bool {
+    matches!(
+        class.kind,
+        tessera_sql::StatementKind::Insert | tessera_sql::StatementKind::Replace
+    )
 }

@@ -43,10 +43,17 @@ impl Session {
             b.extend_from_slice(&[COM_QUERY]);
             b.extend_from_slice(sql);
         });
-        let outcome = match self.forward(&mut conn, Mode::Text).await {
+        let pipeline_last_insert_id = !was_held && is_plain_insert(&stmts);
+        if pipeline_last_insert_id {
+            conn.queue_last_insert_id_query();
+        }
+        let mut outcome = match self.forward(&mut conn, Mode::Text).await {
             Ok(o) => o,
             Err(e) => return Err(self.failed(conn, was_held, e)),
         };
+        if pipeline_last_insert_id {
+            self.read_pipelined_last_insert_id(&mut conn, &mut outcome).await;
+        }
         self.finish(conn, &outcome, &stmts).await;
         Ok(Next::Continue)
     }
@@ -100,6 +107,12 @@ impl Session {
         let found_rows = (!self.pins.expects_server_found_rows()).then_some(self.last.found_rows);
         replace_session_functions(head, self.last.row_count, found_rows).map(|h| h + tail)
     }
+}
+
+/// One INSERT or REPLACE (not LOAD DATA: its LOCAL exchange must not be interleaved), after
+/// which LAST_INSERT_ID() is read in the same round trip.
+fn is_plain_insert(stmts: &[Stmt<'_>]) -> bool {
+    matches!(stmts, [s] if matches!(s.class.kind, StatementKind::Insert | StatementKind::Replace))
 }
 
 /// A stored-program definition or an anonymous block: its inner `;` do not separate statements.
