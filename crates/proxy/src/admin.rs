@@ -6,15 +6,16 @@ use std::sync::Arc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-/// Starts the HTTP endpoint if `admin.http_listen` is set.
-pub async fn spawn_http(ctx: Arc<Context>) -> Result<(), ProxyError> {
+/// Starts the HTTP endpoint if `admin.http_listen` is set; returns the address it bound.
+pub async fn spawn_http(ctx: Arc<Context>) -> Result<Option<std::net::SocketAddr>, ProxyError> {
     let addr = ctx.config.admin.http_listen.clone();
     if addr.is_empty() {
-        return Ok(());
+        return Ok(None);
     }
     let listener = TcpListener::bind(&addr)
         .await
         .map_err(|e| ProxyError::Config(format!("cannot listen on admin.http_listen {addr}: {e}")))?;
+    let bound = listener.local_addr().map_err(|e| ProxyError::Config(e.to_string()))?;
     let mut shutdown = ctx.shutdown.clone();
     tokio::spawn(async move {
         loop {
@@ -24,7 +25,8 @@ pub async fn spawn_http(ctx: Arc<Context>) -> Result<(), ProxyError> {
             }
         }
     });
-    Ok(())
+    tracing::info!(%bound, "admin http listening");
+    Ok(Some(bound))
 }
 
 async fn answer(ctx: Arc<Context>, mut tcp: TcpStream) {

@@ -15,6 +15,8 @@ use tokio::sync::{watch, Semaphore};
 /// A started proxy: its address, shared context and the switch that stops it.
 pub struct Running {
     pub addr: SocketAddr,
+    /// Where /metrics and /health are served, when enabled.
+    pub admin_addr: Option<SocketAddr>,
     pub ctx: Arc<Context>,
     shutdown: watch::Sender<bool>,
     accept_task: tokio::task::JoinHandle<()>,
@@ -32,11 +34,12 @@ pub async fn start(config: Config) -> Result<Running, ProxyError> {
     for g in &ctx.groups {
         tokio::spawn(g.primary.clone().maintain(rx.clone()));
     }
-    crate::admin::spawn_http(ctx.clone()).await?;
+    let admin_addr = crate::admin::spawn_http(ctx.clone()).await?;
     let accept_task = tokio::spawn(accept_loop(ctx.clone(), listener, rx));
     tracing::info!(%addr, "tessera listening");
     Ok(Running {
         addr,
+        admin_addr,
         ctx,
         shutdown: tx,
         accept_task,

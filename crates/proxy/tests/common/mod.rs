@@ -35,6 +35,8 @@ listen = "127.0.0.1:0"
 {server_extra}
 [pool]
 {pool_extra}
+[admin]
+http_listen = "127.0.0.1:0"
 [[users]]
 name = "app"
 password = "app"

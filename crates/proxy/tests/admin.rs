@@ -1,0 +1,50 @@
+//! The admin HTTP endpoint: Prometheus metrics reflect what happened; /health follows the
+//! backend's reachability.
+
+mod common;
+
+use common::Env;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+async fn get(addr: std::net::SocketAddr, path: &str) -> String {
+    let mut tcp = tokio::net::TcpStream::connect(addr).await.expect("connect admin");
+    tcp.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes())
+        .await
+        .expect("request");
+    let mut out = String::new();
+    tcp.read_to_string(&mut out).await.expect("response");
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_and_health() {
+    let mut env = Env::start("", "backoff_max_ms = 200").await;
+    let mut c = env.client_in_test().await;
+    c.query("SELECT 1").await.expect("query");
+    c.query("CREATE TEMPORARY TABLE t (a INT)").await.expect("pin");
+    let _ = c.query("SELECT * FROM no_such_table").await;
+    let proxy = env.proxy.as_ref().expect("proxy");
+    let admin = proxy.admin_addr.expect("admin endpoint enabled by the test config");
+    let metrics = get(admin, "/metrics").await;
+    assert!(metrics.starts_with("HTTP/1.1 200"), "{metrics}");
+    assert!(metrics.contains("tessera_queries_total 3"), "{metrics}");
+    assert!(
+        metrics.contains("tessera_query_errors_total 0"),
+        "backend errors are answers, not proxy errors"
+    );
+    assert!(
+        metrics.contains("tessera_pins_total{reason=\"temporary_table\"} 1"),
+        "{metrics}"
+    );
+    assert!(metrics.contains("tessera_client_connections 1"), "{metrics}");
+    assert!(metrics.contains("tessera_pool_pinned{group=\"main\""), "{metrics}");
+    assert!(get(admin, "/health").await.starts_with("HTTP/1.1 200"));
+    assert!(get(admin, "/nope").await.starts_with("HTTP/1.1 404"));
+    env.sandbox.server_mut(0).kill().expect("kill backend");
+    let mut other = env.client().await;
+    let _ = other.query("SELECT 1").await;
+    assert!(
+        get(admin, "/health").await.starts_with("HTTP/1.1 503"),
+        "unhealthy while the backend is down"
+    );
+}
