@@ -68,8 +68,9 @@ impl OkPacket {
             if status & SERVER_SESSION_STATE_CHANGED != 0 && !r.is_empty() {
                 ok.session_state = r.lenenc_bytes()?.to_vec();
             }
-        } else {
-            ok.info = r.rest().to_vec();
+        } else if !r.is_empty() {
+            let rest = r.clone().rest().to_vec();
+            ok.info = r.lenenc_bytes().map(<[u8]>::to_vec).unwrap_or(rest);
         }
         Ok(ok)
     }
@@ -92,8 +93,10 @@ impl OkPacket {
             if status & SERVER_SESSION_STATE_CHANGED != 0 {
                 put_lenenc_bytes(out, &self.session_state);
             }
-        } else {
-            out.put_slice(&self.info);
+        } else if !self.info.is_empty() {
+            // The protocol docs say string<EOF>, but MySQL and MariaDB send it length-encoded
+            // and drivers (Connector/J) read it that way.
+            put_lenenc_bytes(out, &self.info);
         }
     }
 

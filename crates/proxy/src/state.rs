@@ -87,7 +87,7 @@ impl SessionVars {
         let mut parts: Vec<String> = Vec::new();
         for (k, v) in &self.vars {
             if current.vars.get(k) != Some(v) {
-                parts.push(format!("SESSION {k} = {}", value_literal(v)));
+                parts.push(format!("SESSION {k} = {}", variable_literal(k, v)));
             }
         }
         for k in current.vars.keys().filter(|k| !self.vars.contains_key(*k)) {
@@ -132,6 +132,15 @@ impl SessionVars {
             self.last_insert_id = target.last_insert_id;
         }
     }
+}
+
+/// The value of variable `name` as SQL. Session tracking reports a NULL
+/// `character_set_results` as an empty string, which must be replayed as NULL.
+pub fn variable_literal(name: &str, v: &str) -> String {
+    if v.is_empty() && name == "character_set_results" {
+        return "NULL".into();
+    }
+    value_literal(v)
 }
 
 /// A system variable value as SQL: numbers bare, NULL bare, everything else quoted.
@@ -211,6 +220,8 @@ mod tests {
 
     #[test]
     fn literals() {
+        assert_eq!(variable_literal("character_set_results", ""), "NULL");
+        assert_eq!(variable_literal("sql_mode", ""), "''");
         assert_eq!(value_literal("262144"), "262144");
         assert_eq!(value_literal("-1.5"), "-1.5");
         assert_eq!(value_literal("ON"), "'ON'");

@@ -18,6 +18,7 @@ use tessera_protocol::command::{COM_STMT_FETCH, COM_STMT_RESET};
 use tessera_protocol::flags::{CLIENT_DEPRECATE_EOF, SERVER_STATUS_LAST_ROW_SENT};
 use tessera_protocol::response::{encode_eof, ErrPacket};
 use tessera_protocol::stmt::{encode_long_data, ExecuteRequest, PrepareOk};
+use tessera_protocol::resultset::TYPE_NULL;
 use tessera_sql::Classification;
 
 /// A statement prepared by the client.
@@ -159,6 +160,8 @@ impl Session {
         let types = match (&entry.types, entry.num_params) {
             (_, 0) => Vec::new(),
             (Some(t), _) => t.clone(),
+            // Clients may omit types when every parameter is NULL (Connector/J does).
+            (None, n) if all_null(req.null_bitmap, n) => [TYPE_NULL, 0].repeat(usize::from(n)),
             (None, _) => {
                 return Err(ProxyError::Backend(ErrPacket::new(
                     2031,
@@ -341,4 +344,9 @@ fn is_insert(class: &Classification) -> bool {
         class.kind,
         tessera_sql::StatementKind::Insert | tessera_sql::StatementKind::Replace
     )
+}
+
+/// True when the NULL bitmap marks all `n` parameters NULL.
+fn all_null(bitmap: &[u8], n: u16) -> bool {
+    (0..usize::from(n)).all(|i| bitmap.get(i / 8).is_some_and(|b| b & (1 << (i % 8)) != 0))
 }

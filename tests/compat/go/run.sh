@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Go compatibility suite: github.com/go-sql-driver/mysql through Tessera.
+#
+#   bash tests/compat/go/run.sh            run the checks (exit 0 only if all pass)
+#   bash tests/compat/go/run.sh --prepare  only fetch the modules (used by scripts/install-deps.sh)
+#
+# Expects TESSERA_HOST TESSERA_PORT TESSERA_USER TESSERA_PASSWORD MARIADB_PORT (exported by
+# tests/compat/run.sh). Without TESSERA_PORT it starts its own `tessera demo` and stops it after.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+cd "$HERE"
+export GOTOOLCHAIN=${GOTOOLCHAIN:-local}
+
+# Modules come from the module cache once downloaded; the network is used only when missing.
+prepare() {
+    command -v go >/dev/null || { echo "go: not found (see scripts/install-deps.sh)" >&2; exit 1; }
+    go mod download
+}
+
+# --- standalone mode: without the shared runner, start the demos it would start ----------------
+start_demo_if_needed() {
+    [[ -n ${TESSERA_PORT:-} ]] && return 0
+    # shellcheck source=SCRIPTDIR/../lib.sh
+    source "$HERE/../lib.sh"
+    compat_install_traps
+    # The runner's "main" uses the demo defaults; TESSERA_POOL_MAX=N adds --pool-max N.
+    # shellcheck disable=SC2086 # deliberate word splitting
+    launch_tessera main ${TESSERA_POOL_MAX:+--pool-max $TESSERA_POOL_MAX}
+    launch_tessera sha2 --auth-plugin caching_sha2_password
+    await_tessera main && await_tessera sha2 || exit 1
+    use_tessera main
+}
+
+if [[ ${1:-} == --prepare ]]; then
+    prepare
+    exit 0
+fi
+prepare
+start_demo_if_needed
+
+echo "== Go compat suite: $(grep -o 'go-sql-driver/mysql v[0-9.]*' go.mod) via Tessera ${TESSERA_HOST:-127.0.0.1}:$TESSERA_PORT"
+cat <<'EOF'
+   checks: every column type incl. NULL (prepared binary + text, params in WHERE, parseTime),
+   1 MB BLOB (inline param, COM_STMT_SEND_LONG_DATA, text X''), transactions, wrong password,
+   1062/23000 + 1064/42000 (text, COM_STMT_PREPARE) + 1146/42S02, CALL with two result sets,
+   LastInsertId/RowsAffected vs MariaDB, per-session LAST_INSERT_ID, 20 concurrent sessions
+EOF
+set +e
+go test -count=1 -v -timeout 300s . 2>&1 | grep -vE '^=== (RUN|PAUSE|CONT)'
+rc=${PIPESTATUS[0]} # go test's status, not grep's
+set -e
+if [[ $rc -eq 0 ]]; then
+    echo "== Go compat suite: PASS"
+else
+    echo "== Go compat suite: FAIL"
+fi
+exit "$rc"

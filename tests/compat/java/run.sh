@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Java compatibility suite: MySQL Connector/J (useServerPrepStmts, useCursorFetch) through Tessera.
+#
+#   bash tests/compat/java/run.sh            run the checks (exit 0 only if all pass)
+#   bash tests/compat/java/run.sh --prepare  only build (used by scripts/install-deps.sh)
+#
+# Expects TESSERA_HOST TESSERA_PORT TESSERA_USER TESSERA_PASSWORD MARIADB_PORT (exported by
+# tests/compat/run.sh). Without TESSERA_PORT it starts its own `tessera demo` and stops it after.
+#
+# Maven only compiles and resolves the classpath (offline first, ~/.m2 is the cache); the checks
+# run with plain `java`. Nothing is rebuilt when pom.xml and src/ are older than the last build.
+# Debugging: JAVA_COMPAT_OPTS='-Donly=cursor -Dtrace=true' runs the checks whose name contains
+# "cursor" and prints stack traces; TESSERA_JDBC_EXTRA='&prop=value' is appended to every URL.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+cd "$HERE"
+
+STAMP=target/.built
+classpath_ok() {
+    [[ -f target/classpath.txt && -f $STAMP ]] || return 1
+    local jar
+    IFS=: read -r -a jars <target/classpath.txt
+    for jar in "${jars[@]}"; do [[ -f $jar ]] || return 1; done
+}
+prepare() {
+    command -v java >/dev/null || { echo "java: not found (see scripts/install-deps.sh)" >&2; exit 1; }
+    if classpath_ok && [[ -z $(find pom.xml src -newer "$STAMP" -print -quit) ]]; then
+        return 0
+    fi
+    command -v mvn >/dev/null || { echo "mvn: not found (see scripts/install-deps.sh)" >&2; exit 1; }
+    mkdir -p target
+    local goals=(-q -B -Dstyle.color=never compile dependency:build-classpath)
+    if ! mvn -o "${goals[@]}" >target/mvn.log 2>&1; then
+        # Not everything is in ~/.m2 yet: resolve from Maven Central once.
+        if ! mvn "${goals[@]}" >target/mvn.log 2>&1; then
+            cat target/mvn.log >&2
+            echo "maven build failed" >&2
+            exit 1
+        fi
+    fi
+    touch "$STAMP"
+}
+
+# --- standalone mode: without the shared runner, start the demos it would start ----------------
+start_demo_if_needed() {
+    [[ -n ${TESSERA_PORT:-} ]] && return 0
+    # shellcheck source=SCRIPTDIR/../lib.sh
+    source "$HERE/../lib.sh"
+    compat_install_traps
+    # The runner's "main" uses the demo defaults; TESSERA_POOL_MAX=N adds --pool-max N.
+    # shellcheck disable=SC2086 # deliberate word splitting
+    launch_tessera main ${TESSERA_POOL_MAX:+--pool-max $TESSERA_POOL_MAX}
+    launch_tessera sha2 --auth-plugin caching_sha2_password
+    await_tessera main && await_tessera sha2 || exit 1
+    use_tessera main
+}
+
+if [[ ${1:-} == --prepare ]]; then
+    prepare
+    exit 0
+fi
+prepare
+start_demo_if_needed
+
+echo "== Java compat suite: $(java -version 2>&1 | head -1) via Tessera ${TESSERA_HOST:-127.0.0.1}:$TESSERA_PORT"
+set +e
+# shellcheck disable=SC2086 # JAVA_COMPAT_OPTS is a list of options
+java -Duser.timezone=UTC -Dfile.encoding=UTF-8 ${JAVA_COMPAT_OPTS:-} -cp "target/classes:$(cat target/classpath.txt)" tessera.compat.CompatMain
+rc=$?
+set -e
+if [[ $rc -eq 0 ]]; then
+    echo "== Java compat suite: PASS"
+else
+    echo "== Java compat suite: FAIL"
+fi
+exit "$rc"
