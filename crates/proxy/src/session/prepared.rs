@@ -17,8 +17,8 @@ use std::sync::Arc;
 use tessera_protocol::command::{COM_STMT_FETCH, COM_STMT_RESET};
 use tessera_protocol::flags::{CLIENT_DEPRECATE_EOF, SERVER_STATUS_LAST_ROW_SENT};
 use tessera_protocol::response::{encode_eof, ErrPacket};
-use tessera_protocol::stmt::{encode_long_data, ExecuteRequest, PrepareOk};
 use tessera_protocol::resultset::TYPE_NULL;
+use tessera_protocol::stmt::{encode_long_data, ExecuteRequest, PrepareOk};
 use tessera_sql::Classification;
 
 /// A statement prepared by the client.
