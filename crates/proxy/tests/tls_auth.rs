@@ -103,3 +103,28 @@ async fn tls_and_auth_plugins_with_the_mariadb_client() {
     let _ = std::fs::remove_dir_all(&dir);
     result.expect("checks pass");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_to_the_backend() {
+    let dir = std::env::temp_dir().join(format!("tessera-btls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let (cert, key) = self_signed_cert(&dir);
+    let opts = tessera_sandbox::SandboxOptions {
+        extra_args: vec![format!("--ssl-cert={cert}"), format!("--ssl-key={key}")],
+        ..Default::default()
+    };
+    let sandbox = tokio::task::spawn_blocking(move || tessera_sandbox::Sandbox::start(opts).expect("sandbox with TLS"))
+        .await
+        .expect("sandbox thread");
+    let mut config = common::config(sandbox.servers()[0].port(), "", "");
+    config.groups[0].tls = true;
+    let proxy = tessera_proxy::server::start(config).await.expect("proxy");
+    let mut c = common::Client::connect(proxy.addr.port(), "app", "app", None)
+        .await
+        .expect("login");
+    let rows = c.query("SHOW SESSION STATUS LIKE 'Ssl_cipher'").await.expect("status");
+    let cipher = rows[0][1].clone().unwrap_or_default();
+    assert!(!cipher.is_empty(), "the backend connection is encrypted: {rows:?}");
+    proxy.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
