@@ -149,13 +149,6 @@ impl BackendConn {
         Ok(())
     }
 
-    /// Reads LAST_INSERT_ID() of this connection.
-    pub async fn fetch_last_insert_id(&mut self) -> Result<u64, ProxyError> {
-        self.queue_last_insert_id_query();
-        self.flush().await?;
-        self.read_last_insert_id().await
-    }
-
     /// Queues `SELECT LAST_INSERT_ID()` behind the command already queued (pipelined).
     pub fn queue_last_insert_id_query(&mut self) {
         self.begin_command(|b| {

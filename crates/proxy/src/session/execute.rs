@@ -138,37 +138,36 @@ impl Session {
 
     /// Reads the answer of a `SELECT LAST_INSERT_ID()` pipelined behind the statement.
     pub async fn read_pipelined_last_insert_id(&mut self, conn: &mut PooledConn, outcome: &mut Outcome) {
+        outcome.last_insert_id_known = self.adopt_last_insert_id(conn).await;
+    }
+
+    /// LAST_INSERT_ID() may have changed on this connection (an OK's insert id is not always
+    /// it: explicit ids, LAST_INSERT_ID(expr)); read it before the connection is shared again.
+    async fn learn_last_insert_id(&mut self, conn: &mut PooledConn) {
+        conn.queue_last_insert_id_query();
+        let known = match conn.flush().await {
+            Ok(()) => self.adopt_last_insert_id(conn).await,
+            Err(_) => false,
+        };
+        self.last_insert_id_dirty = !known;
+    }
+
+    /// Reads the queued `SELECT LAST_INSERT_ID()` answer. Tessera knows the value the
+    /// connection had before (every change is read back before release), so only a change
+    /// belongs to this session. Returns whether the value is known.
+    async fn adopt_last_insert_id(&mut self, conn: &mut PooledConn) -> bool {
         let before = conn.state.last_insert_id;
         match conn.read_last_insert_id().await {
             Ok(id) => {
                 if id != before {
                     self.state.last_insert_id = id;
                 }
-                outcome.last_insert_id_known = true;
+                true
             }
             Err(e) => {
                 tracing::warn!(session = self.id, error = %e, "could not read LAST_INSERT_ID()");
                 conn.broken = true;
-            }
-        }
-    }
-
-    /// LAST_INSERT_ID() may have changed on this connection (an OK's insert id is not always
-    /// it: explicit ids, LAST_INSERT_ID(expr)); read it before the connection is shared again.
-    async fn learn_last_insert_id(&mut self, conn: &mut PooledConn) {
-        // Tessera knows the value the connection had before (exactly: every change is read
-        // back before release); only a change belongs to this session.
-        let before = conn.state.last_insert_id;
-        match conn.fetch_last_insert_id().await {
-            Ok(id) => {
-                if id != before {
-                    self.state.last_insert_id = id;
-                }
-                self.last_insert_id_dirty = false;
-            }
-            Err(e) => {
-                tracing::warn!(session = self.id, error = %e, "could not read LAST_INSERT_ID()");
-                conn.broken = true;
+                false
             }
         }
     }
