@@ -77,9 +77,17 @@ impl Context {
         }
     }
 
-    /// The pool a statement goes to (single group, primary, until routing lands).
+    /// The pool of a target (an unknown group falls back to the first one).
+    pub fn pool(&self, target: crate::route::Target) -> &Arc<Pool> {
+        let group = self.groups.get(target.group).unwrap_or(&self.groups[0]);
+        match target.role {
+            crate::route::Role::Primary => &group.primary,
+        }
+    }
+
+    /// The first group's primary: session-level commands (login schema, KILL) go there.
     pub fn default_pool(&self) -> &Arc<Pool> {
-        &self.groups[0].primary
+        self.pool(crate::route::Target::primary(0))
     }
 
     /// Version string for the greeting: configured, else the backend's, else a MariaDB-like one.

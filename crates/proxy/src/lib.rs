@@ -3,7 +3,8 @@
 //! # Layout
 //! - [`server`]: listener, connection limit, graceful shutdown. [`admin`]: HTTP /metrics, /health.
 //! - [`session`]: one task per client; commands, session state, pins, prepared statements.
-//! - [`exec`]: forwarding backend responses to clients without decoding rows.
+//! - [`route`]: where a statement runs (a [`route::Plan`]); [`exec`]: forwarding backend
+//!   responses to clients without decoding rows.
 //! - [`pool`]: backend connection pools; [`backend`]: Tessera's own MySQL client.
 //! - [`state`]: replayable session state and its diff; [`charset`]: handshake collations.
 //! - [`context`]: what sessions share (config snapshot, pools, registry, metrics).
@@ -21,6 +22,7 @@ pub mod metrics;
 pub mod net;
 pub mod pool;
 pub mod registry;
+pub mod route;
 pub mod server;
 pub mod session;
 pub mod state;

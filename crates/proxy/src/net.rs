@@ -15,11 +15,18 @@ pub enum Stream {
     Unix(UnixStream),
     ServerTls(Box<tokio_rustls::server::TlsStream<TcpStream>>),
     ClientTls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
+    /// An in-memory pipe: a fake backend or client in unit tests.
+    Memory(tokio::io::DuplexStream),
 }
 
 impl Stream {
     pub fn is_tls(&self) -> bool {
-        !matches!(self, Stream::Tcp(_))
+        matches!(self, Stream::ServerTls(_) | Stream::ClientTls(_))
+    }
+
+    /// TLS or a local unix socket: safe for a cleartext password (as MySQL treats them).
+    pub fn is_secure(&self) -> bool {
+        self.is_tls() || matches!(self, Stream::Unix(_))
     }
 
     /// True if the peer closed the socket or sent something while we expected silence
@@ -31,6 +38,7 @@ impl Stream {
             Stream::Unix(s) => s.try_read(&mut byte),
             Stream::ServerTls(s) => s.get_ref().0.try_read(&mut byte),
             Stream::ClientTls(s) => s.get_ref().0.try_read(&mut byte),
+            Stream::Memory(_) => return false,
         };
         !matches!(read, Err(e) if e.kind() == io::ErrorKind::WouldBlock)
     }
@@ -52,6 +60,7 @@ macro_rules! delegate {
             Stream::Unix($s) => $e,
             Stream::ServerTls($s) => $e,
             Stream::ClientTls($s) => $e,
+            Stream::Memory($s) => $e,
         }
     };
 }

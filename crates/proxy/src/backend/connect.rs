@@ -164,7 +164,7 @@ async fn authenticate(io: &mut PacketStream<Stream>, server: &ServerRef) -> Resu
             }
             Some(0x01) if packet.get(1) == Some(&auth::SHA2_FAST_AUTH_OK) => {}
             Some(0x01) if packet.get(1) == Some(&auth::SHA2_PERFORM_FULL_AUTH) => {
-                if !io.get_ref().is_tls() {
+                if !io.get_ref().is_secure() {
                     return Err(ProxyError::BackendUnavailable {
                         server: server.name.clone(),
                         reason: "caching_sha2_password full authentication needs TLS: set tls = true on the group"

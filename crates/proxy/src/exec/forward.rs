@@ -253,3 +253,233 @@ impl<C: AsyncRead + AsyncWrite + Unpin> Forwarder<'_, C> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The forwarder against a scripted fake backend over in-memory pipes: no database needed.
+
+    use super::*;
+    use crate::backend::ServerInfo;
+    use crate::net::Stream;
+    use bytes::BytesMut;
+    use std::sync::Arc;
+    use tessera_protocol::codec::{put_lenenc_bytes, put_lenenc_int};
+    use tessera_protocol::resultset::{encode_text_row, ColumnDefinition};
+    use tokio::io::DuplexStream;
+
+    const BACKEND_CAPS: u32 = CLIENT_PROTOCOL_41 | CLIENT_SESSION_TRACK | CLIENT_MULTI_RESULTS;
+
+    struct Rig {
+        backend: BackendConn,
+        server: PacketStream<DuplexStream>,
+        client: PacketStream<DuplexStream>,
+        peer: PacketStream<DuplexStream>,
+    }
+
+    fn rig() -> Rig {
+        let (a, b) = tokio::io::duplex(1 << 20);
+        let (c, d) = tokio::io::duplex(1 << 20);
+        let info = Arc::new(ServerInfo {
+            name: "fake".into(),
+            address: "memory".into(),
+            user: "u".into(),
+            password: String::new(),
+            tls: false,
+        });
+        let backend = BackendConn::new(
+            PacketStream::new(Stream::Memory(a)),
+            info,
+            7,
+            BACKEND_CAPS,
+            "fake".into(),
+            4,
+        );
+        let mut server = PacketStream::new(b);
+        server.set_seq(1);
+        let mut client = PacketStream::new(c);
+        client.set_seq(1);
+        Rig {
+            backend,
+            server,
+            client,
+            peer: PacketStream::new(d),
+        }
+    }
+
+    fn packet(build: impl FnOnce(&mut BytesMut)) -> Vec<u8> {
+        let mut b = BytesMut::new();
+        build(&mut b);
+        b.to_vec()
+    }
+
+    fn column_count(n: u64) -> Vec<u8> {
+        packet(|b| put_lenenc_int(b, n))
+    }
+
+    fn eof(status: u16) -> Vec<u8> {
+        packet(|b| encode_eof(b, 0, status))
+    }
+
+    fn row(v: &str) -> Vec<u8> {
+        packet(|b| encode_text_row(b, &[Some(v.as_bytes())]))
+    }
+
+    async fn script(server: &mut PacketStream<DuplexStream>, packets: &[Vec<u8>]) {
+        for p in packets {
+            server.write_packet(p);
+        }
+        server.flush().await.expect("fake backend writes");
+    }
+
+    async fn read_n(peer: &mut PacketStream<DuplexStream>, n: usize) -> Vec<(u8, Vec<u8>)> {
+        let mut out = Vec::new();
+        for _ in 0..n {
+            let (seq, p) = peer.read_packet_with_seq().await.expect("client receives");
+            out.push((seq, p.to_vec()));
+        }
+        out
+    }
+
+    fn side(capabilities: u32) -> ClientSide {
+        ClientSide {
+            capabilities,
+            write_timeout: Duration::from_secs(5),
+        }
+    }
+
+    fn result_set(status_end: u16) -> Vec<Vec<u8>> {
+        let def = packet(|b| ColumnDefinition::text("a").encode(b));
+        vec![column_count(1), def, eof(0x0002), row("x"), row("y"), eof(status_end)]
+    }
+
+    #[tokio::test]
+    async fn classic_eof_client_gets_identical_packets_and_fresh_sequence_ids() {
+        let mut r = rig();
+        let packets = result_set(0x0002);
+        script(&mut r.server, &packets).await;
+        let out = forward(&mut r.backend, &mut r.client, side(CLIENT_PROTOCOL_41), Mode::Text)
+            .await
+            .expect("forward");
+        assert_eq!(out.result_rows, Some(2));
+        let got = read_n(&mut r.peer, packets.len()).await;
+        for (i, ((seq, p), want)) in got.iter().zip(&packets).enumerate() {
+            assert_eq!(*seq as usize, i + 1);
+            assert_eq!(p, want);
+        }
+    }
+
+    #[tokio::test]
+    async fn deprecate_eof_client_gets_no_middle_eof_and_an_ok_at_the_end() {
+        let mut r = rig();
+        script(&mut r.server, &result_set(0x0002)).await;
+        let caps = CLIENT_PROTOCOL_41 | CLIENT_DEPRECATE_EOF;
+        forward(&mut r.backend, &mut r.client, side(caps), Mode::Text)
+            .await
+            .expect("forward");
+        let got = read_n(&mut r.peer, 5).await;
+        assert_eq!(got[2].1, row("x"), "definitions are followed directly by rows");
+        let end = &got[4].1;
+        assert!(
+            is_result_end_ok(end) && end.len() > 5,
+            "an OK with the 0xFE header ends the rows"
+        );
+        assert_eq!(parse_eof(end, caps).expect("end").1, 0x0002);
+    }
+
+    #[tokio::test]
+    async fn ok_with_session_state_is_tracked_and_reencoded_for_clients_without_tracking() {
+        let mut r = rig();
+        let mut state = BytesMut::new();
+        let mut var = BytesMut::new();
+        put_lenenc_bytes(&mut var, b"time_zone");
+        put_lenenc_bytes(&mut var, b"+02:00");
+        state.extend_from_slice(&[SESSION_TRACK_SYSTEM_VARIABLES]);
+        put_lenenc_bytes(&mut state, &var);
+        let ok = OkPacket {
+            affected_rows: 3,
+            last_insert_id: 9,
+            status: 0x0002 | SERVER_SESSION_STATE_CHANGED,
+            info: b"Rows matched: 3".to_vec(),
+            session_state: state.to_vec(),
+            ..Default::default()
+        };
+        script(&mut r.server, &[packet(|b| ok.encode(b, BACKEND_CAPS))]).await;
+        let out = forward(&mut r.backend, &mut r.client, side(CLIENT_PROTOCOL_41), Mode::Text)
+            .await
+            .expect("forward");
+        assert_eq!((out.affected_rows, out.last_insert_id), (3, 9));
+        assert_eq!(
+            r.backend.state.vars.get("time_zone").map(String::as_str),
+            Some("+02:00")
+        );
+        let got = read_n(&mut r.peer, 1).await;
+        let seen = OkPacket::parse(&got[0].1, CLIENT_PROTOCOL_41).expect("ok");
+        assert_eq!(seen.info, b"Rows matched: 3");
+        assert_eq!(seen.status & SERVER_SESSION_STATE_CHANGED, 0);
+        assert_eq!(
+            got[0].1[got[0].1.len() - 16],
+            15,
+            "info is length-prefixed, as servers send it"
+        );
+    }
+
+    #[tokio::test]
+    async fn multi_results_end_with_the_last_status_and_errors_stop_the_stream() {
+        let mut r = rig();
+        let mut packets = result_set(0x0002 | SERVER_MORE_RESULTS_EXISTS);
+        packets.push(packet(|b| {
+            OkPacket {
+                status: 0x0002,
+                ..Default::default()
+            }
+            .encode(b, BACKEND_CAPS)
+        }));
+        script(&mut r.server, &packets).await;
+        let out = forward(&mut r.backend, &mut r.client, side(CLIENT_PROTOCOL_41), Mode::Text)
+            .await
+            .expect("forward");
+        assert_eq!(out.status & SERVER_MORE_RESULTS_EXISTS, 0);
+        assert_eq!(out.result_rows, None, "the last result was an OK");
+        read_n(&mut r.peer, packets.len()).await;
+
+        let err = packet(|b| ErrPacket::new(1317, "70100", "Query execution was interrupted").encode(b));
+        let def = packet(|b| ColumnDefinition::text("a").encode(b));
+        script(&mut r.server, &[column_count(1), def, eof(2), row("x"), err.clone()]).await;
+        let out = forward(&mut r.backend, &mut r.client, side(CLIENT_PROTOCOL_41), Mode::Text)
+            .await
+            .expect("forward");
+        assert_eq!(out.error.map(|e| e.code), Some(1317));
+        assert_eq!(read_n(&mut r.peer, 5).await[4].1, err);
+    }
+
+    #[tokio::test]
+    async fn backend_gone_mid_result_is_lost_backend_and_breaks_the_connection() {
+        let mut r = rig();
+        let def = packet(|b| ColumnDefinition::text("a").encode(b));
+        script(&mut r.server, &[column_count(1), def]).await;
+        drop(r.server);
+        let e = forward(&mut r.backend, &mut r.client, side(CLIENT_PROTOCOL_41), Mode::Text)
+            .await
+            .expect_err("lost");
+        assert!(matches!(e, ProxyError::LostBackend { .. }), "{e}");
+        assert!(r.backend.broken);
+    }
+
+    #[tokio::test]
+    async fn cursor_response_keeps_its_eof_and_opens_a_cursor() {
+        let mut r = rig();
+        let def = packet(|b| ColumnDefinition::text("a").encode(b));
+        script(
+            &mut r.server,
+            &[column_count(1), def, eof(0x0002 | SERVER_STATUS_CURSOR_EXISTS)],
+        )
+        .await;
+        let caps = CLIENT_PROTOCOL_41 | CLIENT_DEPRECATE_EOF;
+        let out = forward(&mut r.backend, &mut r.client, side(caps), Mode::Binary)
+            .await
+            .expect("forward");
+        assert!(out.cursor_opened);
+        let got = read_n(&mut r.peer, 3).await;
+        assert!(is_eof(&got[2].1));
+    }
+}

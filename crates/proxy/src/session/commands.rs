@@ -8,6 +8,7 @@ use crate::context::Context;
 use crate::error::ProxyError;
 use crate::exec::Mode;
 use crate::metrics::Metrics;
+use crate::route::Target;
 use crate::state::{SessionVars, SyncScope};
 use std::sync::Arc;
 use tessera_protocol::codec::Reader;
@@ -84,7 +85,7 @@ impl Session {
     /// A command forwarded as-is whose answer is an OK/ERR or a result (INIT_DB, FIELD_LIST).
     async fn forward_command(&mut self, payload: &[u8], mode: Mode) -> Result<Next, ProxyError> {
         let was_held = self.held.is_some();
-        let mut conn = self.acquire(SyncScope::default()).await?;
+        let mut conn = self.acquire(Target::primary(0), SyncScope::default()).await?;
         conn.begin_command(|b| b.extend_from_slice(payload));
         let outcome = match self.forward(&mut conn, mode).await {
             Ok(o) => o,
@@ -105,7 +106,7 @@ impl Session {
     /// COM_STATISTICS answers with one raw string packet.
     pub async fn statistics(&mut self, payload: &[u8]) -> Result<Next, ProxyError> {
         let was_held = self.held.is_some();
-        let mut conn = self.acquire(SyncScope::default()).await?;
+        let mut conn = self.acquire(Target::primary(0), SyncScope::default()).await?;
         conn.begin_command(|b| b.extend_from_slice(payload));
         let answer = match conn.flush().await {
             Ok(()) => conn.read().await,

@@ -7,6 +7,7 @@ use crate::error::ProxyError;
 use crate::exec::{forward, ClientSide, Mode, Outcome};
 use crate::metrics::Metrics;
 use crate::pool::PooledConn;
+use crate::route::Target;
 use crate::state::SyncScope;
 use tessera_protocol::command::{COM_INIT_DB, COM_QUERY};
 use tessera_sql::{Classification, Flags};
@@ -19,13 +20,13 @@ pub struct Stmt<'a> {
 
 impl Session {
     /// Borrows the connection for the next statement and syncs its session state.
-    pub async fn acquire(&mut self, scope: SyncScope) -> Result<PooledConn, ProxyError> {
+    pub async fn acquire(&mut self, target: Target, scope: SyncScope) -> Result<PooledConn, ProxyError> {
         let mut conn = match self.held.take() {
             Some(c) => c,
             None => {
                 let found_rows = self.capabilities & tessera_protocol::flags::CLIENT_FOUND_ROWS != 0;
                 let no_schema = self.state.schema.is_none();
-                self.ctx.default_pool().checkout(found_rows, no_schema).await?
+                self.ctx.pool(target).checkout(found_rows, no_schema).await?
             }
         };
         if self.state.schema.is_none() && conn.state.schema.is_some() {

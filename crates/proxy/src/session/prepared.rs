@@ -84,7 +84,7 @@ impl Session {
             class: class.clone(),
         }]);
         let was_held = self.held.is_some();
-        let mut conn = self.acquire(scope).await?;
+        let mut conn = self.acquire(plan_target(&class), scope).await?;
         let prepared = conn.prepare(&sql).await;
         self.handle.set_running(None);
         let stmt = match prepared {
@@ -184,7 +184,7 @@ impl Session {
             class: entry.class.clone(),
         }];
         let was_held = self.held.is_some();
-        let mut conn = self.acquire(scope).await?;
+        let mut conn = self.acquire(plan_target(&stmts[0].class), scope).await?;
         if session_functions {
             if let Err(e) = conn.simple_command(&self.session_function_values()).await {
                 self.handle.set_running(None);
@@ -349,4 +349,10 @@ fn is_insert(class: &Classification) -> bool {
 /// True when the NULL bitmap marks all `n` parameters NULL.
 fn all_null(bitmap: &[u8], n: u16) -> bool {
     (0..usize::from(n)).all(|i| bitmap.get(i / 8).is_some_and(|b| b & (1 << (i % 8)) != 0))
+}
+
+/// The target of a prepared statement (planned per execution, as its parameters may matter).
+fn plan_target(class: &Classification) -> crate::route::Target {
+    let crate::route::Plan::Direct(target) = crate::route::plan(&[class]);
+    target
 }
