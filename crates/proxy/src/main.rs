@@ -91,6 +91,10 @@ fn init_logging() {
 }
 
 fn runtime(workers: usize) -> std::io::Result<tokio::runtime::Runtime> {
+    if workers == 1 {
+        // One thread: no work stealing or cross-thread wake-ups at all.
+        return tokio::runtime::Builder::new_current_thread().enable_all().build();
+    }
     let mut b = tokio::runtime::Builder::new_multi_thread();
     if workers > 0 {
         b.worker_threads(workers);
