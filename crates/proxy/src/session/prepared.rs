@@ -39,6 +39,18 @@ pub struct ClientStmt {
     pub long_data_size: usize,
 }
 
+/// One execution of a client statement, ready for a backend.
+struct Execution<'p> {
+    request: ExecuteRequest<'p>,
+    types: Vec<u8>,
+    long_data: BTreeMap<u16, Vec<Bytes>>,
+    sql: SqlText,
+    text: Arc<str>,
+    class: Classification,
+    scope: SyncScope,
+    session_functions: bool,
+}
+
 /// The client's prepared statements.
 #[derive(Default)]
 pub struct StatementRegistry {
@@ -147,67 +159,34 @@ impl Session {
 
     pub async fn stmt_execute(&mut self, stmt_id: u32, payload: &[u8]) -> Result<Next, ProxyError> {
         Metrics::inc(&self.ctx.metrics.prepared_executes);
-        let max_long = self.ctx.config.server.max_allowed_packet;
-        let entry = self
-            .stmts
-            .stmts
-            .get_mut(&stmt_id)
-            .ok_or_else(|| unknown(stmt_id, "mysqld_stmt_execute"))?;
-        let req = ExecuteRequest::parse(payload, entry.num_params)?;
-        if let Some(t) = req.types {
-            entry.types = Some(t.to_vec());
-        }
-        let types = match (&entry.types, entry.num_params) {
-            (_, 0) => Vec::new(),
-            (Some(t), _) => t.clone(),
-            // Clients may omit types when every parameter is NULL (Connector/J does).
-            (None, n) if all_null(req.null_bitmap, n) => [TYPE_NULL, 0].repeat(usize::from(n)),
-            (None, _) => {
-                return Err(ProxyError::Backend(ErrPacket::new(
-                    2031,
-                    "HY000",
-                    "No data supplied for parameters in prepared statement",
-                )))
-            }
-        };
-        if entry.long_data_size > max_long {
-            entry.long_data.clear();
-            entry.long_data_size = 0;
-            return Err(ProxyError::PacketTooLarge);
-        }
-        let long_data = std::mem::take(&mut entry.long_data);
-        entry.long_data_size = 0;
-        let (sql, text, scope) = (entry.sql.clone(), entry.text.clone(), entry.scope);
-        let session_functions = entry.session_functions;
+        let run = self.take_execution(stmt_id, payload)?;
         let stmts = [Stmt {
-            sql: &text,
-            class: entry.class.clone(),
+            sql: &run.text,
+            class: run.class,
         }];
         let was_held = self.held.is_some();
-        let mut conn = self.acquire(plan_target(&stmts[0].class), scope).await?;
-        if session_functions {
+        let mut conn = self.acquire(plan_target(&stmts[0].class), run.scope).await?;
+        if run.session_functions {
             if let Err(e) = conn.simple_command(&self.session_function_values()).await {
                 self.handle.set_running(None);
                 return Err(self.failed(conn, was_held, e));
             }
         }
-        let backend = match conn.prepare(&sql).await {
+        let backend = match conn.prepare(&run.sql).await {
             Ok(s) => s,
-            Err(e) => {
+            Err(e @ ProxyError::Backend(_)) => {
                 self.handle.set_running(None);
-                return Err(if matches!(e, ProxyError::Backend(_)) {
-                    e
-                } else {
-                    self.failed(conn, was_held, e)
-                });
+                self.keep_or_release(conn, &[]);
+                return Err(e);
             }
+            Err(e) => return Err(self.failed(conn, was_held, e)),
         };
-        for (param, chunks) in &long_data {
+        for (param, chunks) in &run.long_data {
             for chunk in chunks {
                 conn.begin_command(|b| encode_long_data(b, backend.id, *param, chunk));
             }
         }
-        conn.begin_command(|b| req.encode_for_backend(b, backend.id, &types));
+        conn.begin_command(|b| run.request.encode_for_backend(b, backend.id, &run.types));
         let pipeline_last_insert_id = !was_held && is_insert(&stmts[0].class);
         if pipeline_last_insert_id {
             conn.queue_last_insert_id_query();
@@ -224,6 +203,47 @@ impl Session {
         }
         self.finish(conn, &outcome, &stmts).await;
         Ok(Next::Continue)
+    }
+
+    /// Everything one execution needs from the client's statement: the parsed request, the
+    /// parameter types (remembered from an earlier execution when the client omits them) and
+    /// the long data sent since the last execution (which it consumes).
+    fn take_execution<'p>(&mut self, stmt_id: u32, payload: &'p [u8]) -> Result<Execution<'p>, ProxyError> {
+        let max_long = self.ctx.config.server.max_allowed_packet;
+        let entry = self
+            .stmts
+            .stmts
+            .get_mut(&stmt_id)
+            .ok_or_else(|| unknown(stmt_id, "mysqld_stmt_execute"))?;
+        let request = ExecuteRequest::parse(payload, entry.num_params)?;
+        if let Some(t) = request.types {
+            entry.types = Some(t.to_vec());
+        }
+        let types = match (&entry.types, entry.num_params) {
+            (_, 0) => Vec::new(),
+            (Some(t), _) => t.clone(),
+            // Clients may omit types when every parameter is NULL (Connector/J does).
+            (None, n) if all_null(request.null_bitmap, n) => [TYPE_NULL, 0].repeat(usize::from(n)),
+            (None, _) => {
+                let message = "No data supplied for parameters in prepared statement";
+                return Err(ProxyError::Backend(ErrPacket::new(2031, "HY000", message)));
+            }
+        };
+        let long_data = std::mem::take(&mut entry.long_data);
+        let too_long = std::mem::take(&mut entry.long_data_size) > max_long;
+        if too_long {
+            return Err(ProxyError::PacketTooLarge);
+        }
+        Ok(Execution {
+            request,
+            types,
+            long_data,
+            sql: entry.sql.clone(),
+            text: entry.text.clone(),
+            class: entry.class.clone(),
+            scope: entry.scope,
+            session_functions: entry.session_functions,
+        })
     }
 
     /// SET of the hidden variables that stand for ROW_COUNT() and FOUND_ROWS().
