@@ -221,3 +221,27 @@ async fn transactions_and_locks_keep_their_connection() {
         Some("1")
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_sessions_give_back_connections_kept_for_one_statement() {
+    let env = Env::start("", "max_size = 2").await;
+    let pool = env.proxy.as_ref().expect("proxy").ctx.default_pool().clone();
+    let mut clients = clients(&env, 5).await;
+    for c in clients.iter_mut() {
+        let _ = c.query("SELECT * FROM no_such_table").await.expect_err("error");
+    }
+    assert_eq!(pool.stats.pinned.load(Ordering::Relaxed), 5, "kept for SHOW WARNINGS");
+    // The clients stay idle: after a second the connections return to the pool.
+    let mut released = false;
+    for _ in 0..50 {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        if pool.stats.pinned.load(Ordering::Relaxed) == 0 {
+            released = true;
+            break;
+        }
+    }
+    assert!(released, "one-statement pins end when the session is idle");
+    for c in clients.iter_mut() {
+        assert_eq!(c.value("SELECT 'ok'").await.as_deref(), Some("ok"));
+    }
+}

@@ -30,6 +30,10 @@ use tessera_protocol::response::ErrPacket;
 use tessera_protocol::{PacketStream, ProtocolError};
 use tokio::net::TcpStream;
 
+/// A connection kept only for the next statement (diagnostics, FOUND_ROWS) goes back to the
+/// pool when the client stays idle this long.
+const SHORT_PIN_IDLE: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// What the command loop does after a command.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Next {
@@ -92,10 +96,25 @@ impl Session {
     async fn run(&mut self) {
         let mut shutdown = self.ctx.shutdown.clone();
         loop {
-            let read = tokio::select! {
-                r = self.client.read_packet_with_seq() => r,
-                _ = shutdown.changed() => return,
-                _ = self.handle.kill_signal.notified() => return,
+            let short_pin = self.held.as_ref().is_some_and(|c| !c.in_transaction) && self.pins.only_short_lived();
+            let mut release_timer = short_pin.then(|| Box::pin(tokio::time::sleep(SHORT_PIN_IDLE)));
+            // The read is never cancelled (that could lose a half-read packet); the timer runs beside it.
+            let read = {
+                let read_next = self.client.read_packet_with_seq();
+                tokio::pin!(read_next);
+                loop {
+                    tokio::select! {
+                        r = &mut read_next => break r,
+                        _ = shutdown.changed() => return,
+                        _ = self.handle.kill_signal.notified() => return,
+                        _ = async { if let Some(t) = release_timer.as_mut() { t.await } }, if release_timer.is_some() => {
+                            // An idle session gives back a connection kept only for one more statement.
+                            release_timer = None;
+                            self.pins.end_short_lived();
+                            self.held = None;
+                        }
+                    }
+                }
             };
             let payload = match read {
                 Ok((0, p)) => p,

@@ -122,6 +122,23 @@ impl Pins {
         }
     }
 
+    /// True when the only pins are the ones that last one statement (diagnostics, found_rows).
+    pub fn only_short_lived(&self) -> bool {
+        let short = Pins {
+            found_rows_next: self.found_rows_next,
+            diagnostics_next: self.diagnostics_next,
+            ..Pins::default()
+        };
+        self.is_pinned() && *self == short
+    }
+
+    /// Ends the one-statement pins (the client stayed idle; its next statement is not the one
+    /// they were kept for).
+    pub fn end_short_lived(&mut self) {
+        self.found_rows_next = false;
+        self.diagnostics_next = false;
+    }
+
     /// Keeps the connection for one more statement so SHOW WARNINGS / SHOW ERRORS /
     /// @@warning_count read the diagnostics of the statement that produced them.
     pub fn keep_for_diagnostics(&mut self) {
@@ -189,6 +206,18 @@ mod tests {
         assert!(p.is_pinned(), "still inside the transaction it applies to");
         run(&mut p, "COMMIT");
         assert!(!p.is_pinned());
+    }
+
+    #[test]
+    fn short_lived_pins_are_told_apart() {
+        let mut p = Pins::default();
+        p.keep_for_diagnostics();
+        assert!(p.only_short_lived());
+        run(&mut p, "CREATE TEMPORARY TABLE t (a INT)");
+        p.keep_for_diagnostics();
+        assert!(!p.only_short_lived(), "a temporary table keeps the pin");
+        p.end_short_lived();
+        assert_eq!(p.reasons(), vec!["temporary_table"]);
     }
 
     #[test]
