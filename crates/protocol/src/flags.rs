@@ -72,3 +72,9 @@ pub const SESSION_TRACK_STATE_CHANGE: u8 = 2;
 pub const SESSION_TRACK_GTIDS: u8 = 3;
 pub const SESSION_TRACK_TRANSACTION_CHARACTERISTICS: u8 = 4;
 pub const SESSION_TRACK_TRANSACTION_STATE: u8 = 5;
+
+/// MariaDB extended capabilities (the upper 32 bits, exchanged in reserved handshake bytes).
+pub const MARIADB_CLIENT_PROGRESS: u32 = 1;
+pub const MARIADB_CLIENT_STMT_BULK_OPERATIONS: u32 = 1 << 2;
+/// Column definitions carry extended type information (e.g. JSON, UUID formats).
+pub const MARIADB_CLIENT_EXTENDED_METADATA: u32 = 1 << 3;

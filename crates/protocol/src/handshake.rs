@@ -16,6 +16,9 @@ pub struct HandshakeV10 {
     pub charset: u8,
     pub status: u16,
     pub auth_plugin: String,
+    /// MariaDB's extended capabilities (the upper 32 bits), in the last 4 reserved bytes;
+    /// MariaDB servers signal themselves by not setting CLIENT_MYSQL (CLIENT_LONG_PASSWORD).
+    pub extended_capabilities: u32,
 }
 
 impl HandshakeV10 {
@@ -30,7 +33,8 @@ impl HandshakeV10 {
         out.put_u16_le(self.status);
         out.put_u16_le((self.capabilities >> 16) as u16);
         out.put_u8(21);
-        out.put_slice(&[0u8; 10]);
+        out.put_slice(&[0u8; 6]);
+        out.put_u32_le(self.extended_capabilities);
         out.put_slice(&self.scramble[8..]);
         out.put_u8(0);
         put_null_terminated(out, self.auth_plugin.as_bytes());
@@ -50,7 +54,8 @@ impl HandshakeV10 {
         let status = r.u16()?;
         capabilities |= u32::from(r.u16()?) << 16;
         let auth_len = usize::from(r.u8()?);
-        r.skip(10)?;
+        r.skip(6)?;
+        let extended_capabilities = r.u32()?;
         if capabilities & CLIENT_SECURE_CONNECTION != 0 {
             let n = auth_len.saturating_sub(8).max(13);
             let part2 = r.take(n.min(r.remaining()))?;
@@ -69,6 +74,7 @@ impl HandshakeV10 {
             charset,
             status,
             auth_plugin,
+            extended_capabilities,
         })
     }
 }
@@ -84,6 +90,8 @@ pub struct HandshakeResponse {
     pub database: Option<String>,
     pub auth_plugin: Option<String>,
     pub attributes: Vec<(String, String)>,
+    /// MariaDB extended capabilities, in the last 4 bytes of the filler.
+    pub extended_capabilities: u32,
 }
 
 /// An SSLRequest is a truncated HandshakeResponse41 with CLIENT_SSL set.
@@ -100,7 +108,8 @@ impl HandshakeResponse {
         }
         let max_packet = r.u32()?;
         let charset = r.u8()?;
-        r.skip(23)?;
+        r.skip(19)?;
+        let extended_capabilities = r.u32()?;
         let username = lossy(r.null_terminated()?);
         let auth_response = if capabilities & CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA != 0 {
             r.lenenc_bytes()?.to_vec()
@@ -134,6 +143,7 @@ impl HandshakeResponse {
             database,
             auth_plugin,
             attributes,
+            extended_capabilities,
         })
     }
 
@@ -167,7 +177,8 @@ impl HandshakeResponse {
         out.put_u32_le(self.capabilities);
         out.put_u32_le(self.max_packet);
         out.put_u8(self.charset);
-        out.put_slice(&[0u8; 23]);
+        out.put_slice(&[0u8; 19]);
+        out.put_u32_le(self.extended_capabilities);
     }
 }
 
@@ -226,6 +237,7 @@ mod tests {
             charset: 45,
             status: SERVER_STATUS_AUTOCOMMIT,
             auth_plugin: "mysql_native_password".into(),
+            extended_capabilities: MARIADB_CLIENT_EXTENDED_METADATA,
         };
         let mut b = BytesMut::new();
         h.encode(&mut b);
@@ -243,6 +255,7 @@ mod tests {
             database: Some("test".into()),
             auth_plugin: Some("mysql_native_password".into()),
             attributes: vec![("_client_name".into(), "x".into())],
+            extended_capabilities: MARIADB_CLIENT_EXTENDED_METADATA,
         };
         let mut b = BytesMut::new();
         resp.encode(&mut b);

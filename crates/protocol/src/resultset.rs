@@ -67,6 +67,12 @@ impl ColumnDefinition {
     }
 
     pub fn parse(payload: &[u8]) -> Result<Self> {
+        Self::parse_with(payload, false)
+    }
+
+    /// Parses a definition sent to a client that negotiated MariaDB's extended metadata
+    /// (an extra length-encoded field after the original column name).
+    pub fn parse_with(payload: &[u8], extended_metadata: bool) -> Result<Self> {
         let mut r = Reader::new(payload);
         let _catalog = r.lenenc_bytes()?;
         let schema = lossy(r.lenenc_bytes()?);
@@ -74,6 +80,9 @@ impl ColumnDefinition {
         let _org_table = r.lenenc_bytes()?;
         let name = lossy(r.lenenc_bytes()?);
         let _org_name = r.lenenc_bytes()?;
+        if extended_metadata {
+            let _extended = r.lenenc_bytes()?;
+        }
         let _fixed_len = r.lenenc_int()?;
         let charset = r.u16()?;
         let length = r.u32()?;

@@ -129,6 +129,7 @@ fn build_group(config: &Config, g: &tessera_config::GroupConfig) -> Result<Group
     };
     let opts = ConnectOptions {
         found_rows: false,
+        extended_metadata: false,
         timeout: config.pool.connect_timeout(),
         stmt_cache_size: config.pool.prepared_cache_size,
         tls,

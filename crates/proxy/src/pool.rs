@@ -13,6 +13,24 @@ use std::time::{Duration, Instant};
 use tessera_config::PoolConfig;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+/// The connection-level flags a backend connection is opened with; sessions borrow only
+/// connections of their own flavour.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Flavour {
+    /// CLIENT_FOUND_ROWS: affected rows count matched rows (JDBC's default).
+    pub found_rows: bool,
+    /// MariaDB extended column metadata.
+    pub extended_metadata: bool,
+}
+
+impl Flavour {
+    pub const COUNT: usize = 4;
+
+    pub fn index(self) -> usize {
+        usize::from(self.found_rows) | usize::from(self.extended_metadata) << 1
+    }
+}
+
 /// Counters exported as metrics.
 #[derive(Debug, Default)]
 pub struct PoolStats {
@@ -37,11 +55,12 @@ pub struct Pool {
     pub server: ServerRef,
     cfg: PoolConfig,
     opts: ConnectOptions,
-    idle: Mutex<[Vec<BackendConn>; 2]>,
+    idle: Mutex<[Vec<BackendConn>; Flavour::COUNT]>,
     permits: Arc<Semaphore>,
     health: Mutex<Health>,
     pub stats: PoolStats,
     version: OnceLock<String>,
+    extended: OnceLock<u32>,
 }
 
 impl Pool {
@@ -51,11 +70,17 @@ impl Pool {
             permits: Arc::new(Semaphore::new(cfg.max_size)),
             cfg,
             opts,
-            idle: Mutex::new([Vec::new(), Vec::new()]),
+            idle: Mutex::new(Default::default()),
             health: Mutex::new(Health::default()),
             stats: PoolStats::default(),
             version: OnceLock::new(),
+            extended: OnceLock::new(),
         })
+    }
+
+    /// MariaDB extended capabilities the server offers (0 for MySQL or before any connection).
+    pub fn server_extended_capabilities(&self) -> u32 {
+        self.extended.get().copied().unwrap_or(0)
     }
 
     /// The backend's version string, once any connection succeeded.
@@ -86,7 +111,7 @@ impl Pool {
 
     /// Borrows a connection (FOUND_ROWS flavour as asked), waiting up to checkout_timeout.
     /// `no_schema` asks for a connection without a default schema (MySQL cannot unset one).
-    pub async fn checkout(self: &Arc<Self>, found_rows: bool, no_schema: bool) -> Result<PooledConn, ProxyError> {
+    pub async fn checkout(self: &Arc<Self>, flavour: Flavour, no_schema: bool) -> Result<PooledConn, ProxyError> {
         self.check_backoff()?;
         let wait = self.cfg.checkout_timeout();
         let permit = match tokio::time::timeout(wait, self.permits.clone().acquire_owned()).await {
@@ -101,9 +126,9 @@ impl Pool {
             }
         };
         self.stats.checkouts.fetch_add(1, Ordering::Relaxed);
-        let conn = match self.take_idle(found_rows, no_schema) {
+        let conn = match self.take_idle(flavour, no_schema) {
             Some(c) => c,
-            None => self.open(found_rows).await?,
+            None => self.open(flavour).await?,
         };
         Ok(PooledConn {
             conn: Some(conn),
@@ -114,8 +139,7 @@ impl Pool {
 
     /// Replaces a lent connection by a fresh one (e.g. to get rid of its default schema).
     pub async fn reopen(&self, guard: &mut PooledConn) -> Result<(), ProxyError> {
-        let found_rows = guard.capabilities & tessera_protocol::flags::CLIENT_FOUND_ROWS != 0;
-        let fresh = self.open(found_rows).await?;
+        let fresh = self.open(guard.flavour()).await?;
         if let Some(old) = guard.conn.replace(fresh) {
             self.close(old);
         }
@@ -130,11 +154,11 @@ impl Pool {
 
     /// Pops a healthy idle connection, closing expired or dead ones on the way; with
     /// `no_schema`, one without a default schema is preferred.
-    fn take_idle(&self, found_rows: bool, no_schema: bool) -> Option<BackendConn> {
+    fn take_idle(&self, flavour: Flavour, no_schema: bool) -> Option<BackendConn> {
         loop {
             let conn = {
                 let mut idle = self.idle.lock().ok()?;
-                let list = &mut idle[usize::from(found_rows)];
+                let list = &mut idle[flavour.index()];
                 let at = match no_schema {
                     true => list
                         .iter()
@@ -160,20 +184,21 @@ impl Pool {
             || conn.last_used.elapsed() > self.cfg.idle_timeout()
     }
 
-    /// Opens a new connection, making room by closing an idle one of the other flavour.
-    async fn open(&self, found_rows: bool) -> Result<BackendConn, ProxyError> {
+    /// Opens a new connection, making room by closing an idle one of another flavour.
+    async fn open(&self, flavour: Flavour) -> Result<BackendConn, ProxyError> {
         if self.stats.open.load(Ordering::Relaxed) >= self.cfg.max_size {
             let other = self
                 .idle
                 .lock()
                 .ok()
-                .and_then(|mut i| i[usize::from(!found_rows)].pop());
+                .and_then(|mut lists| lists.iter_mut().find_map(Vec::pop));
             if let Some(c) = other {
                 self.close(c);
             }
         }
         let opts = ConnectOptions {
-            found_rows,
+            found_rows: flavour.found_rows,
+            extended_metadata: flavour.extended_metadata,
             ..self.opts.clone()
         };
         match connect(&self.server, &opts).await {
@@ -181,6 +206,7 @@ impl Pool {
                 self.stats.open.fetch_add(1, Ordering::Relaxed);
                 self.stats.connects.fetch_add(1, Ordering::Relaxed);
                 let _ = self.version.set(conn.server_version.clone());
+                let _ = self.extended.set(conn.server_extended_capabilities);
                 self.mark_up();
                 Ok(conn)
             }
@@ -253,7 +279,7 @@ impl Pool {
             return;
         }
         conn.last_used = Instant::now();
-        let flavour = usize::from(conn.capabilities & tessera_protocol::flags::CLIENT_FOUND_ROWS != 0);
+        let flavour = conn.flavour().index();
         match self.idle.lock() {
             Ok(mut idle) => idle[flavour].push(conn),
             Err(_) => self.close(conn),
@@ -285,7 +311,7 @@ impl Pool {
             let Ok(permit) = self.permits.clone().try_acquire_owned() else {
                 return;
             };
-            match self.open(false).await {
+            match self.open(Flavour::default()).await {
                 Ok(conn) => drop(PooledConn {
                     conn: Some(conn),
                     permit: Some(permit),

@@ -33,6 +33,10 @@ pub async fn start(config: Config) -> Result<Running, ProxyError> {
     let addr = listener.local_addr().map_err(|e| ProxyError::Config(e.to_string()))?;
     for g in &ctx.groups {
         tokio::spawn(g.primary.clone().maintain(rx.clone()));
+        // Learn the backend's version and capabilities early (for the greeting); a backend
+        // that is down is simply retried later.
+        let pool = g.primary.clone();
+        tokio::spawn(async move { drop(pool.checkout(crate::pool::Flavour::default(), false).await) });
     }
     let admin_addr = crate::admin::spawn_http(ctx.clone()).await?;
     let accept_task = tokio::spawn(accept_loop(ctx.clone(), listener, rx));

@@ -41,6 +41,10 @@ pub struct BackendConn {
     pub broken: bool,
     /// The server reported an open transaction after the last statement.
     pub in_transaction: bool,
+    /// MariaDB extended column metadata was negotiated on this connection.
+    pub extended_metadata: bool,
+    /// The extended capabilities the server offered in its greeting.
+    pub server_extended_capabilities: u32,
     /// Backend statements evicted from the cache, closed with the next request.
     pending_closes: Vec<u32>,
 }
@@ -67,6 +71,8 @@ impl BackendConn {
             last_used: now,
             broken: false,
             in_transaction: false,
+            extended_metadata: false,
+            server_extended_capabilities: 0,
             pending_closes: Vec::new(),
         }
     }
@@ -191,7 +197,10 @@ impl BackendConn {
         let count = r.lenenc_int()? as usize;
         let mut columns = Vec::with_capacity(count);
         for _ in 0..count {
-            columns.push(ColumnDefinition::parse(&self.read().await?)?);
+            columns.push(ColumnDefinition::parse_with(
+                &self.read().await?,
+                self.extended_metadata,
+            )?);
         }
         self.read().await?; // EOF after definitions (backends never use DEPRECATE_EOF)
         let mut rows = Vec::new();
@@ -263,6 +272,14 @@ impl BackendConn {
     pub fn forget_statement(&mut self, sql: &[u8]) {
         if let Some(stmt) = self.stmts.remove(sql) {
             self.pending_closes.push(stmt.id);
+        }
+    }
+
+    /// The pool flavour this connection belongs to.
+    pub fn flavour(&self) -> crate::pool::Flavour {
+        crate::pool::Flavour {
+            found_rows: self.capabilities & CLIENT_FOUND_ROWS != 0,
+            extended_metadata: self.extended_metadata,
         }
     }
 

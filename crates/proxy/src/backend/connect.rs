@@ -37,6 +37,8 @@ pub const INIT_SQL: &str =
 #[derive(Clone)]
 pub struct ConnectOptions {
     pub found_rows: bool,
+    /// Ask a MariaDB server for extended column metadata.
+    pub extended_metadata: bool,
     pub timeout: Duration,
     pub stmt_cache_size: usize,
     pub tls: Option<TlsConnector>,
@@ -93,6 +95,12 @@ async fn connect_inner(server: &ServerRef, opts: &ConnectOptions) -> Result<Back
         auth_plugin: Some(hs.auth_plugin.clone()),
         ..Default::default()
     };
+    let is_mariadb = hs.capabilities & CLIENT_LONG_PASSWORD == 0;
+    let extended_metadata =
+        opts.extended_metadata && is_mariadb && hs.extended_capabilities & MARIADB_CLIENT_EXTENDED_METADATA != 0;
+    if extended_metadata {
+        response.extended_capabilities = MARIADB_CLIENT_EXTENDED_METADATA;
+    }
     if let Some(connector) = &opts.tls {
         io = upgrade_tls(io, connector, &response, server).await?;
     }
@@ -109,6 +117,8 @@ async fn connect_inner(server: &ServerRef, opts: &ConnectOptions) -> Result<Back
         hs.server_version,
         opts.stmt_cache_size,
     );
+    conn.extended_metadata = extended_metadata;
+    conn.server_extended_capabilities = if is_mariadb { hs.extended_capabilities } else { 0 };
     conn.simple_command(INIT_SQL).await?;
     Ok(conn)
 }

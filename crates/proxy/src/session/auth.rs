@@ -24,6 +24,7 @@ pub struct Authenticated {
     pub user: String,
     pub database: Option<String>,
     pub charset: u8,
+    pub extended_metadata: bool,
 }
 
 /// A failed connection phase: the error, and the stream to report it on when there is one.
@@ -39,6 +40,12 @@ pub async fn accept(ctx: &Context, tcp: TcpStream, id: u32, host: &str) -> Resul
     if ctx.tls.is_some() {
         offered |= CLIENT_SSL;
     }
+    // Behind a MariaDB that offers extended metadata, present as MariaDB does (no CLIENT_MYSQL
+    // bit) and offer it too, so drivers see JSON and other extended types as they would directly.
+    let extended = ctx.default_pool().server_extended_capabilities() & MARIADB_CLIENT_EXTENDED_METADATA;
+    if extended != 0 {
+        offered &= !CLIENT_LONG_PASSWORD;
+    }
     let greeting = HandshakeV10 {
         server_version: ctx.server_version(),
         connection_id: id,
@@ -47,6 +54,7 @@ pub async fn accept(ctx: &Context, tcp: TcpStream, id: u32, host: &str) -> Resul
         charset: 45,
         status: SERVER_STATUS_AUTOCOMMIT,
         auth_plugin: ctx.config.server.default_auth_plugin.clone(),
+        extended_capabilities: extended,
     };
     let mut client = PacketStream::new(Stream::Tcp(tcp));
     client.set_max_packet(ctx.config.server.max_allowed_packet);
@@ -66,6 +74,7 @@ pub async fn accept(ctx: &Context, tcp: TcpStream, id: u32, host: &str) -> Resul
             user: resp.username,
             database: resp.database,
             charset: resp.charset,
+            extended_metadata: resp.extended_capabilities & extended != 0,
         }),
         Err(error) => Err(Refused {
             error,

@@ -43,6 +43,7 @@ impl Session {
             client: authed.client,
             capabilities: authed.capabilities,
             multi_statements: authed.capabilities & CLIENT_MULTI_STATEMENTS != 0,
+            extended_metadata: authed.extended_metadata,
             user: authed.user,
             charset: authed.charset,
             host,
@@ -69,8 +70,7 @@ impl Session {
     /// Validates the schema asked for at login (1049 if unknown), then sends the login OK.
     async fn enter_schema(&mut self, database: Option<String>) -> Result<(), ProxyError> {
         if let Some(db) = database {
-            let found_rows = self.capabilities & CLIENT_FOUND_ROWS != 0;
-            let mut conn = self.ctx.default_pool().checkout(found_rows, false).await?;
+            let mut conn = self.ctx.default_pool().checkout(self.flavour(), false).await?;
             if conn.state.schema.as_deref() != Some(db.as_str()) {
                 conn.init_db(&db).await?;
             }

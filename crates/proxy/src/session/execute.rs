@@ -24,9 +24,8 @@ impl Session {
         let mut conn = match self.held.take() {
             Some(c) => c,
             None => {
-                let found_rows = self.capabilities & tessera_protocol::flags::CLIENT_FOUND_ROWS != 0;
                 let no_schema = self.state.schema.is_none();
-                self.ctx.pool(target).checkout(found_rows, no_schema).await?
+                self.ctx.pool(target).checkout(self.flavour(), no_schema).await?
             }
         };
         if self.state.schema.is_none() && conn.state.schema.is_some() {

@@ -66,6 +66,8 @@ pub struct Session {
     pub held: Option<PooledConn>,
     pub stmts: StatementRegistry,
     pub multi_statements: bool,
+    /// The client negotiated MariaDB extended column metadata.
+    pub extended_metadata: bool,
     pub last: LastStatement,
     pub handle: Arc<SessionHandle>,
     /// Set when backend state was lost (e.g. the server died mid-transaction): close after
@@ -217,6 +219,14 @@ impl Session {
             status |= SERVER_STATUS_IN_TRANS;
         }
         status
+    }
+
+    /// The kind of backend connection this client needs (connection-level flags).
+    pub fn flavour(&self) -> crate::pool::Flavour {
+        crate::pool::Flavour {
+            found_rows: self.capabilities & tessera_protocol::flags::CLIENT_FOUND_ROWS != 0,
+            extended_metadata: self.extended_metadata,
+        }
     }
 
     /// True while a backend transaction is open for this session.

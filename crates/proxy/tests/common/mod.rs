@@ -125,6 +125,7 @@ impl Client {
             database: db.map(String::from),
             auth_plugin: Some(auth::NATIVE_PASSWORD.into()),
             attributes: vec![],
+            extended_capabilities: 0,
         };
         let mut b = BytesMut::new();
         resp.encode(&mut b);
