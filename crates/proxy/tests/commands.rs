@@ -152,3 +152,16 @@ async fn change_user(c: &mut Client, user: &str, password: &str) -> Result<(), E
         Err(ErrPacket::parse(&answer).expect("err"))
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_cannot_keep_unbounded_prepared_statements() {
+    let env = Env::start("", "").await;
+    let mut c = env.client_in_test().await;
+    let limit = tessera_proxy::session::prepared::MAX_CLIENT_STATEMENTS;
+    for _ in 0..limit {
+        c.prepare("SELECT 1").await.expect("prepare within the limit");
+    }
+    let e = c.prepare("SELECT 1").await.expect_err("over the limit");
+    assert_eq!((e.code, e.sql_state_str()), (1461, "42000"));
+    assert_eq!(c.value("SELECT 'still usable'").await.as_deref(), Some("still usable"));
+}

@@ -58,11 +58,25 @@ pub struct StatementRegistry {
     next_id: u32,
 }
 
+/// Statements one client may keep prepared at once (MySQL's default max_prepared_stmt_count).
+pub const MAX_CLIENT_STATEMENTS: usize = 16_382;
+
 impl StatementRegistry {
-    fn add(&mut self, stmt: ClientStmt) -> u32 {
-        self.next_id = self.next_id.wrapping_add(1).max(1);
-        self.stmts.insert(self.next_id, stmt);
-        self.next_id
+    /// Registers a statement under a fresh id, refusing past [`MAX_CLIENT_STATEMENTS`].
+    fn add(&mut self, stmt: ClientStmt) -> Result<u32, ProxyError> {
+        if self.stmts.len() >= MAX_CLIENT_STATEMENTS {
+            let message = format!(
+                "Can't create more than max_prepared_stmt_count statements (current value: {MAX_CLIENT_STATEMENTS})"
+            );
+            return Err(ProxyError::Backend(ErrPacket::new(1461, "42000", message)));
+        }
+        loop {
+            self.next_id = self.next_id.wrapping_add(1).max(1);
+            if !self.stmts.contains_key(&self.next_id) {
+                self.stmts.insert(self.next_id, stmt);
+                return Ok(self.next_id);
+            }
+        }
     }
 
     pub fn clear(&mut self) {
@@ -121,7 +135,7 @@ impl Session {
             long_data: BTreeMap::new(),
             long_data_size: 0,
         };
-        let id = self.stmts.add(entry);
+        let id = self.stmts.add(entry)?;
         self.write_prepare_response(id, &stmt).await?;
         Ok(Next::Continue)
     }
