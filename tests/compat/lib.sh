@@ -18,6 +18,7 @@
 # (NAME upper-cased, e.g. TESSERA_POOL2_PORT). Every started demo is stopped by stop_all, which
 # is installed as the EXIT trap (plus INT/TERM/HUP traps that exit, so the EXIT trap runs).
 # Result counting for shell suites: compat_pass / compat_fail / compat_check, compat_report.
+# A language suite's run.sh starts with `compat_suite_start PREPARE_FUNCTION "$@"`.
 
 COMPAT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 COMPAT_ROOT=$(cd "$COMPAT_DIR/../.." && pwd)
@@ -198,4 +199,25 @@ compat_report() {
         printf '  failed: %s\n' "${COMPAT_FAILED_NAMES[@]}"
         return 1
     fi
+}
+
+# compat_suite_start PREPARE_FUNCTION [--prepare]: the common entry of a language suite.
+# With --prepare it only runs PREPARE_FUNCTION (install-deps.sh uses that) and exits. Otherwise
+# it prepares and, when run without the shared runner (no TESSERA_PORT), starts the demos the
+# runner would start: "main" (demo defaults; TESSERA_POOL_MAX=N adds --pool-max N) and "sha2".
+compat_suite_start() {
+    local prepare=$1
+    shift
+    if [[ ${1:-} == --prepare ]]; then
+        "$prepare"
+        exit 0
+    fi
+    "$prepare"
+    [[ -n ${TESSERA_PORT:-} ]] && return 0
+    compat_install_traps
+    # shellcheck disable=SC2086 # deliberate word splitting
+    launch_tessera main ${TESSERA_POOL_MAX:+--pool-max $TESSERA_POOL_MAX}
+    launch_tessera sha2 --auth-plugin caching_sha2_password
+    await_tessera main && await_tessera sha2 || exit 1
+    use_tessera main
 }

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2317 # prepare() is called indirectly, by compat_suite_start (lib.sh)
 # Go compatibility suite: github.com/go-sql-driver/mysql through Tessera.
 #
 #   bash tests/compat/go/run.sh            run the checks (exit 0 only if all pass)
@@ -18,26 +19,9 @@ prepare() {
     go mod download
 }
 
-# --- standalone mode: without the shared runner, start the demos it would start ----------------
-start_demo_if_needed() {
-    [[ -n ${TESSERA_PORT:-} ]] && return 0
-    # shellcheck source=SCRIPTDIR/../lib.sh
-    source "$HERE/../lib.sh"
-    compat_install_traps
-    # The runner's "main" uses the demo defaults; TESSERA_POOL_MAX=N adds --pool-max N.
-    # shellcheck disable=SC2086 # deliberate word splitting
-    launch_tessera main ${TESSERA_POOL_MAX:+--pool-max $TESSERA_POOL_MAX}
-    launch_tessera sha2 --auth-plugin caching_sha2_password
-    await_tessera main && await_tessera sha2 || exit 1
-    use_tessera main
-}
-
-if [[ ${1:-} == --prepare ]]; then
-    prepare
-    exit 0
-fi
-prepare
-start_demo_if_needed
+# shellcheck source=SCRIPTDIR/../lib.sh
+source "$HERE/../lib.sh"
+compat_suite_start prepare "$@"
 
 echo "== Go compat suite: $(grep -o 'go-sql-driver/mysql v[0-9.]*' go.mod) via Tessera ${TESSERA_HOST:-127.0.0.1}:$TESSERA_PORT"
 cat <<'EOF'

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2317 # prepare() is called indirectly, by compat_suite_start (lib.sh)
 # Java compatibility suite: MySQL Connector/J (useServerPrepStmts, useCursorFetch) through Tessera.
 #
 #   bash tests/compat/java/run.sh            run the checks (exit 0 only if all pass)
@@ -42,26 +43,9 @@ prepare() {
     touch "$STAMP"
 }
 
-# --- standalone mode: without the shared runner, start the demos it would start ----------------
-start_demo_if_needed() {
-    [[ -n ${TESSERA_PORT:-} ]] && return 0
-    # shellcheck source=SCRIPTDIR/../lib.sh
-    source "$HERE/../lib.sh"
-    compat_install_traps
-    # The runner's "main" uses the demo defaults; TESSERA_POOL_MAX=N adds --pool-max N.
-    # shellcheck disable=SC2086 # deliberate word splitting
-    launch_tessera main ${TESSERA_POOL_MAX:+--pool-max $TESSERA_POOL_MAX}
-    launch_tessera sha2 --auth-plugin caching_sha2_password
-    await_tessera main && await_tessera sha2 || exit 1
-    use_tessera main
-}
-
-if [[ ${1:-} == --prepare ]]; then
-    prepare
-    exit 0
-fi
-prepare
-start_demo_if_needed
+# shellcheck source=SCRIPTDIR/../lib.sh
+source "$HERE/../lib.sh"
+compat_suite_start prepare "$@"
 
 echo "== Java compat suite: $(java -version 2>&1 | head -1) via Tessera ${TESSERA_HOST:-127.0.0.1}:$TESSERA_PORT"
 set +e
