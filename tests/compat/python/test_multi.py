@@ -107,40 +107,34 @@ def both(fn):
     return fn(tessera()), fn(direct())
 
 
-def test_call_two_result_sets_pymysql():
+def call_both(connect, read_results, *args):
+    """Runs a CALL returning several results through Tessera and directly; checks the
+    connection is still in sync afterwards; returns (through Tessera, direct)."""
     def run(target):
-        conn = pymysql_connect(target)
+        conn = connect(target)
         try:
-            res = pymysql_all_results(conn, "CALL compat_py.two_results(5)")
+            res = read_results(conn, *args)
             assert scalar(conn, "SELECT 'still in sync'") == "still in sync"
             return res
         finally:
             conn.close()
 
-    got, want = both(run)
-    assert got == [
-        ("rows", ["a", "b", "c"], [(5, "x", "héllo 🚀")]),
-        ("rows", ["id", "name"], CUSTOMERS),
-        ("ok", 0),
-    ], got
+    return both(run)
+
+
+def two_results(n):
+    return [("rows", ["a", "b", "c"], [(n, "x", "héllo 🚀")]), ("rows", ["id", "name"], CUSTOMERS)]
+
+
+def test_call_two_result_sets_pymysql():
+    got, want = call_both(pymysql_connect, pymysql_all_results, "CALL compat_py.two_results(5)")
+    assert got == two_results(5) + [("ok", 0)], got
     assert got == want
 
 
 def test_call_two_result_sets_connector():
-    def run(target):
-        conn = connector_connect(target)
-        try:
-            res = connector_all_results(conn, "CALL compat_py.two_results(5)")
-            assert scalar(conn, "SELECT 'still in sync'") == "still in sync"
-            return res
-        finally:
-            conn.close()
-
-    got, want = both(run)
-    assert [r[:3] for r in got[:2]] == [
-        ("rows", ["a", "b", "c"], [(5, "x", "héllo 🚀")]),
-        ("rows", ["id", "name"], CUSTOMERS),
-    ], got
+    got, want = call_both(connector_connect, connector_all_results, "CALL compat_py.two_results(5)")
+    assert [r[:3] for r in got[:2]] == two_results(5), got
     assert got == want
 
 
@@ -196,21 +190,8 @@ def prepared_all_results(conn, sql, params):
 
 def test_call_prepared_two_result_sets():
     """CALL through COM_STMT_PREPARE/EXECUTE: two binary result sets, then the CALL's OK."""
-    def run(target):
-        conn = connector_connect(target)
-        try:
-            res = prepared_all_results(conn, "CALL compat_py.two_results(?)", (9,))
-            assert scalar(conn, "SELECT 'still in sync'") == "still in sync"
-            return res
-        finally:
-            conn.close()
-
-    got, want = both(run)
-    assert got == [
-        ("rows", ["a", "b", "c"], [(9, "x", "héllo 🚀")]),
-        ("rows", ["id", "name"], CUSTOMERS),
-        ("ok", 0),
-    ], got
+    got, want = call_both(connector_connect, prepared_all_results, "CALL compat_py.two_results(?)", (9,))
+    assert got == two_results(9) + [("ok", 0)], got
     assert got == want
 
 
