@@ -48,7 +48,7 @@ impl Plan {
 
 /// Plans the statements of one command. Every statement goes to the first group's primary
 /// until read/write splitting and sharding land.
-pub fn plan(_statements: &[&Classification]) -> Plan {
+pub fn plan<'a>(_statements: impl IntoIterator<Item = &'a Classification>) -> Plan {
     Plan::Direct(Target::primary(0))
 }
 
@@ -59,7 +59,7 @@ mod tests {
     #[test]
     fn everything_goes_to_the_primary_for_now() {
         let c = tessera_sql::classify("SELECT 1");
-        let p = plan(&[&c]);
+        let p = plan([&c]);
         assert_eq!(p, Plan::Direct(Target::primary(0)));
         assert_eq!(p.describe(&["main".into()]), "direct to main/primary");
     }

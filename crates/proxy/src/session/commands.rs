@@ -117,7 +117,7 @@ impl Session {
             Err(e) => return Err(self.failed(conn, was_held, e)),
         };
         self.handle.set_running(None);
-        self.keep_or_release(conn, &[]);
+        self.keep_or_release(conn, 0);
         self.client.write_packet(&answer);
         self.client.flush().await?;
         Ok(Next::Continue)

@@ -121,7 +121,7 @@ impl Session {
         self.record_last(outcome);
         conn.in_transaction = outcome.in_transaction();
         let ok = outcome.error.is_none() || stmts.len() > 1;
-        let before = self.pins.reasons();
+        let before = self.pins.active();
         for s in stmts {
             self.pins.after_statement(s.sql, &s.class, ok, conn.in_transaction);
         }
@@ -133,7 +133,7 @@ impl Session {
         if releasing && self.last_insert_id_dirty && !conn.broken {
             self.learn_last_insert_id(&mut conn).await;
         }
-        self.keep_or_release(conn, &before);
+        self.keep_or_release(conn, before);
     }
 
     /// Reads the answer of a `SELECT LAST_INSERT_ID()` pipelined behind the statement.
@@ -215,12 +215,12 @@ impl Session {
     }
 
     /// Keeps the connection while pinned or inside a transaction, else returns it to the pool.
-    pub fn keep_or_release(&mut self, mut conn: PooledConn, pins_before: &[&'static str]) {
+    pub fn keep_or_release(&mut self, mut conn: PooledConn, pins_before: u16) {
         if conn.broken {
             return;
         }
         if self.pins.is_pinned() {
-            for reason in self.pins.reasons().iter().filter(|r| !pins_before.contains(r)) {
+            for reason in super::pins::reason_names(self.pins.active() & !pins_before) {
                 self.ctx.metrics.pinned(reason);
                 tracing::debug!(session = self.id, reason, "session pinned to its backend connection");
             }

@@ -1,6 +1,7 @@
 //! Session state that cannot be replayed on another backend connection, and therefore pins a
 //! session to its connection until the state goes away. Each reason is named (logs, metrics).
 
+use crate::metrics::PIN_REASONS;
 use std::collections::BTreeSet;
 use tessera_sql::{Classification, Flags, StatementKind};
 
@@ -25,24 +26,32 @@ pub struct Pins {
 
 impl Pins {
     pub fn is_pinned(&self) -> bool {
-        !self.reasons().is_empty()
+        self.active() != 0
+    }
+
+    /// The current reasons as a bit set: bit i is `metrics::PIN_REASONS[i]` (no allocation,
+    /// cheap enough for every statement).
+    pub fn active(&self) -> u16 {
+        let on = [
+            !self.temp_tables.is_empty(),
+            self.user_locks > 0,
+            self.table_locks,
+            self.found_rows_next,
+            !self.cursors.is_empty(),
+            self.xa,
+            self.next_transaction,
+            !self.sql_prepared.is_empty(),
+            self.handlers > 0,
+            self.diagnostics_next,
+        ];
+        on.iter()
+            .enumerate()
+            .fold(0, |bits, (i, &b)| if b { bits | 1 << i } else { bits })
     }
 
     /// Current reasons, named as in the metrics.
     pub fn reasons(&self) -> Vec<&'static str> {
-        let checks = [
-            (!self.temp_tables.is_empty(), "temporary_table"),
-            (self.user_locks > 0, "user_lock"),
-            (self.table_locks, "lock_tables"),
-            (self.found_rows_next, "found_rows"),
-            (!self.cursors.is_empty(), "cursor"),
-            (self.xa, "xa"),
-            (self.next_transaction, "next_transaction"),
-            (!self.sql_prepared.is_empty(), "sql_prepare"),
-            (self.handlers > 0, "handler"),
-            (self.diagnostics_next, "diagnostics"),
-        ];
-        checks.iter().filter(|(on, _)| *on).map(|(_, r)| *r).collect()
+        reason_names(self.active()).collect()
     }
 
     /// True while FOUND_ROWS() must come from the server (after SQL_CALC_FOUND_ROWS).
@@ -124,12 +133,8 @@ impl Pins {
 
     /// True when the only pins are the ones that last one statement (diagnostics, found_rows).
     pub fn only_short_lived(&self) -> bool {
-        let short = Pins {
-            found_rows_next: self.found_rows_next,
-            diagnostics_next: self.diagnostics_next,
-            ..Pins::default()
-        };
-        self.is_pinned() && *self == short
+        let bits = self.active();
+        bits != 0 && reason_names(bits).all(|r| SHORT_LIVED.contains(&r))
     }
 
     /// Ends the one-statement pins (the client stayed idle; its next statement is not the one
@@ -161,6 +166,18 @@ impl Pins {
     pub fn clear(&mut self) {
         *self = Pins::default();
     }
+}
+
+/// Reasons that last one statement.
+const SHORT_LIVED: [&str; 2] = ["found_rows", "diagnostics"];
+
+/// The names of the reasons in a bit set from [`Pins::active`].
+pub fn reason_names(bits: u16) -> impl Iterator<Item = &'static str> {
+    PIN_REASONS
+        .iter()
+        .enumerate()
+        .filter(move |(i, _)| bits & (1 << i) != 0)
+        .map(|(_, r)| *r)
 }
 
 /// The n-th whitespace-separated word, lowercased, without backquotes or a trailing `;`.

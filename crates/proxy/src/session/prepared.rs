@@ -116,12 +116,12 @@ impl Session {
         let stmt = match prepared {
             Ok(s) => s,
             Err(e @ ProxyError::Backend(_)) => {
-                self.keep_or_release(conn, &[]);
+                self.keep_or_release(conn, 0);
                 return Err(e);
             }
             Err(e) => return Err(self.failed(conn, was_held, e)),
         };
-        self.keep_or_release(conn, &[]);
+        self.keep_or_release(conn, 0);
         self.last.row_count = 0; // as MariaDB: COM_STMT_PREPARE resets ROW_COUNT()
         let entry = ClientStmt {
             sql,
@@ -190,7 +190,7 @@ impl Session {
             Ok(s) => s,
             Err(e @ ProxyError::Backend(_)) => {
                 self.handle.set_running(None);
-                self.keep_or_release(conn, &[]);
+                self.keep_or_release(conn, 0);
                 return Err(e);
             }
             Err(e) => return Err(self.failed(conn, was_held, e)),
@@ -325,7 +325,7 @@ impl Session {
                 conn.broken = true;
             }
         }
-        self.keep_or_release(conn, &[]);
+        self.keep_or_release(conn, 0);
     }
 
     pub async fn stmt_fetch(&mut self, stmt_id: u32, rows: u32, _payload: &[u8]) -> Result<Next, ProxyError> {
@@ -363,7 +363,7 @@ impl Session {
             self.pins.close_cursor(stmt_id);
         }
         conn.in_transaction = outcome.in_transaction();
-        self.keep_or_release(conn, &[]);
+        self.keep_or_release(conn, 0);
         Ok(Next::Continue)
     }
 }
@@ -387,6 +387,6 @@ fn all_null(bitmap: &[u8], n: u16) -> bool {
 
 /// The target of a prepared statement (planned per execution, as its parameters may matter).
 fn plan_target(class: &Classification) -> crate::route::Target {
-    let crate::route::Plan::Direct(target) = crate::route::plan(&[class]);
+    let crate::route::Plan::Direct(target) = crate::route::plan([class]);
     target
 }

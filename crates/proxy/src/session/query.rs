@@ -38,8 +38,7 @@ impl Session {
         let rewritten = self.rewrite(&text, matches!(text, Cow::Borrowed(_)), &stmts);
         let sql: &[u8] = rewritten.as_deref().map_or(raw, str::as_bytes);
         let was_held = self.held.is_some();
-        let crate::route::Plan::Direct(target) =
-            crate::route::plan(&stmts.iter().map(|s| &s.class).collect::<Vec<_>>());
+        let crate::route::Plan::Direct(target) = crate::route::plan(stmts.iter().map(|s| &s.class));
         let mut conn = self.acquire(target, sync_scope(&stmts)).await?;
         conn.begin_command(|b| {
             b.extend_from_slice(&[COM_QUERY]);
