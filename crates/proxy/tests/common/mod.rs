@@ -162,10 +162,7 @@ impl Client {
                 status = ok.status;
                 last = Vec::new();
             } else {
-                let n = Reader::new(&first).lenenc_int().expect("count") as usize;
-                for _ in 0..=n {
-                    self.io.read_packet().await.expect("column def / eof");
-                }
+                let n = self.skip_metadata(&first).await;
                 let mut rows = Vec::new();
                 loop {
                     let p = self.io.read_packet().await.expect("row");
@@ -215,9 +212,7 @@ impl Client {
         let ok = tessera_protocol::stmt::PrepareOk::parse(&first).expect("prepare ok");
         for n in [ok.num_params, ok.num_columns] {
             if n > 0 {
-                for _ in 0..=n {
-                    self.io.read_packet().await.expect("definition / eof");
-                }
+                self.skip_definitions(usize::from(n)).await;
             }
         }
         Ok((ok.stmt_id, ok.num_params, ok.num_columns))
@@ -259,10 +254,7 @@ impl Client {
         if first[0] == 0 {
             return Ok(Vec::new());
         }
-        let n = Reader::new(&first).lenenc_int().expect("count") as usize;
-        for _ in 0..=n {
-            self.io.read_packet().await.expect("column def / eof");
-        }
+        let n = self.skip_metadata(&first).await;
         let mut rows = Vec::new();
         loop {
             let p = self.io.read_packet().await.expect("row");
@@ -287,6 +279,20 @@ impl Client {
                 }
             }
             rows.push(row);
+        }
+    }
+
+    /// Reads past the column definitions announced by a column-count packet; returns the count.
+    async fn skip_metadata(&mut self, column_count: &[u8]) -> usize {
+        let n = Reader::new(column_count).lenenc_int().expect("count") as usize;
+        self.skip_definitions(n).await;
+        n
+    }
+
+    /// Reads `n` definitions and the EOF after them.
+    async fn skip_definitions(&mut self, n: usize) {
+        for _ in 0..=n {
+            self.io.read_packet().await.expect("definition / eof");
         }
     }
 
