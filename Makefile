@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: demo test deps build release lint fmt compat
+.PHONY: demo test deps build release lint fmt compat bench bench-tpcc bench-full bench-tools
 
 deps:
 	@bash scripts/install-deps.sh
@@ -21,3 +21,23 @@ test: deps
 	$(CARGO) build --release --bin tessera
 	$(CARGO) test --workspace --release
 	TESSERA_BIN=$(CURDIR)/target/release/tessera bash tests/compat/run.sh
+
+# Benchmark kit (crates/bench). Extra options: make bench BENCH_ARGS="--pin --time 30".
+ANCHORS := crates/bench/anchors/gaea-sysbench-published.csv
+
+bench-tools: deps
+	$(CARGO) build --release --bin tessera --bin tessera-bench
+
+# Quick run (about 6 minutes): point_select, read_only, read_write at 4/16/64 threads, single topology.
+bench: bench-tools
+	./target/release/tessera-bench --preset quick --anchors $(ANCHORS) $(BENCH_ARGS)
+
+# TPC-C only: 2 warehouses, 60 s, 4 threads, direct and through Tessera, then go-tpc check.
+bench-tpcc: bench-tools
+	bash scripts/install-go-tpc.sh
+	./target/release/tessera-bench --tpcc-only $(BENCH_ARGS)
+
+# The whole matrix: 7 workloads x 4..128 threads x every topology, then TPC-C (hours, not minutes).
+bench-full: bench-tools
+	bash scripts/install-go-tpc.sh
+	./target/release/tessera-bench --preset full --anchors $(ANCHORS) $(BENCH_ARGS)

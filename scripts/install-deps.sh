@@ -90,9 +90,11 @@ step_mariadb() {
     check_apt_pkg mariadb-client
 }
 
-# Load generator for the benchmark kit.
+# Load generator for the benchmark kit, a font for its charts, and taskset (util-linux) for --pin.
 step_bench() {
     check_apt_pkg sysbench
+    check_apt_pkg fonts-dejavu-core
+    check_apt_pkg util-linux
 }
 
 # Rust toolchain: rustup is preinstalled on the dev and CI machines; we do not install it.

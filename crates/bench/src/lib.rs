@@ -1,0 +1,22 @@
+//! Tessera's benchmark kit: sysbench and TPC-C, direct MariaDB vs through Tessera (and any other
+//! endpoint), interleaved in one run, with CSV, a Markdown report and PNG charts.
+
+pub mod anchors;
+pub mod app;
+pub mod charts;
+pub mod cpu;
+pub mod error;
+pub mod machine;
+pub mod options;
+pub mod progress;
+pub mod record;
+pub mod report;
+pub mod runner;
+pub mod sysbench;
+pub mod tessera;
+pub mod text_backend;
+pub mod topology;
+pub mod tpcc;
+pub mod tpcc_bench;
+
+pub use error::{BenchError, Result};

@@ -1,0 +1,410 @@
+//! Command-line options of `tessera-bench`, the `quick` and `full` presets, and their parsing.
+
+use std::path::PathBuf;
+
+use crate::error::{BenchError, Result};
+use crate::sysbench::{canonical_workload, Endpoint};
+use crate::topology::Topology;
+
+pub const USAGE: &str = "\
+tessera-bench: sysbench and TPC-C, direct MariaDB vs through Tessera (and other proxies), side by side
+
+USAGE: tessera-bench [OPTIONS]
+       tessera-bench report DIR      re-render DIR/report.md and charts from DIR/runs.csv
+
+Matrix:
+  --preset quick|full        quick (default): point_select, read_only, read_write at 4,16,64 threads,
+                             15 s runs, single topology. full: all 7 OLTP workloads at 4..128 threads,
+                             30 s runs, every topology, and TPC-C.
+  --workloads LIST           e.g. point_select,read_only (oltp_ prefix optional)
+  --threads LIST             e.g. 4,16,64
+  --time SECS                length of each measured run
+  --warmup SECS              unmeasured run per workload and target before measuring (default 3)
+  --topology LIST            single, replica, primary-reads
+  --tables N                 sysbench tables (default 4)
+  --table-size N             rows per table (default 10000)
+  --scale F                  multiply the table size (e.g. 100 for a real run)
+Targets (interleaved for every workload and thread count):
+  --target NAME=HOST:PORT[,user=U][,password=P][,pid=N]
+                             another endpoint in the same table (pid: its process, for CPU figures)
+  --no-direct                leave direct MariaDB out
+  --no-tessera               leave Tessera out
+  --mysql HOST:PORT          use this server instead of a sandbox (single topology only)
+  --mysql-user U, --mysql-password P   its account (default root / empty)
+  --tessera-bin PATH         the tessera binary (default: next to tessera-bench)
+  --tessera-workers N        Tessera's worker_threads (default 1; 0 = one per core)
+  --pool-max N               Tessera's pool.max_size (default 64)
+  --pin                      proxies on the last core, sysbench and MariaDB on the others
+TPC-C (go-tpc):
+  --tpcc                     also run TPC-C (direct and through Tessera, then `check` through Tessera)
+  --tpcc-only                run only TPC-C
+  --tpcc-warehouses N        (default 2)   --tpcc-time SECS (default 60)   --tpcc-threads N (default 4)
+  --go-tpc PATH              the go-tpc binary (default: .tools/bin/go-tpc, then PATH)
+Output:
+  --out DIR                  results folder (default results/<UTC date-time>)
+  --anchors CSV              published figures to show beside ours (e.g. ../shared/anchors/*.csv)
+";
+
+/// An endpoint in the tables besides direct MariaDB and Tessera.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExternalTarget {
+    pub name: String,
+    pub host: String,
+    pub port: u16,
+    pub user: Option<String>,
+    pub password: Option<String>,
+    pub pid: Option<u32>,
+}
+
+/// TPC-C settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TpccOptions {
+    pub warehouses: u32,
+    pub seconds: u32,
+    pub threads: u32,
+    pub go_tpc: Option<PathBuf>,
+}
+
+/// Everything a run is told on the command line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BenchOptions {
+    pub preset: String,
+    pub workloads: Vec<&'static str>,
+    pub threads: Vec<u32>,
+    pub seconds: u32,
+    pub warmup: u32,
+    pub topologies: Vec<Topology>,
+    pub tables: u32,
+    pub table_size: u64,
+    pub externals: Vec<ExternalTarget>,
+    pub direct: bool,
+    pub tessera: bool,
+    pub mysql: Option<Endpoint>,
+    pub tessera_bin: Option<PathBuf>,
+    pub tessera_workers: u32,
+    pub pool_max: u32,
+    pub pin: bool,
+    pub sysbench: bool,
+    pub tpcc: Option<TpccOptions>,
+    pub out: Option<PathBuf>,
+    pub anchors: Vec<PathBuf>,
+}
+
+impl BenchOptions {
+    /// The `quick` preset (what `make bench` runs).
+    pub fn quick() -> BenchOptions {
+        BenchOptions {
+            preset: "quick".into(),
+            workloads: vec!["oltp_point_select", "oltp_read_only", "oltp_read_write"],
+            threads: vec![4, 16, 64],
+            seconds: 15,
+            warmup: 3,
+            topologies: vec![Topology::Single],
+            tables: 4,
+            table_size: 10_000,
+            externals: Vec::new(),
+            direct: true,
+            tessera: true,
+            mysql: None,
+            tessera_bin: None,
+            tessera_workers: 1,
+            pool_max: 64,
+            pin: false,
+            sysbench: true,
+            tpcc: None,
+            out: None,
+            anchors: Vec::new(),
+        }
+    }
+
+    /// The `full` preset (what `make bench-full` runs).
+    pub fn full() -> BenchOptions {
+        BenchOptions {
+            preset: "full".into(),
+            workloads: crate::sysbench::WORKLOADS.to_vec(),
+            threads: vec![4, 8, 16, 32, 64, 128],
+            seconds: 30,
+            topologies: vec![Topology::Single, Topology::Replica, Topology::PrimaryReads],
+            tpcc: Some(TpccOptions::default()),
+            ..BenchOptions::quick()
+        }
+    }
+}
+
+impl Default for TpccOptions {
+    fn default() -> Self {
+        TpccOptions {
+            warehouses: 2,
+            seconds: 60,
+            threads: 4,
+            go_tpc: None,
+        }
+    }
+}
+
+/// Parses the arguments after the program name.
+pub fn parse(args: &[String]) -> Result<BenchOptions> {
+    let preset = preset_of(args)?;
+    let mut opts = match preset.as_str() {
+        "quick" => BenchOptions::quick(),
+        "full" => BenchOptions::full(),
+        other => return Err(BenchError::Usage(format!("unknown preset {other:?} (quick or full)"))),
+    };
+    let mut it = args.iter();
+    while let Some(flag) = it.next() {
+        let mut value = || {
+            it.next()
+                .cloned()
+                .ok_or_else(|| BenchError::Usage(format!("{flag} needs a value")))
+        };
+        apply(&mut opts, flag, &mut value)?;
+    }
+    validate(&opts)?;
+    Ok(opts)
+}
+
+fn preset_of(args: &[String]) -> Result<String> {
+    match args.iter().position(|a| a == "--preset") {
+        Some(i) => args
+            .get(i + 1)
+            .cloned()
+            .ok_or_else(|| BenchError::Usage("--preset needs a value".into())),
+        None => Ok("quick".into()),
+    }
+}
+
+fn apply(opts: &mut BenchOptions, flag: &str, value: &mut dyn FnMut() -> Result<String>) -> Result<()> {
+    match flag {
+        "--preset" => drop(value()?),
+        "--workloads" => opts.workloads = list(&value()?, canonical_workload)?,
+        "--threads" => opts.threads = list(&value()?, |t| num(t, "--threads"))?,
+        "--time" => opts.seconds = num(&value()?, flag)?,
+        "--warmup" => opts.warmup = num(&value()?, flag)?,
+        "--topology" => opts.topologies = list(&value()?, Topology::parse)?,
+        "--tables" => opts.tables = num(&value()?, flag)?,
+        "--table-size" => opts.table_size = num(&value()?, flag)?,
+        "--scale" => opts.table_size = scale(opts.table_size, &value()?)?,
+        "--target" => opts.externals.push(parse_target(&value()?)?),
+        "--no-direct" => opts.direct = false,
+        "--no-tessera" => opts.tessera = false,
+        "--mysql" => opts.mysql = Some(parse_mysql(&value()?, opts.mysql.take())?),
+        "--mysql-user" => mysql_mut(opts).user = value()?,
+        "--mysql-password" => mysql_mut(opts).password = value()?,
+        "--tessera-bin" => opts.tessera_bin = Some(value()?.into()),
+        "--tessera-workers" => opts.tessera_workers = num(&value()?, flag)?,
+        "--pool-max" => opts.pool_max = num(&value()?, flag)?,
+        "--pin" => opts.pin = true,
+        "--tpcc" => drop(tpcc_mut(opts)),
+        "--tpcc-only" => {
+            tpcc_mut(opts);
+            opts.sysbench = false;
+        }
+        "--tpcc-warehouses" => tpcc_mut(opts).warehouses = num(&value()?, flag)?,
+        "--tpcc-time" => tpcc_mut(opts).seconds = num(&value()?, flag)?,
+        "--tpcc-threads" => tpcc_mut(opts).threads = num(&value()?, flag)?,
+        "--go-tpc" => tpcc_mut(opts).go_tpc = Some(value()?.into()),
+        "--out" => opts.out = Some(value()?.into()),
+        "--anchors" => opts.anchors.push(value()?.into()),
+        other => return Err(BenchError::Usage(format!("unknown option {other:?}"))),
+    }
+    Ok(())
+}
+
+fn tpcc_mut(opts: &mut BenchOptions) -> &mut TpccOptions {
+    opts.tpcc.get_or_insert_with(TpccOptions::default)
+}
+
+fn mysql_mut(opts: &mut BenchOptions) -> &mut Endpoint {
+    opts.mysql.get_or_insert_with(|| Endpoint {
+        host: String::new(),
+        port: 0,
+        user: "root".into(),
+        password: String::new(),
+    })
+}
+
+fn validate(opts: &BenchOptions) -> Result<()> {
+    let checks = [
+        (
+            opts.threads.is_empty() || opts.threads.contains(&0),
+            "--threads needs counts of at least 1",
+        ),
+        (opts.workloads.is_empty(), "--workloads is empty"),
+        (opts.seconds == 0, "--time must be at least 1 second"),
+        (
+            opts.tables == 0 || opts.table_size == 0,
+            "--tables and --table-size must be at least 1",
+        ),
+        (
+            !opts.direct && !opts.tessera && opts.externals.is_empty(),
+            "no target left to measure",
+        ),
+        (
+            opts.mysql.as_ref().is_some_and(|m| m.port == 0),
+            "--mysql-user/--mysql-password need --mysql HOST:PORT",
+        ),
+        (
+            opts.mysql.is_some() && opts.topologies.iter().any(|t| *t != Topology::Single),
+            "--mysql works with --topology single only",
+        ),
+    ];
+    match checks.iter().find(|(bad, _)| *bad) {
+        Some((_, why)) => Err(BenchError::Usage(why.to_string())),
+        None => Ok(()),
+    }
+}
+
+fn list<T>(text: &str, one: impl Fn(&str) -> Result<T>) -> Result<Vec<T>> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(one)
+        .collect()
+}
+
+fn num<T: std::str::FromStr>(text: &str, flag: &str) -> Result<T> {
+    text.trim()
+        .parse()
+        .map_err(|_| BenchError::Usage(format!("{flag}: {text:?} is not a valid number")))
+}
+
+fn scale(table_size: u64, factor: &str) -> Result<u64> {
+    let f: f64 = num(factor, "--scale")?;
+    if !(f > 0.0 && f.is_finite()) {
+        return Err(BenchError::Usage("--scale must be a positive number".into()));
+    }
+    Ok(((table_size as f64) * f).round().max(1.0) as u64)
+}
+
+fn host_port(text: &str, what: &str) -> Result<(String, u16)> {
+    let (host, port) = text
+        .rsplit_once(':')
+        .ok_or_else(|| BenchError::Usage(format!("{what}: {text:?} is not HOST:PORT")))?;
+    let port = num(port, what)?;
+    if host.is_empty() || port == 0 {
+        return Err(BenchError::Usage(format!("{what}: {text:?} is not HOST:PORT")));
+    }
+    Ok((host.to_string(), port))
+}
+
+fn parse_mysql(text: &str, previous: Option<Endpoint>) -> Result<Endpoint> {
+    let (host, port) = host_port(text, "--mysql")?;
+    let prev = previous.unwrap_or(Endpoint {
+        host: String::new(),
+        port: 0,
+        user: "root".into(),
+        password: String::new(),
+    });
+    Ok(Endpoint { host, port, ..prev })
+}
+
+/// `NAME=HOST:PORT[,user=U][,password=P][,pid=N]`
+pub fn parse_target(text: &str) -> Result<ExternalTarget> {
+    let (name, rest) = text
+        .split_once('=')
+        .ok_or_else(|| BenchError::Usage(format!("--target {text:?}: expected NAME=HOST:PORT")))?;
+    let mut parts = rest.split(',');
+    let (host, port) = host_port(parts.next().unwrap_or(""), "--target")?;
+    let mut target = ExternalTarget {
+        name: name.trim().to_string(),
+        host,
+        port,
+        user: None,
+        password: None,
+        pid: None,
+    };
+    for part in parts {
+        match part.split_once('=') {
+            Some(("user", v)) => target.user = Some(v.to_string()),
+            Some(("password", v)) => target.password = Some(v.to_string()),
+            Some(("pid", v)) => target.pid = Some(num(v, "--target pid")?),
+            _ => return Err(BenchError::Usage(format!("--target: unknown part {part:?}"))),
+        }
+    }
+    let bad_name = target.name.is_empty() || target.name.contains(['"', '|', ' ', ',']);
+    if bad_name || ["direct", "tessera"].contains(&target.name.as_str()) {
+        return Err(BenchError::Usage(format!(
+            "--target: name {:?} is empty, reserved or has a space, comma, quote or bar",
+            target.name
+        )));
+    }
+    Ok(target)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn no_arguments_is_the_quick_preset() {
+        let o = parse(&[]).unwrap();
+        assert_eq!(o, BenchOptions::quick());
+        assert_eq!(o.workloads, ["oltp_point_select", "oltp_read_only", "oltp_read_write"]);
+        assert_eq!(o.threads, [4, 16, 64]);
+        assert_eq!(o.topologies, [Topology::Single]);
+        assert!(o.tpcc.is_none());
+    }
+
+    #[test]
+    fn full_preset_covers_the_whole_matrix_and_flags_override_it() {
+        let o = parse(&args("--threads 8,32 --preset full")).unwrap();
+        assert_eq!(o.workloads.len(), 7);
+        assert_eq!(o.threads, [8, 32]);
+        assert_eq!(o.topologies.len(), 3);
+        assert!(o.tpcc.is_some());
+    }
+
+    #[test]
+    fn targets_parse_with_optional_parts() {
+        let t = parse_target("proxysql=127.0.0.1:6034,user=u,password=p,pid=77").unwrap();
+        assert_eq!(
+            (t.name.as_str(), t.host.as_str(), t.port),
+            ("proxysql", "127.0.0.1", 6034)
+        );
+        assert_eq!(
+            (t.user.as_deref(), t.password.as_deref(), t.pid),
+            (Some("u"), Some("p"), Some(77))
+        );
+        assert!(parse_target("x=127.0.0.1").is_err());
+        assert!(parse_target("direct=127.0.0.1:1").is_err());
+        assert!(parse_target("x=h:1,colour=red").is_err());
+        assert!(parse_target("a b=h:1").is_err());
+    }
+
+    #[test]
+    fn bad_values_are_usage_errors() {
+        for bad in [
+            "--threads 4,x",
+            "--threads 0",
+            "--time",
+            "--workloads nope",
+            "--topology ring",
+            "--scale -1",
+            "--frobnicate",
+            "--no-direct --no-tessera",
+            "--mysql-user bob",
+            "--mysql 127.0.0.1:3306 --topology replica",
+        ] {
+            let err = parse(&args(bad)).unwrap_err();
+            assert!(matches!(err, BenchError::Usage(_)), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn scale_multiplies_the_table_size_and_tpcc_flags_enable_tpcc() {
+        let o = parse(&args(
+            "--table-size 1000 --scale 2.5 --tpcc-time 30 --mysql 10.0.0.1:3307",
+        ))
+        .unwrap();
+        assert_eq!(o.table_size, 2500);
+        assert_eq!(o.tpcc.unwrap().seconds, 30);
+        let m = o.mysql.unwrap();
+        assert_eq!((m.host.as_str(), m.port, m.user.as_str()), ("10.0.0.1", 3307, "root"));
+        let o = parse(&args("--tpcc-only")).unwrap();
+        assert!(!o.sysbench && o.tpcc.is_some());
+    }
+}

@@ -1,0 +1,357 @@
+//! The benchmark matrix: for every topology, workload and thread count, each target in turn
+//! (interleaved, so machine drift hits all alike), with the proxy's CPU sampled meanwhile.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use crate::cpu::{summarize, ticks_per_sec, Sampler};
+use crate::error::{BenchError, Result};
+use crate::options::BenchOptions;
+use crate::progress::Progress;
+use crate::record::{to_csv, RunRecord};
+use crate::sysbench::{common_args, parse_output, redact, run_args, DataSet, Endpoint, RunSpec};
+use crate::tessera::{TesseraProcess, TesseraSettings};
+use crate::topology::{deploy, Deployment, Topology};
+
+const SAMPLE_EVERY: Duration = Duration::from_millis(500);
+/// Planned seconds per run beyond its measured time (connecting, reporting).
+pub const RUN_OVERHEAD_SECS: f64 = 2.0;
+pub const SYSBENCH_DB: &str = "sbtest";
+
+/// One endpoint measured in the matrix.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub name: String,
+    pub endpoint: Endpoint,
+    /// The proxy process, for CPU figures (None for direct MariaDB or an unknown process).
+    pub pid: Option<u32>,
+    pub proxy: bool,
+}
+
+/// Which CPUs `--pin` gives to proxies and to everything else.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pinning {
+    pub proxy_cpus: String,
+    pub other_cpus: String,
+}
+
+impl Pinning {
+    /// The last core for proxies, the others for sysbench and MariaDB.
+    pub fn for_cores(cores: usize) -> Result<Pinning> {
+        if cores < 2 {
+            return Err(BenchError::Usage("--pin needs at least 2 cores".into()));
+        }
+        let other = if cores == 2 {
+            "0".to_string()
+        } else {
+            format!("0-{}", cores - 2)
+        };
+        Ok(Pinning {
+            proxy_cpus: (cores - 1).to_string(),
+            other_cpus: other,
+        })
+    }
+}
+
+/// What the sysbench part of a benchmark produced.
+#[derive(Default)]
+pub struct MatrixOutcome {
+    pub records: Vec<RunRecord>,
+    pub notes: Vec<String>,
+    pub failures: Vec<String>,
+}
+
+/// Everything the matrix needs besides the options.
+pub struct MatrixEnv<'a> {
+    pub opts: &'a BenchOptions,
+    pub tessera: Option<&'a TesseraSettings>,
+    pub out_dir: &'a Path,
+    pub pinning: Option<Pinning>,
+}
+
+impl MatrixEnv<'_> {
+    fn data(&self) -> DataSet {
+        DataSet {
+            db: SYSBENCH_DB.into(),
+            tables: self.opts.tables,
+            table_size: self.opts.table_size,
+        }
+    }
+
+    /// Targets per topology: direct, Tessera, then the user's endpoints.
+    fn target_count(&self) -> usize {
+        usize::from(self.opts.direct) + usize::from(self.opts.tessera) + self.opts.externals.len()
+    }
+
+    /// Steps and planned seconds of one topology's matrix.
+    pub fn plan_per_topology(&self) -> (usize, f64) {
+        let o = self.opts;
+        let per_workload = self.target_count() * (1 + o.threads.len());
+        let steps = o.workloads.len() * per_workload;
+        let warm = (o.workloads.len() * self.target_count()) as f64 * (f64::from(o.warmup) + RUN_OVERHEAD_SECS);
+        let measured = (o.workloads.len() * o.threads.len() * self.target_count()) as f64
+            * (f64::from(o.seconds) + RUN_OVERHEAD_SECS);
+        (steps, warm + measured)
+    }
+}
+
+/// Runs every topology's matrix; records are also written to `runs.csv` after each run.
+pub fn run_matrix(env: &MatrixEnv, progress: &mut Progress) -> MatrixOutcome {
+    let mut outcome = MatrixOutcome::default();
+    for &topology in &env.opts.topologies {
+        let (steps, secs) = env.plan_per_topology();
+        if let Err(e) = run_topology(env, topology, progress, &mut outcome) {
+            let line = format!("topology `{}`: {e}", topology.name());
+            eprintln!("{line}");
+            match e {
+                BenchError::NotAvailable { .. } => outcome.notes.push(line),
+                _ => outcome.failures.push(line),
+            }
+            // Skip what was planned for it so that the ETA stays honest.
+            for _ in 0..steps {
+                progress.finished(secs / steps.max(1) as f64);
+            }
+        }
+    }
+    outcome
+}
+
+fn run_topology(
+    env: &MatrixEnv,
+    topology: Topology,
+    progress: &mut Progress,
+    outcome: &mut MatrixOutcome,
+) -> Result<()> {
+    let deployment = deploy(topology, env.opts.mysql.as_ref(), &[SYSBENCH_DB])?;
+    prepare_data(&deployment.direct, &env.data(), env.opts.tables)?;
+    let tessera = match env.tessera {
+        Some(settings) => Some(TesseraProcess::start(
+            settings,
+            &deployment.backends,
+            env.out_dir,
+            topology.name(),
+        )?),
+        None => None,
+    };
+    let targets = targets_for(env.opts, &deployment, tessera.as_ref());
+    if let Some(pin) = &env.pinning {
+        pin_processes(pin, &deployment, &targets)?;
+    }
+    let data = env.data();
+    for &workload in &env.opts.workloads {
+        for target in &targets {
+            progress.starting(&format!("{} {workload} warm-up -> {}", topology.name(), target.name));
+            let spec = RunSpec {
+                workload,
+                threads: env.opts.threads[0],
+                seconds: env.opts.warmup.max(1),
+                endpoint: &target.endpoint,
+                data: &data,
+            };
+            if let Err(e) = run_sysbench(&spec, env.pinning.as_ref()) {
+                outcome
+                    .failures
+                    .push(format!("warm-up {workload} -> {}: {e}", target.name));
+            }
+            progress.finished(f64::from(env.opts.warmup) + RUN_OVERHEAD_SECS);
+        }
+        for &threads in &env.opts.threads {
+            for target in &targets {
+                let label = format!("{} {workload} {threads} threads -> {}", topology.name(), target.name);
+                progress.starting(&label);
+                let spec = RunSpec {
+                    workload,
+                    threads,
+                    seconds: env.opts.seconds,
+                    endpoint: &target.endpoint,
+                    data: &data,
+                };
+                match measure(&spec, target, topology, env.pinning.as_ref()) {
+                    Ok(record) => {
+                        outcome.records.push(record);
+                        write_csv(env.out_dir, &outcome.records)?;
+                    }
+                    Err(e) => outcome.failures.push(format!("{label}: {e}")),
+                }
+                progress.finished(f64::from(env.opts.seconds) + RUN_OVERHEAD_SECS);
+            }
+        }
+    }
+    drop(tessera);
+    Ok(())
+}
+
+fn targets_for(opts: &BenchOptions, deployment: &Deployment, tessera: Option<&TesseraProcess>) -> Vec<Target> {
+    let mut targets = Vec::new();
+    if opts.direct {
+        targets.push(Target {
+            name: "direct".into(),
+            endpoint: deployment.direct.clone(),
+            pid: None,
+            proxy: false,
+        });
+    }
+    if let Some(t) = tessera {
+        targets.push(Target {
+            name: "tessera".into(),
+            endpoint: t.endpoint.clone(),
+            pid: Some(t.pid()),
+            proxy: true,
+        });
+    }
+    for ext in &opts.externals {
+        targets.push(Target {
+            name: ext.name.clone(),
+            endpoint: Endpoint {
+                host: ext.host.clone(),
+                port: ext.port,
+                user: ext.user.clone().unwrap_or_else(|| deployment.direct.user.clone()),
+                password: ext
+                    .password
+                    .clone()
+                    .unwrap_or_else(|| deployment.direct.password.clone()),
+            },
+            pid: ext.pid,
+            proxy: true,
+        });
+    }
+    targets
+}
+
+/// `sysbench oltp_common cleanup` then `prepare`, directly against the primary.
+pub fn prepare_data(direct: &Endpoint, data: &DataSet, threads: u32) -> Result<()> {
+    for action in ["cleanup", "prepare"] {
+        let mut args = vec!["oltp_common".to_string()];
+        args.extend(common_args(direct, data));
+        args.push(format!("--threads={}", threads.clamp(1, 16)));
+        args.push(action.to_string());
+        let out = Command::new("sysbench")
+            .args(&args)
+            .output()
+            .map_err(|e| BenchError::io("starting sysbench", e))?;
+        if !out.status.success() {
+            return Err(BenchError::Command {
+                what: redact(&args),
+                code: out.status.code(),
+                output: String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn pin_processes(pin: &Pinning, deployment: &Deployment, targets: &[Target]) -> Result<()> {
+    let proxies = targets.iter().filter(|t| t.proxy).filter_map(|t| t.pid);
+    for pid in proxies {
+        taskset(&pin.proxy_cpus, pid)?;
+    }
+    for &pid in &deployment.server_pids {
+        taskset(&pin.other_cpus, pid)?;
+    }
+    Ok(())
+}
+
+fn taskset(cpus: &str, pid: u32) -> Result<()> {
+    let out = Command::new("taskset")
+        .args(["-a", "-p", "-c", cpus, &pid.to_string()])
+        .output()
+        .map_err(|e| BenchError::io("running taskset (util-linux)", e))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    Err(BenchError::Command {
+        what: format!("taskset -a -p -c {cpus} {pid}"),
+        code: out.status.code(),
+        output: String::from_utf8_lossy(&out.stderr).into_owned(),
+    })
+}
+
+/// Runs sysbench once; returns its stdout (stderr appended on failure).
+fn run_sysbench(spec: &RunSpec, pinning: Option<&Pinning>) -> Result<String> {
+    let args = run_args(spec);
+    let mut cmd = match pinning {
+        Some(pin) => {
+            let mut c = Command::new("taskset");
+            c.args(["-c", &pin.other_cpus, "sysbench"]);
+            c
+        }
+        None => Command::new("sysbench"),
+    };
+    let out = cmd
+        .args(&args)
+        .output()
+        .map_err(|e| BenchError::io("starting sysbench", e))?;
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    if !out.status.success() {
+        return Err(BenchError::Command {
+            what: redact(&args),
+            code: out.status.code(),
+            output: tail(&(stdout + &String::from_utf8_lossy(&out.stderr)), 15),
+        });
+    }
+    Ok(stdout)
+}
+
+fn measure(spec: &RunSpec, target: &Target, topology: Topology, pinning: Option<&Pinning>) -> Result<RunRecord> {
+    let sampler = target.pid.map(|pid| Sampler::start(pid, SAMPLE_EVERY));
+    let result = run_sysbench(spec, pinning);
+    let samples = sampler.map(Sampler::finish);
+    let stats = parse_output(&result?)?;
+    let cpu = samples.and_then(|s| summarize(&s, ticks_per_sec(), stats.queries, 0.0));
+    Ok(RunRecord {
+        topology: topology.name().into(),
+        workload: spec.workload.into(),
+        threads: spec.threads,
+        target: target.name.clone(),
+        proxy: target.proxy,
+        stats,
+        cpu,
+        pinned: pinning.is_some(),
+    })
+}
+
+fn tail(text: &str, lines: usize) -> String {
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+/// Writes `runs.csv` in `dir`.
+pub fn write_csv(dir: &Path, records: &[RunRecord]) -> Result<PathBuf> {
+    let path = dir.join("runs.csv");
+    std::fs::write(&path, to_csv(records)).map_err(|e| BenchError::io(format!("writing {}", path.display()), e))?;
+    Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pinning_splits_the_cores() {
+        assert_eq!(
+            Pinning::for_cores(2).unwrap(),
+            Pinning {
+                proxy_cpus: "1".into(),
+                other_cpus: "0".into()
+            }
+        );
+        assert_eq!(Pinning::for_cores(8).unwrap().other_cpus, "0-6");
+        assert!(Pinning::for_cores(1).is_err());
+    }
+
+    #[test]
+    fn the_plan_counts_warm_ups_and_measured_runs() {
+        let opts = BenchOptions::quick();
+        let env = MatrixEnv {
+            opts: &opts,
+            tessera: None,
+            out_dir: Path::new("/tmp"),
+            pinning: None,
+        };
+        // direct + tessera, 3 workloads x (1 warm-up + 3 thread counts).
+        let (steps, secs) = env.plan_per_topology();
+        assert_eq!(steps, 2 * 3 * 4);
+        assert_eq!(secs, 6.0 * (3.0 + 2.0) + 18.0 * (15.0 + 2.0));
+    }
+}

@@ -1,0 +1,167 @@
+//! A Tessera process started by the kit in front of a deployment, with a generated config.
+
+use std::fs::File;
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::error::{BenchError, Result};
+use crate::sysbench::Endpoint;
+use crate::topology::Backends;
+
+const READY_TIMEOUT: Duration = Duration::from_secs(15);
+const STOP_TIMEOUT: Duration = Duration::from_secs(10);
+/// The account clients use through the kit's Tessera.
+pub const CLIENT_USER: &str = "bench";
+
+/// How the kit configures Tessera.
+#[derive(Debug, Clone)]
+pub struct TesseraSettings {
+    pub bin: PathBuf,
+    pub workers: u32,
+    pub pool_max: u32,
+}
+
+/// A running Tessera; stopped with SIGTERM (then SIGKILL) when dropped.
+pub struct TesseraProcess {
+    child: Child,
+    pub endpoint: Endpoint,
+    pub config_path: PathBuf,
+}
+
+/// The tessera binary: the given path, or the one next to this program.
+pub fn locate_binary(given: Option<&Path>) -> Result<PathBuf> {
+    let candidate = match given {
+        Some(p) => p.to_path_buf(),
+        None => std::env::current_exe()
+            .map_err(|e| BenchError::io("locating tessera-bench", e))?
+            .with_file_name("tessera"),
+    };
+    if candidate.is_file() {
+        return Ok(candidate);
+    }
+    Err(BenchError::MissingTool {
+        tool: "tessera",
+        fix: format!(
+            "{} does not exist; run `cargo build --release --bin tessera` or pass --tessera-bin",
+            candidate.display()
+        ),
+    })
+}
+
+/// The TOML config for `backends`, listening on `port`.
+pub fn config_text(settings: &TesseraSettings, backends: &Backends, port: u16) -> String {
+    let mut text = format!(
+        "[server]\nlisten = \"127.0.0.1:{port}\"\nworker_threads = {}\nmax_connections = 20000\n\n\
+         [pool]\nmax_size = {}\ncheckout_timeout_ms = 30000\n\n\
+         [[users]]\nname = \"{CLIENT_USER}\"\npassword = \"{CLIENT_USER}\"\n\n\
+         [[groups]]\nname = \"main\"\nuser = {:?}\npassword = {:?}\nprimary = {{ address = {:?} }}\n",
+        settings.workers, settings.pool_max, backends.user, backends.password, backends.primary
+    );
+    for (address, weight) in &backends.replicas {
+        text.push_str(&format!(
+            "[[groups.replicas]]\naddress = {address:?}\nweight = {weight}\n"
+        ));
+    }
+    text
+}
+
+impl TesseraProcess {
+    /// Writes the config into `dir`, starts Tessera and waits until it accepts connections.
+    pub fn start(settings: &TesseraSettings, backends: &Backends, dir: &Path, label: &str) -> Result<TesseraProcess> {
+        let port = tessera_sandbox::free_port()?;
+        let config_path = dir.join(format!("tessera-{label}.toml"));
+        std::fs::write(&config_path, config_text(settings, backends, port))
+            .map_err(|e| BenchError::io(format!("writing {}", config_path.display()), e))?;
+        let log_path = dir.join(format!("tessera-{label}.log"));
+        let log = File::create(&log_path).map_err(|e| BenchError::io(format!("creating {}", log_path.display()), e))?;
+        let log2 = log.try_clone().map_err(|e| BenchError::io("log file", e))?;
+        let child = Command::new(&settings.bin)
+            .arg("--config")
+            .arg(&config_path)
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(log2)
+            .spawn()
+            .map_err(|e| BenchError::io(format!("starting {}", settings.bin.display()), e))?;
+        let endpoint = Endpoint {
+            host: "127.0.0.1".into(),
+            port,
+            user: CLIENT_USER.into(),
+            password: CLIENT_USER.into(),
+        };
+        let mut process = TesseraProcess {
+            child,
+            endpoint,
+            config_path,
+        };
+        process.wait_ready(&log_path)?;
+        Ok(process)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    fn wait_ready(&mut self, log_path: &Path) -> Result<()> {
+        let deadline = Instant::now() + READY_TIMEOUT;
+        let addr = format!("127.0.0.1:{}", self.endpoint.port);
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                let log = std::fs::read_to_string(log_path).unwrap_or_default();
+                return Err(BenchError::Tessera(format!("exited at start ({status}):\n{log}")));
+            }
+            if TcpStream::connect(&addr).is_ok() {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Err(BenchError::Tessera(format!(
+            "not accepting on {addr} after {READY_TIMEOUT:?}"
+        )))
+    }
+}
+
+impl Drop for TesseraProcess {
+    fn drop(&mut self) {
+        // SAFETY: kill(2) with a pid we own and a valid signal number.
+        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
+        let deadline = Instant::now() + STOP_TIMEOUT;
+        while Instant::now() < deadline {
+            if !matches!(self.child.try_wait(), Ok(None)) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_config_names_backends_users_and_knobs() {
+        let settings = TesseraSettings {
+            bin: "tessera".into(),
+            workers: 1,
+            pool_max: 64,
+        };
+        let backends = Backends {
+            primary: "127.0.0.1:3306".into(),
+            replicas: vec![("127.0.0.1:3307".into(), 2)],
+            user: "tessera".into(),
+            password: "p\"w".into(),
+        };
+        let text = config_text(&settings, &backends, 6033);
+        assert!(text.contains("listen = \"127.0.0.1:6033\""));
+        assert!(text.contains("worker_threads = 1"));
+        assert!(text.contains("max_size = 64"));
+        assert!(text.contains("password = \"p\\\"w\""), "{text}");
+        assert!(text.contains("address = \"127.0.0.1:3307\"\nweight = 2"));
+        assert!(text.contains("name = \"bench\""));
+    }
+}
