@@ -57,7 +57,7 @@ launch_tessera() {
     mkdir -p "$dir"
     rm -f "$dir/env"
     printf '%s\n' "$*" >"$dir/flags"
-    "$TESSERA_BIN" demo --listen 127.0.0.1:0 --env-file "$dir/env" "$@" </dev/null >"$dir/tessera.log" 2>&1 &
+    "$TESSERA_BIN" demo --listen 127.0.0.1:0 --env-file "$dir/env" --replicas 0 "$@" </dev/null >"$dir/tessera.log" 2>&1 &
     COMPAT_PIDS+=("$!")
     COMPAT_NAMES+=("$name")
 }

@@ -125,6 +125,7 @@ fn run_topology(
 ) -> Result<()> {
     let deployment = deploy(topology, env.opts.mysql.as_ref(), &[SYSBENCH_DB])?;
     prepare_data(&deployment.direct, &env.data(), env.opts.tables)?;
+    deployment.wait_for_replicas()?;
     let tessera = match env.tessera {
         Some(settings) => Some(TesseraProcess::start(
             settings,

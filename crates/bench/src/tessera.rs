@@ -56,8 +56,15 @@ pub fn config_text(settings: &TesseraSettings, backends: &Backends, port: u16) -
         "[server]\nlisten = \"127.0.0.1:{port}\"\nworker_threads = {}\nmax_connections = 20000\n\n\
          [pool]\nmax_size = {}\ncheckout_timeout_ms = 30000\n\n\
          [[users]]\nname = \"{CLIENT_USER}\"\npassword = \"{CLIENT_USER}\"\n\n\
-         [[groups]]\nname = \"main\"\nuser = {:?}\npassword = {:?}\nprimary = {{ address = {:?} }}\n",
-        settings.workers, settings.pool_max, backends.user, backends.password, backends.primary
+         [[groups]]\nname = \"main\"\nuser = {:?}\npassword = {:?}\nprimary = {{ address = {:?}{} }}\n",
+        settings.workers,
+        settings.pool_max,
+        backends.user,
+        backends.password,
+        backends.primary,
+        backends
+            .primary_weight
+            .map_or(String::new(), |w| format!(", weight = {w}"))
     );
     for (address, weight) in &backends.replicas {
         text.push_str(&format!(
@@ -152,6 +159,7 @@ mod tests {
         };
         let backends = Backends {
             primary: "127.0.0.1:3306".into(),
+            primary_weight: Some(0),
             replicas: vec![("127.0.0.1:3307".into(), 2)],
             user: "tessera".into(),
             password: "p\"w".into(),
@@ -162,6 +170,10 @@ mod tests {
         assert!(text.contains("max_size = 64"));
         assert!(text.contains("password = \"p\\\"w\""), "{text}");
         assert!(text.contains("address = \"127.0.0.1:3307\"\nweight = 2"));
+        assert!(
+            text.contains("primary = { address = \"127.0.0.1:3306\", weight = 0 }"),
+            "{text}"
+        );
         assert!(text.contains("name = \"bench\""));
     }
 }

@@ -42,8 +42,10 @@ impl Topology {
     pub fn describe(self) -> &'static str {
         match self {
             Topology::Single => "one MariaDB primary; direct and proxied clients use it alike",
-            Topology::Replica => "primary + GTID replica; through the proxy, reads go to the replica",
-            Topology::PrimaryReads => "primary + GTID replica; the primary also takes a share of the reads",
+            Topology::Replica => {
+                "primary + GTID replica; through Tessera reads go to the replica (primary read weight 0)"
+            }
+            Topology::PrimaryReads => "primary + GTID replica; the primary takes half of the reads (weights 1:1)",
         }
     }
 }
@@ -52,6 +54,8 @@ impl Topology {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Backends {
     pub primary: String,
+    /// The primary's share of reads (None: Tessera's default, 0 when replicas exist).
+    pub primary_weight: Option<u32>,
     pub replicas: Vec<(String, u32)>,
     /// The account the proxy logs in to the servers with.
     pub user: String,
@@ -71,23 +75,21 @@ pub struct Deployment {
 
 /// Starts (or, with `mysql`, adopts) the servers of `topology` and makes sure `databases` exist.
 pub fn deploy(topology: Topology, mysql: Option<&Endpoint>, databases: &[&str]) -> Result<Deployment> {
-    if topology != Topology::Single {
-        return Err(BenchError::NotAvailable {
+    match (mysql, topology) {
+        (Some(server), Topology::Single) => adopt(topology, server, databases),
+        (Some(_), _) => Err(BenchError::NotAvailable {
             topology: topology.name().to_string(),
-            why: "read/write splitting is a later issue: Tessera sends every statement to the primary \
-                  and the sandbox does not start replicas yet"
-                .to_string(),
-        });
-    }
-    match mysql {
-        Some(server) => adopt(topology, server, databases),
-        None => sandbox_single(topology, databases),
+            why: "with --mysql only the single topology can run (the kit starts replicas only in its sandbox)".into(),
+        }),
+        (None, _) => sandbox(topology, databases),
     }
 }
 
-fn sandbox_single(topology: Topology, databases: &[&str]) -> Result<Deployment> {
+fn sandbox(topology: Topology, databases: &[&str]) -> Result<Deployment> {
+    let replicated = topology != Topology::Single;
     let sandbox = Sandbox::start(SandboxOptions {
-        servers: 1,
+        servers: if replicated { 2 } else { 1 },
+        replication: replicated,
         databases: databases.iter().map(|d| d.to_string()).collect(),
         ..SandboxOptions::default()
     })?;
@@ -102,12 +104,20 @@ fn sandbox_single(topology: Topology, databases: &[&str]) -> Result<Deployment> 
         topology,
         backends: Backends {
             primary: format!("{}:{}", direct.host, direct.port),
-            replicas: Vec::new(),
+            primary_weight: match topology {
+                Topology::Single => None,
+                Topology::Replica => Some(0),
+                Topology::PrimaryReads => Some(1),
+            },
+            replicas: sandbox.servers()[1..]
+                .iter()
+                .map(|r| (format!("{}:{}", r.host(), r.port()), 1))
+                .collect(),
             user: direct.user.clone(),
             password: direct.password.clone(),
         },
         direct,
-        server_pids: server.pid().into_iter().collect(),
+        server_pids: sandbox.servers().iter().filter_map(|s| s.pid()).collect(),
         _sandbox: Some(sandbox),
     })
 }
@@ -121,6 +131,7 @@ fn adopt(topology: Topology, server: &Endpoint, databases: &[&str]) -> Result<De
         direct: server.clone(),
         backends: Backends {
             primary: format!("{}:{}", server.host, server.port),
+            primary_weight: None,
             replicas: Vec::new(),
             user: server.user.clone(),
             password: server.password.clone(),
@@ -128,6 +139,16 @@ fn adopt(topology: Topology, server: &Endpoint, databases: &[&str]) -> Result<De
         server_pids: Vec::new(),
         _sandbox: None,
     })
+}
+
+impl Deployment {
+    /// Waits until every replica has applied what the primary has (after loading data).
+    pub fn wait_for_replicas(&self) -> Result<()> {
+        match &self._sandbox {
+            Some(s) if s.servers().len() > 1 => Ok(s.wait_for_replicas(std::time::Duration::from_secs(300))?),
+            _ => Ok(()),
+        }
+    }
 }
 
 /// Runs one statement with the `mariadb` client (password passed in the environment).
@@ -162,9 +183,15 @@ mod tests {
     }
 
     #[test]
-    fn replica_topologies_say_why_they_are_not_available() {
-        let err = deploy(Topology::Replica, None, &["sbtest"]).err().unwrap();
+    fn replica_topologies_need_the_sandbox() {
+        let server = Endpoint {
+            host: "127.0.0.1".into(),
+            port: 1,
+            user: "root".into(),
+            password: String::new(),
+        };
+        let err = deploy(Topology::Replica, Some(&server), &["sbtest"]).err().unwrap();
         assert!(matches!(err, BenchError::NotAvailable { .. }), "{err}");
-        assert!(err.to_string().contains("replica"), "{err}");
+        assert!(err.to_string().contains("--mysql"), "{err}");
     }
 }

@@ -4,5 +4,5 @@
 pub mod load;
 pub mod model;
 
-pub use load::{load_file, parse_str, ConfigError};
+pub use load::{load_file, parse_str, ConfigError, CONSISTENCY_LEVELS};
 pub use model::*;

@@ -164,9 +164,19 @@ fn validate_users(c: &Config) -> Result<(), Problem> {
             }
             _ => {}
         }
+        if !CONSISTENCY_LEVELS.contains(&u.read_consistency.as_str()) {
+            return Err(invalid(
+                format!("{key}.read_consistency"),
+                format!("unknown level `{}`", u.read_consistency),
+                "use eventual, session or strong",
+            ));
+        }
     }
     Ok(())
 }
+
+/// The read consistency levels a user or session may choose.
+pub const CONSISTENCY_LEVELS: [&str; 3] = ["eventual", "session", "strong"];
 
 fn is_native_hash(h: &str) -> bool {
     let hex = h.strip_prefix('*').unwrap_or(h);
@@ -196,7 +206,22 @@ fn validate_groups(c: &Config) -> Result<(), Problem> {
                 .enumerate()
                 .map(|(j, r)| (format!("replicas[{j}]"), r)),
         );
+        if g.monitor_interval_ms < 100 {
+            return Err(invalid(
+                format!("groups[{i}].monitor_interval_ms"),
+                "below 100 ms",
+                "check servers at most 10 times a second (default 1000)",
+            ));
+        }
+        let mut addresses = std::collections::HashSet::new();
         for (key, s) in servers {
+            if !addresses.insert(s.address.as_str()) {
+                return Err(invalid(
+                    format!("groups[{i}].{key}.address"),
+                    format!("`{}` appears twice in the group", s.address),
+                    "list each server once",
+                ));
+            }
             if !valid_address(&s.address) {
                 return Err(invalid(
                     format!("groups[{i}].{key}.address"),
@@ -246,7 +271,7 @@ mod tests {
         let c = parse_str(GOOD, "t.toml").unwrap();
         assert_eq!(c.pool.max_size, 8);
         assert_eq!(c.pool.prepared_cache_size, 256);
-        assert_eq!(c.groups[0].primary.weight, 1);
+        assert_eq!(c.groups[0].primary_read_weight(), 1);
         assert!(
             !format!("{:?}", c).contains("secret"),
             "passwords never in Debug output"
@@ -272,5 +297,49 @@ mod tests {
         assert!(e.contains("max_sise"), "{e}");
         let e = err_of("[server]\n");
         assert!(e.contains("`users`"), "{e}");
+    }
+
+    #[test]
+    fn read_write_splitting_keys() {
+        let with_replicas = GOOD.replace(
+            "primary = { address = \"127.0.0.1:3306\" }",
+            "primary = { address = \"127.0.0.1:3306\" }\nreplicas = [{ address = \"127.0.0.1:3307\", weight = 3 }, { address = \"127.0.0.1:3308\" }]",
+        );
+        let c = parse_str(&with_replicas, "t").unwrap();
+        let g = &c.groups[0];
+        assert_eq!(
+            g.primary_read_weight(),
+            0,
+            "with replicas the primary takes no reads by default"
+        );
+        assert_eq!(g.replicas[0].replica_read_weight(), 3);
+        assert_eq!(g.replicas[1].replica_read_weight(), 1);
+        assert_eq!((g.max_replica_lag_s, g.monitor_interval_ms), (10, 1000));
+        assert!(c.users[0].read_write_split);
+        assert_eq!(c.users[0].read_consistency, "session");
+        let primary_reads = with_replicas.replace(
+            "{ address = \"127.0.0.1:3306\" }",
+            "{ address = \"127.0.0.1:3306\", weight = 2 }",
+        );
+        assert_eq!(
+            parse_str(&primary_reads, "t").unwrap().groups[0].primary_read_weight(),
+            2
+        );
+
+        let e = err_of(&with_replicas.replace("127.0.0.1:3308", "127.0.0.1:3306"));
+        assert!(
+            e.contains("groups[0].replicas[1].address") && e.contains("twice"),
+            "{e}"
+        );
+        let e = err_of(&GOOD.replace(
+            "password = \"secret\"",
+            "password = \"secret\"\nread_consistency = \"sometimes\"",
+        ));
+        assert!(e.contains("users[0].read_consistency") && e.contains("eventual"), "{e}");
+        let e = err_of(&GOOD.replace(
+            "password = \"tessera\"",
+            "password = \"tessera\"\nmonitor_interval_ms = 5",
+        ));
+        assert!(e.contains("monitor_interval_ms"), "{e}");
     }
 }

@@ -132,6 +132,20 @@ pub struct UserConfig {
     pub password: Option<String>,
     /// mysql_native_password hash as printed by PASSWORD(): "*" + 40 hex digits.
     pub password_hash: Option<String>,
+    /// Spread this user's reads over replicas (false: everything goes to the primary).
+    #[serde(default = "default_true")]
+    pub read_write_split: bool,
+    /// Default read consistency of this user's sessions: "eventual", "session" or "strong".
+    #[serde(default = "default_consistency")]
+    pub read_consistency: String,
+}
+
+fn default_true() -> bool {
+    true
+}
+
+fn default_consistency() -> String {
+    "session".into()
 }
 
 impl std::fmt::Debug for UserConfig {
@@ -157,6 +171,37 @@ pub struct GroupConfig {
     /// Connect to the backends over TLS.
     #[serde(default)]
     pub tls: bool,
+    /// A replica further behind than this (seconds, as SHOW SLAVE STATUS reports) gets no reads.
+    #[serde(default = "default_max_lag")]
+    pub max_replica_lag_s: u64,
+    /// How often the monitor checks each server (connect, read_only, replication, lag, GTID).
+    #[serde(default = "default_monitor_interval")]
+    pub monitor_interval_ms: u64,
+    /// Stored procedures known to only read: `CALL` of these may run on a replica.
+    #[serde(default)]
+    pub read_only_procedures: Vec<String>,
+}
+
+fn default_max_lag() -> u64 {
+    10
+}
+
+fn default_monitor_interval() -> u64 {
+    1000
+}
+
+impl GroupConfig {
+    pub fn monitor_interval(&self) -> Duration {
+        Duration::from_millis(self.monitor_interval_ms)
+    }
+
+    /// Read weight of the primary: as configured, else 0 when replicas exist (reads go to
+    /// them) and 1 when there are none.
+    pub fn primary_read_weight(&self) -> u32 {
+        self.primary
+            .weight
+            .unwrap_or(if self.replicas.is_empty() { 1 } else { 0 })
+    }
 }
 
 impl std::fmt::Debug for GroupConfig {
@@ -167,6 +212,9 @@ impl std::fmt::Debug for GroupConfig {
             .field("primary", &self.primary)
             .field("replicas", &self.replicas)
             .field("tls", &self.tls)
+            .field("max_replica_lag_s", &self.max_replica_lag_s)
+            .field("monitor_interval_ms", &self.monitor_interval_ms)
+            .field("read_only_procedures", &self.read_only_procedures)
             .finish_non_exhaustive()
     }
 }
@@ -177,13 +225,17 @@ impl std::fmt::Debug for GroupConfig {
 pub struct ServerAddr {
     /// host:port
     pub address: String,
-    /// Share of reads (used by read/write splitting).
-    #[serde(default = "default_weight")]
-    pub weight: u32,
+    /// Share of reads. Replicas default to 1; the primary to 0 when it has replicas (see
+    /// [`GroupConfig::primary_read_weight`]).
+    #[serde(default)]
+    pub weight: Option<u32>,
 }
 
-fn default_weight() -> u32 {
-    1
+impl ServerAddr {
+    /// The read weight of a replica (default 1).
+    pub fn replica_read_weight(&self) -> u32 {
+        self.weight.unwrap_or(1)
+    }
 }
 
 /// The HTTP endpoint for /metrics and /health.

@@ -1,4 +1,5 @@
-//! The admin HTTP endpoint: `/metrics` (Prometheus text format) and `/health`.
+//! The admin HTTP endpoint: `/metrics` (Prometheus text format), `/health`, and `/status`
+//! (per server: role, state, routed statements, lag; what `tessera status` prints).
 
 use crate::context::Context;
 use crate::error::ProxyError;
@@ -30,16 +31,15 @@ pub async fn spawn_http(ctx: Arc<Context>) -> Result<Option<std::net::SocketAddr
 }
 
 async fn answer(ctx: Arc<Context>, mut tcp: TcpStream) {
-    let mut buf = vec![0u8; 2048];
-    let n = match tokio::time::timeout(std::time::Duration::from_secs(5), tcp.read(&mut buf)).await {
-        Ok(Ok(n)) => n,
-        _ => return,
+    let Some(head) = read_request_head(&mut tcp).await else {
+        return;
     };
-    let request = String::from_utf8_lossy(&buf[..n]);
+    let request = String::from_utf8_lossy(&head);
     let path = request.split_whitespace().nth(1).unwrap_or("/");
     let (status, body) = match path {
         "/metrics" => ("200 OK", crate::metrics::render(&ctx)),
-        "/health" if ctx.groups.iter().all(|g| !g.primary.is_down()) => ("200 OK", "ok\n".to_string()),
+        "/status" => ("200 OK", crate::metrics::render_status(&ctx)),
+        "/health" if ctx.groups.iter().all(|g| !g.primary().pool.is_down()) => ("200 OK", "ok\n".to_string()),
         "/health" => ("503 Service Unavailable", "backend down\n".to_string()),
         _ => ("404 Not Found", "not found\n".to_string()),
     };
@@ -48,4 +48,76 @@ async fn answer(ctx: Arc<Context>, mut tcp: TcpStream) {
         body.len()
     );
     let _ = tcp.write_all(response.as_bytes()).await;
+}
+
+/// Reads until the end of the request head (or 4 KiB, or 5 s); None when the peer gave up.
+async fn read_request_head(tcp: &mut TcpStream) -> Option<Vec<u8>> {
+    let mut head = Vec::with_capacity(512);
+    let mut buf = [0u8; 1024];
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 4096 {
+        let n = tokio::time::timeout_at(deadline, tcp.read(&mut buf)).await.ok()?.ok()?;
+        if n == 0 {
+            break;
+        }
+        head.extend_from_slice(&buf[..n]);
+    }
+    (!head.is_empty()).then_some(head)
+}
+
+/// GETs `path` from an admin endpoint (blocking; for `tessera status`). Returns the body.
+pub fn fetch(addr: &str, path: &str) -> std::io::Result<String> {
+    use std::io::{Read, Write};
+
+    let timeout = std::time::Duration::from_secs(5);
+    let target = std::net::ToSocketAddrs::to_socket_addrs(addr)?
+        .next()
+        .ok_or_else(|| std::io::Error::other("address does not resolve"))?;
+    let mut tcp = std::net::TcpStream::connect_timeout(&target, timeout)?;
+    tcp.set_read_timeout(Some(timeout))?;
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    tcp.write_all(request.as_bytes())?;
+    let mut response = String::new();
+    tcp.read_to_string(&mut response)?;
+    let (head, body) = response
+        .split_once("\r\n\r\n")
+        .ok_or_else(|| std::io::Error::other("not an HTTP response"))?;
+    if !head.starts_with("HTTP/1.1 200") {
+        return Err(std::io::Error::other(head.lines().next().unwrap_or("").to_string()));
+    }
+    Ok(body.to_string())
+}
+
+/// Lines of tab-separated cells, padded into aligned columns.
+pub fn align_columns(text: &str) -> String {
+    let rows: Vec<Vec<&str>> = text.lines().map(|l| l.split('\t').collect()).collect();
+    let mut widths: Vec<usize> = Vec::new();
+    for row in &rows {
+        for (i, cell) in row.iter().enumerate() {
+            if widths.len() <= i {
+                widths.push(0);
+            }
+            widths[i] = widths[i].max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for row in rows {
+        let cells: Vec<String> = row
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!("{c:<w$}", w = widths[i]))
+            .collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn columns_are_aligned() {
+        let t = super::align_columns("a\tbb\tc\nlonger\tx\ty\n");
+        assert_eq!(t, "a       bb  c\nlonger  x   y\n");
+    }
 }

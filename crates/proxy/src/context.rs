@@ -3,6 +3,7 @@
 
 use crate::backend::connect::ConnectOptions;
 use crate::backend::{ServerInfo, ServerRef};
+use crate::cluster::{Backend, Consistency, Group};
 use crate::error::ProxyError;
 use crate::metrics::Metrics;
 use crate::pool::Pool;
@@ -15,25 +16,22 @@ use tessera_protocol::auth;
 use tokio::sync::watch;
 use tokio_rustls::TlsAcceptor;
 
-/// A client account's credentials as Tessera can check them.
+/// A client account: its credentials as Tessera can check them, and its routing defaults.
 #[derive(Clone)]
 pub struct Credentials {
     /// Plaintext, when configured (needed for caching_sha2_password).
     pub password: Option<Vec<u8>>,
     /// SHA1(SHA1(password)) for mysql_native_password.
     pub native_hash: [u8; 20],
-}
-
-/// One backend group (a primary for now; replicas come with read/write splitting).
-pub struct Group {
-    pub name: String,
-    pub primary: Arc<Pool>,
+    /// Reads may go to replicas.
+    pub read_write_split: bool,
+    pub read_consistency: Consistency,
 }
 
 /// Shared, immutable-after-start state of the proxy.
 pub struct Context {
     pub config: Arc<Config>,
-    pub groups: Vec<Group>,
+    pub groups: Vec<Arc<Group>>,
     pub users: HashMap<String, Credentials>,
     pub tls: Option<TlsAcceptor>,
     pub sessions: SessionRegistry,
@@ -77,17 +75,23 @@ impl Context {
         }
     }
 
-    /// The pool of a target (an unknown group falls back to the first one).
-    pub fn pool(&self, target: crate::route::Target) -> &Arc<Pool> {
-        let group = self.groups.get(target.group).unwrap_or(&self.groups[0]);
-        match target.role {
-            crate::route::Role::Primary => &group.primary,
-        }
+    /// A group by index (an unknown index falls back to the first group).
+    pub fn group(&self, index: usize) -> &Arc<Group> {
+        self.groups.get(index).unwrap_or(&self.groups[0])
     }
 
-    /// The first group's primary: session-level commands (login schema, KILL) go there.
+    /// The first group's current primary: session-level commands (login schema) go there.
     pub fn default_pool(&self) -> &Arc<Pool> {
-        self.pool(crate::route::Target::primary(0))
+        &self.groups[0].primary().pool
+    }
+
+    /// The pool of the server at `address`, in any group (for KILL).
+    pub fn pool_by_address(&self, address: &str) -> Option<&Arc<Pool>> {
+        self.groups
+            .iter()
+            .flat_map(|g| g.servers.iter())
+            .find(|s| s.address == address)
+            .map(|s| &s.pool)
     }
 
     /// Version string for the greeting: configured, else the backend's, else a MariaDB-like one.
@@ -105,23 +109,21 @@ impl Context {
 }
 
 fn credentials(u: &tessera_config::UserConfig) -> Credentials {
-    match (&u.password, &u.password_hash) {
-        (Some(p), _) => Credentials {
-            password: Some(p.as_bytes().to_vec()),
-            native_hash: auth::native_password_hash(p.as_bytes()),
-        },
-        (None, Some(h)) => Credentials {
-            password: None,
-            native_hash: auth::parse_native_hash(h).unwrap_or([0; 20]),
-        },
-        (None, None) => Credentials {
-            password: Some(Vec::new()),
-            native_hash: [0; 20],
-        },
+    let (password, native_hash) = match (&u.password, &u.password_hash) {
+        (Some(p), _) => (Some(p.as_bytes().to_vec()), auth::native_password_hash(p.as_bytes())),
+        (None, Some(h)) => (None, auth::parse_native_hash(h).unwrap_or([0; 20])),
+        (None, None) => (Some(Vec::new()), [0; 20]),
+    };
+    Credentials {
+        password,
+        native_hash,
+        read_write_split: u.read_write_split,
+        // Validated at load time; session is the safe default.
+        read_consistency: Consistency::parse(&u.read_consistency).unwrap_or(Consistency::Session),
     }
 }
 
-fn build_group(config: &Config, g: &tessera_config::GroupConfig) -> Result<Group, ProxyError> {
+fn build_group(config: &Config, g: &tessera_config::GroupConfig) -> Result<Arc<Group>, ProxyError> {
     let tls = if g.tls {
         Some(crate::tls::backend_connector()?)
     } else {
@@ -134,15 +136,26 @@ fn build_group(config: &Config, g: &tessera_config::GroupConfig) -> Result<Group
         stmt_cache_size: config.pool.prepared_cache_size,
         tls,
     };
-    let server: ServerRef = Arc::new(ServerInfo {
-        name: format!("{}/primary({})", g.name, g.primary.address),
-        address: g.primary.address.clone(),
-        user: g.user.clone(),
-        password: g.password.clone(),
-        tls: g.tls,
-    });
-    Ok(Group {
-        name: g.name.clone(),
-        primary: Pool::new(server, config.pool.clone(), opts),
-    })
+    let primary = std::iter::once((&g.primary, "primary", g.primary_read_weight()));
+    let replicas = g.replicas.iter().map(|r| (r, "replica", r.replica_read_weight()));
+    let servers = primary
+        .chain(replicas)
+        .map(|(addr, role, weight)| {
+            let server: ServerRef = Arc::new(ServerInfo {
+                name: format!("{}/{role}({})", g.name, addr.address),
+                address: addr.address.clone(),
+                user: g.user.clone(),
+                password: g.password.clone(),
+                tls: g.tls,
+            });
+            let pool = Pool::new(server, config.pool.clone(), opts.clone());
+            Arc::new(Backend::new(addr.address.clone(), pool, weight))
+        })
+        .collect();
+    Ok(Arc::new(Group::new(
+        g.name.clone(),
+        servers,
+        g.max_replica_lag_s,
+        g.read_only_procedures.clone(),
+    )))
 }

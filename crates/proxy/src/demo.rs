@@ -24,6 +24,8 @@ pub struct DemoOptions {
     /// Write TESSERA_PORT=..., MARIADB_PORT=... here once everything is up.
     pub env_file: Option<String>,
     pub prepared_cache_size: usize,
+    /// GTID replicas of the sandbox primary; reads are spread over them.
+    pub replicas: usize,
 }
 
 impl Default for DemoOptions {
@@ -34,12 +36,14 @@ impl Default for DemoOptions {
             auth_plugin: "mysql_native_password".into(),
             env_file: None,
             prepared_cache_size: 256,
+            replicas: 1,
         }
     }
 }
 
-/// The configuration `tessera demo` runs with, for a backend on `port`.
-pub fn demo_config(opts: &DemoOptions, backend_port: u16) -> Result<Config, ProxyError> {
+/// The configuration `tessera demo` runs with, for a primary on `backend_port` and replicas
+/// on `replica_ports`.
+pub fn demo_config(opts: &DemoOptions, backend_port: u16, replica_ports: &[u16]) -> Result<Config, ProxyError> {
     let DemoOptions {
         listen,
         pool_max,
@@ -66,14 +70,24 @@ name = "main"
 user = "tessera"
 password = "tessera"
 primary = {{ address = "127.0.0.1:{backend_port}" }}
-"#
+{replicas}
+"#,
+        replicas = replicas_toml(replica_ports)
     );
     tessera_config::parse_str(&text, "demo").map_err(|e| ProxyError::Config(e.to_string()))
 }
 
-fn start_sandbox(servers: usize) -> Result<Sandbox, ProxyError> {
+fn replicas_toml(ports: &[u16]) -> String {
+    ports
+        .iter()
+        .map(|p| format!("[[groups.replicas]]\naddress = \"127.0.0.1:{p}\"\n"))
+        .collect()
+}
+
+fn start_sandbox(servers: usize, replication: bool) -> Result<Sandbox, ProxyError> {
     let opts = SandboxOptions {
         servers,
+        replication: replication && servers > 1,
         ..SandboxOptions::default()
     };
     Sandbox::start(opts).map_err(|e| ProxyError::Config(format!("sandbox: {e}")))
@@ -81,29 +95,45 @@ fn start_sandbox(servers: usize) -> Result<Sandbox, ProxyError> {
 
 /// Runs the demo until SIGTERM / Ctrl-C.
 pub async fn run_demo(opts: DemoOptions) -> Result<(), ProxyError> {
-    println!("Starting a sandbox MariaDB server...");
-    let sandbox = tokio::task::spawn_blocking(|| start_sandbox(1))
+    let servers = 1 + opts.replicas;
+    println!(
+        "Starting a sandbox MariaDB primary with {} replica(s)...",
+        opts.replicas
+    );
+    let sandbox = tokio::task::spawn_blocking(move || start_sandbox(servers, true))
         .await
         .map_err(|e| ProxyError::Config(e.to_string()))??;
     let server = &sandbox.servers()[0];
     server
         .sql(SAMPLE_SCHEMA)
         .map_err(|e| ProxyError::Config(format!("sample schema: {e}")))?;
-    let config = demo_config(&opts, server.port())?;
+    if opts.replicas > 0 {
+        sandbox
+            .wait_for_replicas(std::time::Duration::from_secs(60))
+            .map_err(|e| ProxyError::Config(format!("replicas: {e}")))?;
+    }
+    let replica_ports: Vec<u16> = sandbox.servers()[1..].iter().map(|s| s.port()).collect();
+    let config = demo_config(&opts, server.port(), &replica_ports)?;
     let running = crate::server::start(config).await?;
     let port = running.addr.port();
     if let Some(path) = &opts.env_file {
+        let replicas: Vec<String> = replica_ports.iter().map(u16::to_string).collect();
         let env = format!(
-            "TESSERA_PORT={port}\nMARIADB_PORT={}\nMARIADB_SOCKET={}\n",
+            "TESSERA_PORT={port}\nMARIADB_PORT={}\nMARIADB_SOCKET={}\nREPLICA_PORTS={}\n",
             server.port(),
-            server.socket().display()
+            server.socket().display(),
+            replicas.join(",")
         );
         std::fs::write(path, env).map_err(|e| ProxyError::Config(format!("{path}: {e}")))?;
     }
     println!();
     println!(
-        "Tessera is running on 127.0.0.1:{port}, in front of MariaDB on 127.0.0.1:{}.",
-        server.port()
+        "Tessera is running on 127.0.0.1:{port}, in front of MariaDB on 127.0.0.1:{} (primary){}.",
+        server.port(),
+        replica_ports
+            .iter()
+            .map(|p| format!(" and 127.0.0.1:{p} (replica)"))
+            .collect::<String>()
     );
     println!("Connect with:");
     println!();
@@ -112,6 +142,9 @@ pub async fn run_demo(opts: DemoOptions) -> Result<(), ProxyError> {
     println!(
         "Try: SELECT c.name, SUM(o.amount) FROM customers c JOIN orders o ON o.customer_id = c.id GROUP BY c.name;"
     );
+    if let Some(admin) = running.admin_addr {
+        println!("Where reads and writes go: tessera status --admin {admin}");
+    }
     println!("Press Ctrl-C to stop and clean up.");
     crate::server::wait_for_signal().await;
     println!("Stopping...");
@@ -121,8 +154,8 @@ pub async fn run_demo(opts: DemoOptions) -> Result<(), ProxyError> {
 }
 
 /// Starts `servers` sandbox servers, prints how to reach them, waits for Ctrl-C.
-pub async fn run_sandbox(servers: usize) -> Result<(), ProxyError> {
-    let sandbox = tokio::task::spawn_blocking(move || start_sandbox(servers))
+pub async fn run_sandbox(servers: usize, replication: bool) -> Result<(), ProxyError> {
+    let sandbox = tokio::task::spawn_blocking(move || start_sandbox(servers, replication))
         .await
         .map_err(|e| ProxyError::Config(e.to_string()))??;
     for s in sandbox.servers() {

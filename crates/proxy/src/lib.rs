@@ -5,6 +5,8 @@
 //! - [`session`]: one task per client; commands, session state, pins, prepared statements.
 //! - [`route`]: where a statement runs (a [`route::Plan`]); [`exec`]: forwarding backend
 //!   responses to clients without decoding rows.
+//! - [`cluster`]: a group's servers, their health and read weights; [`monitor`]: checks them
+//!   and follows primary changes; [`gtid`]: GTID positions for read-your-writes.
 //! - [`pool`]: backend connection pools; [`backend`]: Tessera's own MySQL client.
 //! - [`state`]: replayable session state and its diff; [`charset`]: handshake collations.
 //! - [`context`]: what sessions share (config snapshot, pools, registry, metrics).
@@ -14,11 +16,14 @@
 pub mod admin;
 pub mod backend;
 pub mod charset;
+pub mod cluster;
 pub mod context;
 pub mod demo;
 pub mod error;
 pub mod exec;
+pub mod gtid;
 pub mod metrics;
+pub mod monitor;
 pub mod net;
 pub mod pool;
 pub mod registry;

@@ -8,15 +8,21 @@ usage:
   tessera --config PATH            serve with the configuration file PATH
   tessera check-config PATH        validate a configuration file and exit
   tessera demo [--listen ADDR] [--pool-max N] [--auth-plugin P] [--prepared-cache N] [--env-file PATH]
-                                   sandbox MariaDB + sample schema behind Tessera (default 127.0.0.1:6033)
-  tessera sandbox [--servers N]    start N sandbox MariaDB servers until Ctrl-C
+               [--replicas N]   (default 1)
+                                   sandbox MariaDB primary + replicas + sample schema behind Tessera (127.0.0.1:6033)
+  tessera sandbox [--servers N] [--replicas]
+                                   start N sandbox MariaDB servers until Ctrl-C (--replicas:
+                                   s0 is a primary, the others its GTID replicas)
+  tessera status (--admin HOST:PORT | --config PATH)
+                                   per server: role, state, reads/writes routed, lag, GTID
   tessera --version";
 
 enum Cli {
     Serve(PathBuf),
     Check(PathBuf),
     Demo(tessera_proxy::demo::DemoOptions),
-    Sandbox(usize),
+    Sandbox(usize, bool),
+    Status(String),
     Version,
 }
 
@@ -38,12 +44,27 @@ fn parse_args(args: &[String]) -> Result<Cli, String> {
         Some("demo") => demo_options(&flag).map(Cli::Demo),
         Some("sandbox") => {
             let n = flag("--servers").unwrap_or_else(|| "1".into());
+            let replicas = args.iter().any(|a| a == "--replicas");
             n.parse()
-                .map(Cli::Sandbox)
+                .map(|n| Cli::Sandbox(n, replicas))
                 .map_err(|_| format!("--servers: `{n}` is not a number"))
         }
+        Some("status") => status_address(&flag).map(Cli::Status),
         Some("--version") | Some("-V") => Ok(Cli::Version),
         _ => Err("unknown command".into()),
+    }
+}
+
+/// The admin address `tessera status` asks: `--admin`, or `admin.http_listen` of `--config`.
+fn status_address(flag: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    if let Some(addr) = flag("--admin") {
+        return Ok(addr);
+    }
+    let path = flag("--config").ok_or("status needs --admin HOST:PORT or --config PATH")?;
+    let config = tessera_config::load_file(std::path::Path::new(&path)).map_err(|e| e.to_string())?;
+    match config.admin.http_listen.as_str() {
+        "" => Err(format!("{path}: admin.http_listen is not set; status is served there")),
+        addr => Ok(addr.to_string()),
     }
 }
 
@@ -59,6 +80,7 @@ fn demo_options(flag: &dyn Fn(&str) -> Option<String>) -> Result<tessera_proxy::
     o.listen = flag("--listen").unwrap_or(o.listen);
     o.auth_plugin = flag("--auth-plugin").unwrap_or(o.auth_plugin);
     o.env_file = flag("--env-file");
+    o.replicas = number("--replicas", o.replicas)?;
     Ok(o)
 }
 
@@ -129,10 +151,15 @@ fn run(cli: Cli) -> Result<(), String> {
             rt.block_on(tessera_proxy::demo::run_demo(opts))
                 .map_err(|e| e.to_string())
         }
-        Cli::Sandbox(n) => {
+        Cli::Sandbox(n, replicas) => {
             let rt = runtime(0).map_err(|e| e.to_string())?;
-            rt.block_on(tessera_proxy::demo::run_sandbox(n))
+            rt.block_on(tessera_proxy::demo::run_sandbox(n, replicas))
                 .map_err(|e| e.to_string())
+        }
+        Cli::Status(addr) => {
+            let table = tessera_proxy::admin::fetch(&addr, "/status").map_err(|e| format!("{addr}: {e}"))?;
+            print!("{}", tessera_proxy::admin::align_columns(&table));
+            Ok(())
         }
     }
 }

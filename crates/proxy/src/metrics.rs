@@ -138,20 +138,106 @@ fn render_pools(ctx: &Context, out: &mut String) {
     for (name, help) in series {
         let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge");
         for g in &ctx.groups {
-            let p = &g.primary;
-            let v = match name {
-                "tessera_pool_open" => p.stats.open.load(Ordering::Relaxed) as u64,
-                "tessera_pool_in_use" => p.in_use() as u64,
-                "tessera_pool_idle" => p.idle_count() as u64,
-                "tessera_pool_pinned" => p.stats.pinned.load(Ordering::Relaxed) as u64,
-                "tessera_pool_checkout_timeouts_total" => p.stats.checkout_timeouts.load(Ordering::Relaxed),
-                _ => p.stats.connect_failures.load(Ordering::Relaxed),
-            };
+            for server in &g.servers {
+                let p = &server.pool;
+                let v = match name {
+                    "tessera_pool_open" => p.stats.open.load(Ordering::Relaxed) as u64,
+                    "tessera_pool_in_use" => p.in_use() as u64,
+                    "tessera_pool_idle" => p.idle_count() as u64,
+                    "tessera_pool_pinned" => p.stats.pinned.load(Ordering::Relaxed) as u64,
+                    "tessera_pool_checkout_timeouts_total" => p.stats.checkout_timeouts.load(Ordering::Relaxed),
+                    _ => p.stats.connect_failures.load(Ordering::Relaxed),
+                };
+                let _ = writeln!(out, "{name}{{group=\"{}\",server=\"{}\"}} {v}", g.name, server.address);
+            }
+        }
+    }
+    render_servers(ctx, out);
+}
+
+/// Routing counters and health per server.
+fn render_servers(ctx: &Context, out: &mut String) {
+    type Get = fn(&crate::cluster::Group, usize) -> i64;
+    let series: [(&str, &str, &str, Get); 7] = [
+        (
+            "tessera_server_reads_total",
+            "counter",
+            "Statements routed to this server as reads.",
+            |g, i| g.servers[i].reads.load(Ordering::Relaxed) as i64,
+        ),
+        (
+            "tessera_server_writes_total",
+            "counter",
+            "Statements routed to this server as its group's primary.",
+            |g, i| g.servers[i].writes.load(Ordering::Relaxed) as i64,
+        ),
+        (
+            "tessera_server_read_retries_total",
+            "counter",
+            "Reads that failed here before any row was sent and were retried elsewhere.",
+            |g, i| g.servers[i].read_retries.load(Ordering::Relaxed) as i64,
+        ),
+        (
+            "tessera_server_up",
+            "gauge",
+            "1 when the last check reached the server.",
+            |g, i| i64::from(g.servers[i].health.reachable()),
+        ),
+        (
+            "tessera_server_serving_reads",
+            "gauge",
+            "1 when a replica qualifies for reads (replicating, within max lag).",
+            |g, i| i64::from(g.servers[i].health.serves_reads(g.max_lag_s)),
+        ),
+        (
+            "tessera_server_lag_seconds",
+            "gauge",
+            "Replication lag as SHOW SLAVE STATUS reports it; -1 when unknown.",
+            |g, i| g.servers[i].health.lag_s().map_or(-1, |l| l as i64),
+        ),
+        (
+            "tessera_server_is_primary",
+            "gauge",
+            "1 for the server currently taking writes.",
+            |g, i| i64::from(g.primary_index() == i),
+        ),
+    ];
+    for (name, kind, help, get) in series {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+        for g in &ctx.groups {
+            for (i, server) in g.servers.iter().enumerate() {
+                let _ = writeln!(
+                    out,
+                    "{name}{{group=\"{}\",server=\"{}\"}} {}",
+                    g.name,
+                    server.address,
+                    get(g, i)
+                );
+            }
+        }
+    }
+}
+
+/// The `tessera status` table: per server its role, state, routed statements, lag and GTID.
+pub fn render_status(ctx: &Context) -> String {
+    let mut out = String::from("group\tserver\trole\tstate\treads\twrites\tretried\tlag_s\tweight\tgtid\n");
+    for g in &ctx.groups {
+        for (i, s) in g.servers.iter().enumerate() {
+            let role = if i == g.primary_index() { "primary" } else { "replica" };
+            let lag = s.health.lag_s().map_or("-".to_string(), |l| l.to_string());
             let _ = writeln!(
                 out,
-                "{name}{{group=\"{}\",server=\"{}\"}} {v}",
-                g.name, p.server.address
+                "{}\t{}\t{role}\t{}\t{}\t{}\t{}\t{lag}\t{}\t{}",
+                g.name,
+                s.address,
+                crate::monitor::describe(g, i),
+                s.reads.load(Ordering::Relaxed),
+                s.writes.load(Ordering::Relaxed),
+                s.read_retries.load(Ordering::Relaxed),
+                s.read_weight,
+                s.health.position(),
             );
         }
     }
+    out
 }

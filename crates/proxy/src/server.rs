@@ -31,13 +31,16 @@ pub async fn start(config: Config) -> Result<Running, ProxyError> {
         .await
         .map_err(|e| ProxyError::Config(format!("cannot listen on {listen}: {e}")))?;
     let addr = listener.local_addr().map_err(|e| ProxyError::Config(e.to_string()))?;
+    for server in ctx.groups.iter().flat_map(|g| g.servers.iter()) {
+        tokio::spawn(server.pool.clone().maintain(rx.clone()));
+    }
     for g in &ctx.groups {
-        tokio::spawn(g.primary.clone().maintain(rx.clone()));
         // Learn the backend's version and capabilities early (for the greeting); a backend
         // that is down is simply retried later.
-        let pool = g.primary.clone();
+        let pool = g.primary().pool.clone();
         tokio::spawn(async move { drop(pool.checkout(crate::pool::Flavour::default(), false).await) });
     }
+    crate::monitor::spawn(&ctx);
     let admin_addr = crate::admin::spawn_http(ctx.clone()).await?;
     let accept_task = tokio::spawn(accept_loop(ctx.clone(), listener, rx));
     tracing::info!(%addr, "tessera listening");

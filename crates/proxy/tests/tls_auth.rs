@@ -69,6 +69,8 @@ async fn tls_and_auth_plugins_with_the_mariadb_client() {
         name: "hashed".into(),
         password: None,
         password_hash: Some("*2470C0C06DEE42FD1618BB99005ADCA2EC9D1E19".into()), // PASSWORD('password')
+        read_write_split: true,
+        read_consistency: "session".into(),
     });
     let proxy = tessera_proxy::server::start(config).await.expect("proxy");
     let port = proxy.addr.port();

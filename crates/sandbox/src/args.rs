@@ -14,6 +14,8 @@ pub(crate) const ERROR_LOG: &str = "error.log";
 pub(crate) const CONSOLE_LOG: &str = "console.log";
 /// Binary log base name (only with `binlog`).
 pub(crate) const BINLOG_BASENAME: &str = "mysql-bin";
+/// Relay log base name (only on replicas), fixed so it does not depend on the host name.
+pub(crate) const RELAY_LOG_BASENAME: &str = "relay-bin";
 
 /// Everything that varies between servers' command lines.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,6 +25,8 @@ pub(crate) struct ServerSpec {
     pub port: u16,
     pub server_id: u32,
     pub binlog: bool,
+    /// A replica: `--read-only` and a relay log in the data dir.
+    pub replica: bool,
     pub extra_args: Vec<String>,
 }
 
@@ -62,6 +66,7 @@ pub(crate) fn server_args(spec: &ServerSpec) -> Vec<String> {
         "--open-files-limit=65535".to_string(),
     ];
     args.extend(binlog_args(spec));
+    args.extend(replica_args(spec));
     args.extend(spec.extra_args.iter().cloned());
     args
 }
@@ -77,6 +82,18 @@ fn binlog_args(spec: &ServerSpec) -> Vec<String> {
     ]
 }
 
+/// Replicas refuse writes from ordinary users; replication itself is configured by SQL
+/// (`CHANGE MASTER TO`), which mariadbd remembers in the data dir across restarts.
+fn replica_args(spec: &ServerSpec) -> Vec<String> {
+    if !spec.replica {
+        return Vec::new();
+    }
+    vec![
+        "--read-only".to_string(),
+        path_arg("relay-log", &spec.datadir.join(RELAY_LOG_BASENAME)),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -88,6 +105,7 @@ mod tests {
             port: 3307,
             server_id: 42,
             binlog: false,
+            replica: false,
             extra_args: vec!["--max-prepared-stmt-count=500".to_string()],
         }
     }
@@ -128,6 +146,21 @@ mod tests {
         assert!(!args.iter().any(|a| a == "--skip-log-bin"));
         assert!(args.iter().any(|a| a == "--log-bin=/tmp/tsb/s0/mysql-bin"));
         assert!(args.iter().any(|a| a == "--binlog-format=ROW"));
+        assert_eq!(args.last().unwrap(), "--max-prepared-stmt-count=500");
+    }
+
+    #[test]
+    fn replicas_are_read_only_with_a_relay_log() {
+        assert!(!server_args(&spec())
+            .iter()
+            .any(|a| a == "--read-only" || a.starts_with("--relay-log")));
+        let mut s = spec();
+        s.binlog = true;
+        s.replica = true;
+        let args = server_args(&s);
+        assert!(args.iter().any(|a| a == "--read-only"));
+        assert!(args.iter().any(|a| a == "--relay-log=/tmp/tsb/s0/relay-bin"));
+        assert!(args.iter().any(|a| a == "--log-slave-updates"));
         assert_eq!(args.last().unwrap(), "--max-prepared-stmt-count=500");
     }
 }

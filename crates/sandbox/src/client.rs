@@ -11,7 +11,17 @@ use crate::tools::tools;
 /// Runs `sql` in batch mode (`-N -B`) as root over `socket`; returns stdout.
 /// The SQL is fed on stdin, so its size is not limited by the argument length limit.
 pub(crate) fn run_sql(server: &str, socket: &Path, sql: &str) -> Result<String> {
-    let out = mariadb_cli(socket, &["-N", "-B"], Some(sql))?;
+    run_batch(server, socket, sql, &["-N", "-B"])
+}
+
+/// Like [`run_sql`], but the first line of the output holds the column names (`-B` only),
+/// for results read by column name such as `SHOW SLAVE STATUS`.
+pub(crate) fn run_sql_with_header(server: &str, socket: &Path, sql: &str) -> Result<String> {
+    run_batch(server, socket, sql, &["-B"])
+}
+
+fn run_batch(server: &str, socket: &Path, sql: &str, args: &[&str]) -> Result<String> {
+    let out = mariadb_cli(socket, args, Some(sql))?;
     if out.status.success() {
         return Ok(String::from_utf8_lossy(&out.stdout).into_owned());
     }

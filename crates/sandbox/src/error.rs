@@ -97,6 +97,32 @@ pub enum SandboxError {
     /// The options cannot be used as given.
     #[error("invalid sandbox options: {0}")]
     InvalidOptions(String),
+
+    /// A replica did not apply the primary's transactions within the allowed time.
+    #[error("replica {server} did not reach GTID position {target:?} within {waited_ms} ms (applied: {applied:?}); {last_errors}")]
+    ReplicaTimeout {
+        /// Replica name, e.g. `s1`.
+        server: String,
+        /// The GTID position waited for (the primary's `@@gtid_binlog_pos`).
+        target: String,
+        /// The replica's `Gtid_Slave_Pos` when the wait gave up.
+        applied: String,
+        /// How long we waited, in milliseconds.
+        waited_ms: u64,
+        /// The replica's `Last_SQL_Error` and `Last_IO_Error`, as
+        /// `Last_SQL_Error: "..."; Last_IO_Error: "..."` (or why they could not be read).
+        last_errors: String,
+    },
+
+    /// Replication is not in the expected state, e.g. `SHOW SLAVE STATUS` on a server that
+    /// is not a replica, or output we cannot parse.
+    #[error("replication on server {server}: {message}")]
+    Replication {
+        /// Server name.
+        server: String,
+        /// What is wrong.
+        message: String,
+    },
 }
 
 impl SandboxError {

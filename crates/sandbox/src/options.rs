@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use crate::error::{Result, SandboxError};
+use crate::replication::REPL_USER;
 
 /// How to build a [`crate::Sandbox`]. Construct with `..Default::default()` so that
 /// fields added later do not break callers.
@@ -15,18 +16,26 @@ pub struct SandboxOptions {
     /// socket `<base_dir>/sN/mysql.sock` must fit in 107 bytes.
     pub base_dir: Option<PathBuf>,
     /// `(name, password)` pairs created as `name@'%'`, `name@'localhost'` and
-    /// `name@'127.0.0.1'` with mysql_native_password and ALL PRIVILEGES ... WITH GRANT OPTION.
-    /// Default `[("tessera", "tessera")]`.
+    /// `name@'127.0.0.1'` with mysql_native_password and ALL PRIVILEGES ... WITH GRANT OPTION
+    /// (with `replication`: on the primary only). Default `[("tessera", "tessera")]`.
     pub users: Vec<(String, String)>,
-    /// Databases created at start. Default `["test", "sbtest"]`.
+    /// Databases created at start (with `replication`: on the primary only).
+    /// Default `["test", "sbtest"]`.
     pub databases: Vec<String>,
     /// Extra mariadbd arguments, appended last (so they override ours).
     pub extra_args: Vec<String>,
     /// Keep the data dirs when the sandbox is dropped (default false: removed).
     pub keep_on_drop: bool,
     /// Enable the binary log (`--log-bin`, ROW format, `--log-slave-updates`) instead of
-    /// `--skip-log-bin`; the hook for replica setups. Default false.
+    /// `--skip-log-bin`. Implied by `replication`. Default false.
     pub binlog: bool,
+    /// GTID replication: `s0` is the primary and every other server a `--read-only` replica
+    /// of it (`MASTER_USE_GTID=slave_pos`), all with the binary log on. Users and databases
+    /// are created on the primary only, together with the replication account
+    /// [`crate::REPL_USER`], and reach the replicas through replication;
+    /// [`crate::Sandbox::start`] returns once every replica has caught up. Needs
+    /// `servers >= 2`, and no user in `users` may be named [`crate::REPL_USER`]. Default false.
+    pub replication: bool,
 }
 
 impl Default for SandboxOptions {
@@ -39,6 +48,7 @@ impl Default for SandboxOptions {
             extra_args: Vec::new(),
             keep_on_drop: false,
             binlog: false,
+            replication: false,
         }
     }
 }
@@ -54,6 +64,24 @@ impl SandboxOptions {
         }
         if let Some(db) = self.databases.iter().find(|d| d.is_empty()) {
             return Err(SandboxError::InvalidOptions(format!("database name {db:?} is empty")));
+        }
+        self.validate_replication()
+    }
+
+    fn validate_replication(&self) -> Result<()> {
+        if !self.replication {
+            return Ok(());
+        }
+        if self.servers < 2 {
+            return Err(SandboxError::InvalidOptions(format!(
+                "replication needs at least 2 servers (a primary and a replica), got {}",
+                self.servers
+            )));
+        }
+        if self.users.iter().any(|(n, _)| n == REPL_USER) {
+            return Err(SandboxError::InvalidOptions(format!(
+                "user {REPL_USER:?} is reserved for the replication account"
+            )));
         }
         Ok(())
     }
@@ -73,6 +101,7 @@ mod tests {
         assert!(o.extra_args.is_empty());
         assert!(!o.keep_on_drop);
         assert!(!o.binlog);
+        assert!(!o.replication);
         assert!(o.validate().is_ok());
     }
 
@@ -97,5 +126,41 @@ mod tests {
             ..Default::default()
         };
         assert!(o.validate().is_err());
+    }
+
+    #[test]
+    fn replication_needs_a_replica_and_the_repl_name() {
+        for servers in [0, 1] {
+            let o = SandboxOptions {
+                servers,
+                replication: true,
+                ..Default::default()
+            };
+            assert!(
+                matches!(o.validate(), Err(SandboxError::InvalidOptions(_))),
+                "servers = {servers}"
+            );
+        }
+        for servers in [2, 3] {
+            let o = SandboxOptions {
+                servers,
+                replication: true,
+                ..Default::default()
+            };
+            assert!(o.validate().is_ok(), "servers = {servers}");
+        }
+        let o = SandboxOptions {
+            servers: 2,
+            replication: true,
+            users: vec![("repl".into(), "other".into())],
+            ..Default::default()
+        };
+        let err = o.validate().unwrap_err();
+        assert!(err.to_string().contains("reserved"), "{err}");
+        let no_replication = SandboxOptions {
+            replication: false,
+            ..o
+        };
+        assert!(no_replication.validate().is_ok());
     }
 }

@@ -3,12 +3,13 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::client::setup_sql;
 use crate::error::{Result, SandboxError};
 use crate::options::SandboxOptions;
-use crate::server::{Server, MAX_SOCKET_PATH, STOP_TIMEOUT};
+use crate::replication::{change_master_sql, repl_account_sql};
+use crate::server::{Server, MAX_SOCKET_PATH, START_TIMEOUT, STOP_TIMEOUT};
 use crate::stale::{reap_stale, running_server_pid, BASE_PREFIX, KEEP_MARKER};
 use crate::template::prepare_datadir;
 use crate::tools::tools;
@@ -18,17 +19,21 @@ static BASE_COUNTER: AtomicU64 = AtomicU64::new(0);
 /// Independent local MariaDB servers (`s0`, `s1`, ...), each with its own data dir under
 /// [`Sandbox::base_dir`] and its own 127.0.0.1 port. Dropping it stops every server
 /// (SIGTERM, SIGKILL after 30 s) and removes the data dirs unless `keep_on_drop`.
+/// With the `replication` option, `s0` is the primary and the others are its replicas.
 #[derive(Debug)]
 pub struct Sandbox {
     base_dir: PathBuf,
     created_base: bool,
     keep_on_drop: bool,
+    replication: bool,
     servers: Vec<Server>,
 }
 
 impl Sandbox {
     /// Creates the data dirs (copies of the per-version template), starts all servers in
-    /// parallel, waits until each is ready, then creates the users and databases.
+    /// parallel, waits until each is ready, then creates the users and databases. With
+    /// `replication`, that setup runs on the primary only; the replicas are then pointed at
+    /// it, and this returns once they have all caught up (within [`START_TIMEOUT`]).
     /// On error, whatever was started is stopped and removed again (unless `keep_on_drop`).
     pub fn start(opts: SandboxOptions) -> Result<Sandbox> {
         opts.validate()?;
@@ -39,6 +44,7 @@ impl Sandbox {
             base_dir,
             created_base,
             keep_on_drop: opts.keep_on_drop,
+            replication: opts.replication,
             servers: Vec::with_capacity(opts.servers),
         };
         if opts.keep_on_drop {
@@ -49,17 +55,38 @@ impl Sandbox {
         for i in 0..opts.servers {
             let name = format!("s{i}");
             let datadir = sandbox.base_dir.join(&name);
-            let server = Server::new(name, datadir, opts.binlog, opts.extra_args.clone())?;
+            let binlog = opts.binlog || opts.replication;
+            let mut server = Server::new(name, datadir, binlog, opts.extra_args.clone())?;
+            if opts.replication && i > 0 {
+                server = server.into_replica();
+            }
             clear_datadir(&server)?;
             prepare_datadir(server.datadir())?;
             sandbox.servers.push(server);
         }
         sandbox.start_all()?;
-        let setup = setup_sql(&opts.users, &opts.databases);
-        for server in &sandbox.servers {
-            server.sql(&setup)?;
-        }
+        sandbox.setup(&opts)?;
         Ok(sandbox)
+    }
+
+    /// Creates users and databases: on every server, or with replication on the primary only
+    /// (replicas get them through the binary log; running the setup there as well would make
+    /// the replicated CREATE USER fail), then starts the replicas and waits for them.
+    fn setup(&self, opts: &SandboxOptions) -> Result<()> {
+        let mut setup = setup_sql(&opts.users, &opts.databases);
+        if !self.replication {
+            for server in &self.servers {
+                server.sql(&setup)?;
+            }
+            return Ok(());
+        }
+        setup.push_str(&repl_account_sql());
+        self.primary().sql(&setup)?;
+        let change_master = change_master_sql(self.primary().port());
+        for replica in self.replicas() {
+            replica.sql(&change_master)?;
+        }
+        self.wait_for_replicas(START_TIMEOUT)
     }
 
     fn start_all(&mut self) -> Result<()> {
@@ -90,6 +117,37 @@ impl Sandbox {
     /// All servers, in order `s0`, `s1`, ...
     pub fn servers(&self) -> &[Server] {
         &self.servers
+    }
+
+    /// The primary: `s0` (with `replication` off simply the first server).
+    pub fn primary(&self) -> &Server {
+        &self.servers[0]
+    }
+
+    /// The replicas `s1`, `s2`, ... of [`Sandbox::primary`]; empty unless `replication`.
+    pub fn replicas(&self) -> &[Server] {
+        if self.replication {
+            &self.servers[1..]
+        } else {
+            &[]
+        }
+    }
+
+    /// Waits until every replica has applied the primary's current `@@gtid_binlog_pos`
+    /// (with `MASTER_GTID_WAIT`), i.e. everything committed on the primary so far is visible
+    /// on all replicas. `timeout` covers all replicas together. Fails with
+    /// [`SandboxError::ReplicaTimeout`] naming the first replica that did not get there,
+    /// with its `Last_SQL_Error` and `Last_IO_Error`. Returns at once without replicas.
+    pub fn wait_for_replicas(&self, timeout: Duration) -> Result<()> {
+        if self.replicas().is_empty() {
+            return Ok(());
+        }
+        let deadline = Instant::now() + timeout;
+        let target = self.primary().gtid_binlog_pos()?;
+        for replica in self.replicas() {
+            replica.wait_for_gtid(&target, deadline.saturating_duration_since(Instant::now()))?;
+        }
+        Ok(())
     }
 
     /// Server `i`. Panics if `i >= servers().len()`.

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::args::{server_args, ServerSpec, CONSOLE_LOG, SOCKET_FILE};
-use crate::client::{ping, run_sql};
+use crate::client::{ping, run_sql, run_sql_with_header};
 use crate::error::{Result, SandboxError};
 use crate::ports::free_port;
 use crate::tools::tools;
@@ -59,6 +59,7 @@ impl Server {
             port: 0,
             server_id: next_server_id(),
             binlog,
+            replica: false,
             extra_args,
         };
         Ok(Server {
@@ -67,6 +68,19 @@ impl Server {
             child: None,
             last_exit: None,
         })
+    }
+
+    /// Turns this (not yet started) server into a replica: binary log on, `--read-only`,
+    /// relay log in the data dir. Replication itself is configured by SQL after the start.
+    pub(crate) fn into_replica(mut self) -> Server {
+        self.spec.binlog = true;
+        self.spec.replica = true;
+        self
+    }
+
+    /// Whether the sandbox runs this server as a replica of `s0` (`replication` option).
+    pub fn is_replica(&self) -> bool {
+        self.spec.replica
     }
 
     /// `"s0"`, `"s1"`, ...
@@ -129,6 +143,11 @@ impl Server {
     /// Runs SQL as root over the socket with `mariadb -N -B`; returns stdout.
     pub fn sql(&self, sql: &str) -> Result<String> {
         run_sql(&self.name, &self.spec.socket, sql)
+    }
+
+    /// Like [`Server::sql`], with the column names as the first output line.
+    pub(crate) fn sql_with_header(&self, sql: &str) -> Result<String> {
+        run_sql_with_header(&self.name, &self.spec.socket, sql)
     }
 
     /// SIGKILL and wait for the exit. No-op when not running.

@@ -45,6 +45,9 @@ pub struct BackendConn {
     pub extended_metadata: bool,
     /// The extended capabilities the server offered in its greeting.
     pub server_extended_capabilities: u32,
+    /// Part of the current response already went to the client (a failed statement can then
+    /// not be retried elsewhere).
+    pub response_started: bool,
     /// Backend statements evicted from the cache, closed with the next request.
     pending_closes: Vec<u32>,
 }
@@ -73,6 +76,7 @@ impl BackendConn {
             in_transaction: false,
             extended_metadata: false,
             server_extended_capabilities: 0,
+            response_started: false,
             pending_closes: Vec::new(),
         }
     }

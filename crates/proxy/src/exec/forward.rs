@@ -69,6 +69,7 @@ pub async fn forward<C>(
 where
     C: AsyncRead + AsyncWrite + Unpin,
 {
+    backend.response_started = false;
     let mut f = Forwarder {
         backend,
         client,
@@ -111,7 +112,9 @@ impl<C: AsyncRead + AsyncWrite + Unpin> Forwarder<'_, C> {
         {
             self.flush_client().await?;
         }
-        self.backend.read().await
+        let packet = self.backend.read().await?;
+        self.backend.response_started = true;
+        Ok(packet)
     }
 
     async fn run(&mut self, mode: Mode) -> Result<(), ProxyError> {

@@ -38,6 +38,7 @@ impl Session {
             }
         };
         let handle = ctx.sessions.register(id, &authed.user);
+        let routing = user_routing(&ctx, &authed.user);
         let mut session = Session {
             state: SessionVars::after_handshake(authed.charset, None),
             client: authed.client,
@@ -56,6 +57,7 @@ impl Session {
             handle,
             fatal: false,
             last_insert_id_dirty: false,
+            routing,
         };
         match session.enter_schema(authed.database).await {
             Ok(()) => Some(session),
@@ -155,6 +157,7 @@ impl Session {
         self.stmts.clear();
         self.last = LastStatement::default();
         self.last_insert_id_dirty = false;
+        self.routing.consistency = self.routing.default_consistency;
         self.multi_statements = self.capabilities & CLIENT_MULTI_STATEMENTS != 0;
     }
 
@@ -190,6 +193,9 @@ impl Session {
             return Err(e);
         }
         self.reset_session_state().await;
+        let last_write = self.routing.last_write;
+        self.routing = user_routing(&self.ctx, &user);
+        self.routing.last_write = last_write;
         self.user = user;
         self.charset = charset;
         self.state = SessionVars::after_handshake(charset, None);
@@ -210,8 +216,7 @@ impl Session {
             return Err(ProxyError::NotOwnerOfThread(id));
         }
         if let Some((server, thread_id)) = target.running() {
-            let pool = self.ctx.default_pool().clone();
-            if pool.server.address == server.address {
+            if let Some(pool) = self.ctx.pool_by_address(&server.address).cloned() {
                 let mut conn = pool.connect_unpooled().await?;
                 let verb = if query_only { "KILL QUERY" } else { "KILL" };
                 conn.simple_command(&format!("{verb} {thread_id}")).await.ok();
@@ -230,4 +235,13 @@ impl Session {
         }
         self.ok().await
     }
+}
+
+/// A user's routing defaults (splitting on, session consistency for unknown users).
+fn user_routing(ctx: &Context, user: &str) -> super::routing::SessionRouting {
+    let creds = ctx.users.get(user);
+    super::routing::SessionRouting::new(
+        creds.is_none_or(|c| c.read_write_split),
+        creds.map_or(crate::cluster::Consistency::Session, |c| c.read_consistency),
+    )
 }

@@ -21,13 +21,35 @@ pub struct Stmt<'a> {
 impl Session {
     /// Borrows the connection for the next statement and syncs its session state.
     pub async fn acquire(&mut self, target: Target, scope: SyncScope) -> Result<PooledConn, ProxyError> {
-        let mut conn = match self.held.take() {
+        self.acquire_avoiding(target, scope, None).await
+    }
+
+    /// [`Session::acquire`], never choosing server `exclude` of the target's group for a read.
+    pub async fn acquire_avoiding(
+        &mut self,
+        target: Target,
+        scope: SyncScope,
+        exclude: Option<usize>,
+    ) -> Result<PooledConn, ProxyError> {
+        let group = self.ctx.group(target.group).clone();
+        self.routing.partial_response = false;
+        let held = match self.held.take() {
+            Some(c) if self.must_leave_held(&group, &c, target) => {
+                self.pins.end_short_lived();
+                None
+            }
+            other => other,
+        };
+        let mut conn = match held {
             Some(c) => c,
             None => {
+                let index = self.choose_server(&group, target, exclude);
+                self.routing.last_server = Some((target.group, index));
                 let no_schema = self.state.schema.is_none();
-                self.ctx.pool(target).checkout(self.flavour(), no_schema).await?
+                group.servers[index].pool.checkout(self.flavour(), no_schema).await?
             }
         };
+        self.count_routed(target.group, &conn, target);
         if self.state.schema.is_none() && conn.state.schema.is_some() {
             // MySQL cannot unset a default schema: take a fresh connection instead.
             let pool = conn.pool().clone();
@@ -103,6 +125,7 @@ impl Session {
     /// state of this session (transaction, pin), that state is gone and the client is closed.
     pub fn failed(&mut self, conn: PooledConn, was_held: bool, e: ProxyError) -> ProxyError {
         self.handle.set_running(None);
+        self.routing.partial_response = conn.response_started;
         if was_held && conn.broken {
             self.fatal = true;
             self.pins.clear();
@@ -115,6 +138,7 @@ impl Session {
     pub async fn finish(&mut self, mut conn: PooledConn, outcome: &Outcome, stmts: &[Stmt<'_>]) {
         self.handle.set_running(None);
         self.state.apply_changes(&outcome.changes);
+        self.note_write(outcome);
         if !outcome.last_insert_id_known && may_change_last_insert_id(outcome, stmts) {
             self.last_insert_id_dirty = true;
         }

@@ -13,6 +13,7 @@ pub mod pins;
 pub mod prepared;
 pub mod query;
 pub mod rewrite;
+pub mod routing;
 pub mod uservars;
 
 use crate::context::Context;
@@ -75,6 +76,8 @@ pub struct Session {
     pub fatal: bool,
     /// LAST_INSERT_ID() may have changed on the held connection and is not known yet.
     pub last_insert_id_dirty: bool,
+    /// Read/write splitting: consistency level, last write, last server.
+    pub routing: routing::SessionRouting,
 }
 
 /// Serves one accepted TCP connection to the end.

@@ -18,7 +18,7 @@ use tessera_protocol::command::{COM_STMT_FETCH, COM_STMT_RESET};
 use tessera_protocol::flags::{CLIENT_DEPRECATE_EOF, SERVER_STATUS_LAST_ROW_SENT};
 use tessera_protocol::response::{encode_eof, ErrPacket};
 use tessera_protocol::resultset::TYPE_NULL;
-use tessera_protocol::stmt::{encode_long_data, ExecuteRequest, PrepareOk};
+use tessera_protocol::stmt::{encode_long_data, ExecuteRequest, PrepareOk, CURSOR_TYPE_READ_ONLY};
 use tessera_sql::Classification;
 
 /// A statement prepared by the client.
@@ -110,7 +110,8 @@ impl Session {
             class: class.clone(),
         }]);
         let was_held = self.held.is_some();
-        let mut conn = self.acquire(plan_target(&class), scope).await?;
+        let target = self.plan_target([(text.as_ref(), &class)]);
+        let mut conn = self.acquire(target, scope).await?;
         let prepared = conn.prepare(&sql).await;
         self.handle.set_running(None);
         let stmt = match prepared {
@@ -176,10 +177,35 @@ impl Session {
         let run = self.take_execution(stmt_id, payload)?;
         let stmts = [Stmt {
             sql: &run.text,
-            class: run.class,
+            class: run.class.clone(),
         }];
+        let opens_cursor = run.request.flags & CURSOR_TYPE_READ_ONLY != 0;
+        // A cursor pins its connection: keep it on the primary, where the session can also write.
+        let target = super::routing::pinned_target(self.plan_target([(stmts[0].sql, &stmts[0].class)]), opens_cursor);
+        let mut exclude = None;
+        loop {
+            let was_held = self.held.is_some();
+            match self.execute_on(target, exclude, stmt_id, &run, &stmts).await {
+                Ok(()) => return Ok(Next::Continue),
+                Err(e) => match self.retry_after(target, was_held, exclude, &e) {
+                    Some(failed) => exclude = Some(failed),
+                    None => return Err(e),
+                },
+            }
+        }
+    }
+
+    /// One attempt at an execution on the target's server (prepared there first if needed).
+    async fn execute_on(
+        &mut self,
+        target: crate::route::Target,
+        exclude: Option<usize>,
+        stmt_id: u32,
+        run: &Execution<'_>,
+        stmts: &[Stmt<'_>],
+    ) -> Result<(), ProxyError> {
         let was_held = self.held.is_some();
-        let mut conn = self.acquire(plan_target(&stmts[0].class), run.scope).await?;
+        let mut conn = self.acquire_avoiding(target, run.scope, exclude).await?;
         if run.session_functions {
             if let Err(e) = conn.simple_command(&self.session_function_values()).await {
                 self.handle.set_running(None);
@@ -215,8 +241,8 @@ impl Session {
         if outcome.cursor_opened {
             self.pins.open_cursor(stmt_id);
         }
-        self.finish(conn, &outcome, &stmts).await;
-        Ok(Next::Continue)
+        self.finish(conn, &outcome, stmts).await;
+        Ok(())
     }
 
     /// Everything one execution needs from the client's statement: the parsed request, the
@@ -383,10 +409,4 @@ fn is_insert(class: &Classification) -> bool {
 /// True when the NULL bitmap marks all `n` parameters NULL.
 fn all_null(bitmap: &[u8], n: u16) -> bool {
     (0..usize::from(n)).all(|i| bitmap.get(i / 8).is_some_and(|b| b & (1 << (i % 8)) != 0))
-}
-
-/// The target of a prepared statement (planned per execution, as its parameters may matter).
-fn plan_target(class: &Classification) -> crate::route::Target {
-    let crate::route::Plan::Direct(target) = crate::route::plan([class]);
-    target
 }

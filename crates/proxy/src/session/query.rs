@@ -37,14 +37,35 @@ impl Session {
         }
         let rewritten = self.rewrite(&text, matches!(text, Cow::Borrowed(_)), &stmts);
         let sql: &[u8] = rewritten.as_deref().map_or(raw, str::as_bytes);
+        let target = self.plan_target(stmts.iter().map(|s| (s.sql, &s.class)));
+        let mut exclude = None;
+        loop {
+            let was_held = self.held.is_some();
+            match self.run_query(target, exclude, sql, &stmts).await {
+                Ok(()) => return Ok(Next::Continue),
+                Err(e) => match self.retry_after(target, was_held, exclude, &e) {
+                    Some(failed) => exclude = Some(failed),
+                    None => return Err(e),
+                },
+            }
+        }
+    }
+
+    /// One attempt at running a COM_QUERY on the target's server.
+    async fn run_query(
+        &mut self,
+        target: crate::route::Target,
+        exclude: Option<usize>,
+        sql: &[u8],
+        stmts: &[Stmt<'_>],
+    ) -> Result<(), ProxyError> {
         let was_held = self.held.is_some();
-        let crate::route::Plan::Direct(target) = crate::route::plan(stmts.iter().map(|s| &s.class));
-        let mut conn = self.acquire(target, sync_scope(&stmts)).await?;
+        let mut conn = self.acquire_avoiding(target, sync_scope(stmts), exclude).await?;
         conn.begin_command(|b| {
             b.extend_from_slice(&[COM_QUERY]);
             b.extend_from_slice(sql);
         });
-        let pipeline_last_insert_id = !was_held && is_plain_insert(&stmts);
+        let pipeline_last_insert_id = !was_held && is_plain_insert(stmts);
         if pipeline_last_insert_id {
             conn.queue_last_insert_id_query();
         }
@@ -55,8 +76,8 @@ impl Session {
         if pipeline_last_insert_id {
             self.read_pipelined_last_insert_id(&mut conn, &mut outcome).await;
         }
-        self.finish(conn, &outcome, &stmts).await;
-        Ok(Next::Continue)
+        self.finish(conn, &outcome, stmts).await;
+        Ok(())
     }
 
     /// Statements Tessera answers or refuses itself; None when the backend must run them.
@@ -67,6 +88,12 @@ impl Session {
                 "42000",
                 "You have an error in your SQL syntax: several statements in one query need CLIENT_MULTI_STATEMENTS",
             )));
+        }
+        if let [s] = stmts {
+            if let Some(result) = self.set_consistency(s.sql) {
+                result?;
+                return self.ok().await.map(Some);
+            }
         }
         for s in stmts {
             match &s.class.kind {

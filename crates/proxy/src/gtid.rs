@@ -1,0 +1,97 @@
+//! MariaDB GTIDs (`domain-server-sequence`) and positions (one GTID per domain, comma separated),
+//! for read-your-writes: has a replica applied the session's last write?
+
+/// One MariaDB GTID.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Gtid {
+    pub domain: u32,
+    pub server: u32,
+    pub sequence: u64,
+}
+
+impl Gtid {
+    /// Parses `0-1-42`; None for anything else (including an empty string).
+    pub fn parse(text: &str) -> Option<Gtid> {
+        let mut parts = text.trim().splitn(3, '-');
+        let domain = parts.next()?.parse().ok()?;
+        let server = parts.next()?.parse().ok()?;
+        let sequence = parts.next()?.parse().ok()?;
+        Some(Gtid {
+            domain,
+            server,
+            sequence,
+        })
+    }
+}
+
+/// A replication position: the last GTID applied in each domain.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GtidPosition {
+    last: Vec<Gtid>,
+}
+
+impl GtidPosition {
+    /// Parses `0-1-42,1-2-7` (as `@@gtid_slave_pos` / `@@gtid_current_pos` show it). Entries
+    /// that do not parse are skipped; an empty string is the empty position.
+    pub fn parse(text: &str) -> GtidPosition {
+        GtidPosition {
+            last: text.split(',').filter_map(Gtid::parse).collect(),
+        }
+    }
+
+    /// Whether this position includes `gtid`: same domain, sequence at least as high.
+    pub fn includes(&self, gtid: &Gtid) -> bool {
+        self.last
+            .iter()
+            .any(|g| g.domain == gtid.domain && g.sequence >= gtid.sequence)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.last.is_empty()
+    }
+}
+
+impl std::fmt::Display for GtidPosition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, g) in self.last.iter().enumerate() {
+            let sep = if i == 0 { "" } else { "," };
+            write!(f, "{sep}{}-{}-{}", g.domain, g.server, g.sequence)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gtids_parse() {
+        assert_eq!(
+            Gtid::parse("0-1-42"),
+            Some(Gtid {
+                domain: 0,
+                server: 1,
+                sequence: 42
+            })
+        );
+        for bad in ["", "0-1", "a-b-c", "0-1-x", "-1-1-1"] {
+            assert_eq!(Gtid::parse(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn positions_include_gtids_of_their_domains_up_to_their_sequence() {
+        let pos = GtidPosition::parse("0-1-42,5-2-7");
+        assert!(pos.includes(&Gtid::parse("0-1-42").unwrap()));
+        assert!(
+            pos.includes(&Gtid::parse("0-3-41").unwrap()),
+            "server id does not matter"
+        );
+        assert!(!pos.includes(&Gtid::parse("0-1-43").unwrap()));
+        assert!(pos.includes(&Gtid::parse("5-2-1").unwrap()));
+        assert!(!pos.includes(&Gtid::parse("9-1-1").unwrap()), "unknown domain");
+        assert!(GtidPosition::parse("").is_empty());
+        assert_eq!(pos.to_string(), "0-1-42,5-2-7");
+    }
+}

@@ -1,0 +1,217 @@
+//! Read/write splitting inside a session: its consistency level and last write (GTID), the
+//! plan for a command, the server a target resolves to, and which failures may be retried.
+
+use super::Session;
+use crate::cluster::{Consistency, Group};
+use crate::error::ProxyError;
+use crate::exec::Outcome;
+use crate::gtid::Gtid;
+use crate::pool::PooledConn;
+use crate::route::{plan, Plan, Role, RouteInput, Target};
+use std::sync::atomic::Ordering;
+use tessera_protocol::response::SessionChange;
+
+/// The session variable a client sets to choose its read consistency.
+pub const CONSISTENCY_VARIABLE: &str = "tessera_read_consistency";
+
+/// A session's routing settings and what it wrote last.
+#[derive(Debug, Clone)]
+pub struct SessionRouting {
+    /// Read/write splitting is on for this user.
+    pub split: bool,
+    pub consistency: Consistency,
+    /// The user's configured level (COM_RESET_CONNECTION returns to it).
+    pub default_consistency: Consistency,
+    /// GTID of the session's last write, as the primary reported it.
+    pub last_write: Option<Gtid>,
+    /// The server the last checkout went to: (group, server index).
+    pub last_server: Option<(usize, usize)>,
+    /// The last failed statement had already sent part of its response to the client.
+    pub partial_response: bool,
+}
+
+impl SessionRouting {
+    pub fn new(split: bool, consistency: Consistency) -> SessionRouting {
+        SessionRouting {
+            split,
+            consistency,
+            default_consistency: consistency,
+            last_write: None,
+            last_server: None,
+            partial_response: false,
+        }
+    }
+}
+
+impl Session {
+    /// Where these statements run.
+    pub fn plan_target<'a>(
+        &self,
+        stmts: impl IntoIterator<Item = (&'a str, &'a tessera_sql::Classification)>,
+    ) -> Target {
+        let group = self.ctx.group(0).clone();
+        let read_only_procedure = |name: &str| group.procedure_is_read_only(name);
+        let input = RouteInput {
+            split: self.routing.split && self.autocommit(),
+            consistency: self.routing.consistency,
+            read_only_procedure: &read_only_procedure,
+        };
+        let Plan::Direct(target) = plan(stmts, &input);
+        target
+    }
+
+    /// Whether the session runs in autocommit mode (without it, every statement opens or
+    /// continues a transaction, which must stay on the primary).
+    fn autocommit(&self) -> bool {
+        self.state
+            .vars
+            .get("autocommit")
+            .is_none_or(|v| !(v.eq_ignore_ascii_case("off") || v == "0"))
+    }
+
+    /// The server index a target resolves to now; `exclude` is a server that just failed.
+    pub fn choose_server(&self, group: &Group, target: Target, exclude: Option<usize>) -> usize {
+        let need = self.read_needs();
+        match target.role {
+            Role::Primary => group.primary_index(),
+            Role::Read => group.choose_read(need, exclude, rand::random()),
+            Role::Replica => group.choose_replica(need, exclude, rand::random()),
+        }
+    }
+
+    /// The write a read must see: the session's last one, in `session` consistency.
+    fn read_needs(&self) -> Option<&Gtid> {
+        match self.routing.consistency {
+            Consistency::Session => self.routing.last_write.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// Whether a held connection must be given up for `target`: it only serves a short-lived
+    /// pin on a server that is not the primary, and the statement needs the primary.
+    pub fn must_leave_held(&self, group: &Group, conn: &PooledConn, target: Target) -> bool {
+        target.role == Role::Primary
+            && !conn.in_transaction
+            && self.pins.only_short_lived()
+            && group.index_of(conn.pool()) != Some(group.primary_index())
+    }
+
+    /// Counts the statement on the server its connection belongs to.
+    pub fn count_routed(&mut self, group_index: usize, conn: &PooledConn, target: Target) {
+        let group = self.ctx.group(group_index);
+        if let Some(i) = group.index_of(conn.pool()) {
+            let counter = match target.role {
+                Role::Read | Role::Replica => &group.servers[i].reads,
+                Role::Primary => &group.servers[i].writes,
+            };
+            counter.fetch_add(1, Ordering::Relaxed);
+            self.routing.last_server = Some((group_index, i));
+        }
+    }
+
+    /// Remembers the GTID of a write (MariaDB reports `last_gtid` through session tracking).
+    pub fn note_write(&mut self, outcome: &Outcome) {
+        for change in &outcome.changes {
+            if let SessionChange::SystemVariable { name, value } = change {
+                if name.eq_ignore_ascii_case("last_gtid") {
+                    if let Some(g) = Gtid::parse(value) {
+                        self.routing.last_write = Some(g);
+                    }
+                }
+            }
+        }
+    }
+
+    /// After a failed attempt: the server to avoid on the one retry, when the statement is a
+    /// read in autocommit that failed at the connection level before anything reached the client.
+    pub fn retry_after(&self, target: Target, was_held: bool, exclude: Option<usize>, e: &ProxyError) -> Option<usize> {
+        let connection_level = matches!(
+            e,
+            ProxyError::LostBackend { .. } | ProxyError::BackendUnavailable { .. } | ProxyError::StateSync(_)
+        );
+        let untouched = !self.routing.partial_response && !self.fatal;
+        if target.role == Role::Primary || was_held || exclude.is_some() || !connection_level || !untouched {
+            return None;
+        }
+        let (group_index, server) = self.routing.last_server?;
+        let group = self.ctx.group(group_index);
+        if group.choose_read(self.read_needs(), Some(server), 0) == server {
+            return None; // no other server to try
+        }
+        let backend = &group.servers[server];
+        backend.read_retries.fetch_add(1, Ordering::Relaxed);
+        if backend.health.mark_unreachable() {
+            tracing::warn!(server = %backend.address, error = %e, "read failed: server gets no reads until the monitor sees it healthy");
+        }
+        Some(server)
+    }
+
+    /// `SET [SESSION] tessera_read_consistency = 'level'`; None if `sql` is not that.
+    pub fn set_consistency(&mut self, sql: &str) -> Option<Result<(), ProxyError>> {
+        let value = consistency_assignment(sql)?;
+        Some(match Consistency::parse(&value) {
+            Some(c) => {
+                self.routing.consistency = c;
+                Ok(())
+            }
+            None => Err(ProxyError::Backend(tessera_protocol::response::ErrPacket::new(
+                1231,
+                "42000",
+                format!("Variable '{CONSISTENCY_VARIABLE}' can't be set to the value of '{value}' (use eventual, session or strong)"),
+            ))),
+        })
+    }
+}
+
+/// The value of `SET [SESSION|@@[session.]]tessera_read_consistency = value` (quotes removed).
+pub fn consistency_assignment(sql: &str) -> Option<String> {
+    let lower = sql.trim().trim_end_matches(';').to_ascii_lowercase();
+    let rest = lower.strip_prefix("set")?.trim_start();
+    let rest = rest.strip_prefix("session ").map_or(rest, str::trim_start);
+    let rest = rest
+        .strip_prefix("@@session.")
+        .or_else(|| rest.strip_prefix("@@local."))
+        .or_else(|| rest.strip_prefix("@@"))
+        .unwrap_or(rest);
+    let value = rest.strip_prefix(CONSISTENCY_VARIABLE)?.trim_start();
+    let value = value.strip_prefix(":=").or_else(|| value.strip_prefix('='))?.trim();
+    if value.contains(',') {
+        return None;
+    }
+    Some(value.trim_matches(|c| c == '\'' || c == '"' || c == '`').to_string())
+}
+
+/// Statements whose result pins a server-side cursor (COM_STMT_EXECUTE with a cursor flag).
+pub fn pinned_target(target: Target, opens_cursor: bool) -> Target {
+    if opens_cursor {
+        Target::primary(target.group)
+    } else {
+        target
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn consistency_assignments_are_recognised() {
+        for sql in [
+            "SET tessera_read_consistency = 'strong'",
+            "set session tessera_read_consistency=strong",
+            "SET @@session.tessera_read_consistency = \"strong\";",
+            "SET @@tessera_read_consistency := strong",
+        ] {
+            assert_eq!(consistency_assignment(sql).as_deref(), Some("strong"), "{sql}");
+        }
+        assert_eq!(consistency_assignment("SET autocommit = 1"), None);
+        assert_eq!(
+            consistency_assignment("SET tessera_read_consistency = 'x', autocommit = 1"),
+            None
+        );
+        assert_eq!(
+            consistency_assignment("SET GLOBAL tessera_read_consistency = 'x'"),
+            None
+        );
+    }
+}

@@ -1,0 +1,358 @@
+//! Read/write splitting against a real sandbox: a MariaDB primary with two GTID replicas behind
+//! an in-process Tessera. Which server ran a statement is told by `@@server_id`.
+
+mod common;
+
+use common::Client;
+use std::collections::HashMap;
+use std::time::Duration;
+use tessera_proxy::server::{start, Running};
+use tessera_sandbox::{Sandbox, SandboxOptions};
+
+const MONITOR_MS: u64 = 200;
+
+struct Cluster {
+    sandbox: Sandbox,
+    proxy: Running,
+    /// server_id of s0 (primary), s1, s2.
+    ids: Vec<String>,
+}
+
+fn replicated_sandbox() -> Sandbox {
+    let sandbox = Sandbox::start(SandboxOptions {
+        servers: 3,
+        replication: true,
+        ..SandboxOptions::default()
+    })
+    .expect("replicated sandbox starts");
+    sandbox
+        .server(0)
+        .sql("CREATE TABLE test.t (id INT PRIMARY KEY, origin INT) ENGINE=InnoDB")
+        .expect("table");
+    sandbox
+        .wait_for_replicas(Duration::from_secs(60))
+        .expect("replicas catch up");
+    sandbox
+}
+
+/// Weights: primary, s1, s2.
+async fn cluster(weights: [u32; 3]) -> Cluster {
+    let sandbox = tokio::task::spawn_blocking(replicated_sandbox).await.expect("thread");
+    let port = |i: usize| sandbox.server(i).port();
+    let text = format!(
+        r#"
+[server]
+listen = "127.0.0.1:0"
+[admin]
+http_listen = "127.0.0.1:0"
+[[users]]
+name = "app"
+password = "app"
+[[users]]
+name = "evt"
+password = "evt"
+read_consistency = "eventual"
+[[users]]
+name = "nosplit"
+password = "nosplit"
+read_write_split = false
+[[groups]]
+name = "main"
+user = "tessera"
+password = "tessera"
+monitor_interval_ms = {MONITOR_MS}
+max_replica_lag_s = 5
+primary = {{ address = "127.0.0.1:{}", weight = {} }}
+replicas = [{{ address = "127.0.0.1:{}", weight = {} }}, {{ address = "127.0.0.1:{}", weight = {} }}]
+"#,
+        port(0),
+        weights[0],
+        port(1),
+        weights[1],
+        port(2),
+        weights[2]
+    );
+    let config = tessera_config::parse_str(&text, "rw_split").expect("config");
+    let proxy = start(config).await.expect("proxy starts");
+    let ids = (0..3)
+        .map(|i| {
+            sandbox
+                .server(i)
+                .sql("SELECT @@server_id")
+                .expect("id")
+                .trim()
+                .to_string()
+        })
+        .collect();
+    let cluster = Cluster { sandbox, proxy, ids };
+    cluster.wait_until_serving(&[1, 2]).await;
+    cluster
+}
+
+impl Cluster {
+    async fn client(&self, user: &str) -> Client {
+        Client::connect(self.proxy.addr.port(), user, user, Some("test"))
+            .await
+            .expect("login")
+    }
+
+    /// Index (0 = primary) of the server whose id a statement returned.
+    fn server_of(&self, id: &str) -> usize {
+        self.ids
+            .iter()
+            .position(|x| x == id)
+            .unwrap_or_else(|| panic!("unknown server id {id}"))
+    }
+
+    fn status(&self) -> String {
+        let admin = self.proxy.admin_addr.expect("admin endpoint").to_string();
+        tessera_proxy::admin::fetch(&admin, "/status").expect("status")
+    }
+
+    fn state_of(&self, server: usize) -> String {
+        let port = self.sandbox.server(server).port().to_string();
+        let status = self.status();
+        let line = status
+            .lines()
+            .find(|l| l.contains(&format!(":{port}\t")))
+            .expect("server in status");
+        line.split('\t').nth(3).unwrap_or_default().to_string()
+    }
+
+    /// Polls `tessera status` until each of `servers` is in `state` (bounded wait, not a timing claim).
+    async fn wait_for_state(&self, servers: &[usize], state: &str) {
+        for _ in 0..300 {
+            if servers.iter().all(|&s| self.state_of(s) == state) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("servers {servers:?} never reached `{state}`:\n{}", self.status());
+    }
+
+    async fn wait_until_serving(&self, servers: &[usize]) {
+        self.wait_for_state(servers, "serving reads").await;
+    }
+
+    /// Runs `sql` `n` times; how often each server answered.
+    async fn spread(&self, client: &mut Client, sql: &str, n: usize) -> [usize; 3] {
+        let mut counts = [0; 3];
+        for _ in 0..n {
+            let id = client.value(sql).await.expect("server id");
+            counts[self.server_of(&id)] += 1;
+        }
+        counts
+    }
+}
+
+fn within_ten_percent(count: usize, expected: f64) -> bool {
+    (count as f64 - expected).abs() <= expected * 0.10
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_follow_weights_writes_transactions_and_locking_reads_stay_on_the_primary() {
+    let c = cluster([1, 1, 2]).await;
+    let mut app = c.client("app").await;
+    let counts = c.spread(&mut app, "SELECT @@server_id", 10_000).await;
+    for (i, expected) in [2500.0, 2500.0, 5000.0].into_iter().enumerate() {
+        assert!(within_ten_percent(counts[i], expected), "server {i}: {counts:?}");
+    }
+    // Writes: the row records which server executed the INSERT.
+    for i in 0..50 {
+        app.query(&format!("INSERT INTO t VALUES ({i}, @@server_id)"))
+            .await
+            .expect("insert");
+    }
+    let origins = c
+        .sandbox
+        .server(0)
+        .sql("SELECT DISTINCT origin FROM test.t")
+        .expect("origins");
+    assert_eq!(origins.trim(), c.ids[0], "every write ran on the primary");
+    // Transactions and locking reads.
+    app.query("BEGIN").await.expect("begin");
+    assert_eq!(c.spread(&mut app, "SELECT @@server_id", 20).await, [20, 0, 0]);
+    app.query("COMMIT").await.expect("commit");
+    for sql in [
+        "SELECT @@server_id FROM t WHERE id = 1 FOR UPDATE",
+        "SELECT @@server_id FROM t WHERE id = 1 LOCK IN SHARE MODE",
+        "SELECT /*+ tessera:primary */ @@server_id",
+        "SELECT /*master*/ @@server_id",
+    ] {
+        assert_eq!(c.spread(&mut app, sql, 20).await, [20, 0, 0], "{sql}");
+    }
+    // A read-only transaction runs on one server throughout.
+    app.query("START TRANSACTION READ ONLY").await.expect("start ro");
+    let in_txn = c.spread(&mut app, "SELECT @@server_id", 20).await;
+    assert_eq!(in_txn.iter().filter(|&&n| n == 20).count(), 1, "{in_txn:?}");
+    app.query("COMMIT").await.expect("commit");
+    // strong: everything to the primary, except what a replica hint asks for.
+    app.query("SET tessera_read_consistency = 'strong'").await.expect("set");
+    assert_eq!(c.spread(&mut app, "SELECT @@server_id", 50).await, [50, 0, 0]);
+    let hinted = c.spread(&mut app, "SELECT /*slave*/ @@server_id", 60).await;
+    assert!(hinted[1] + hinted[2] == 60, "{hinted:?}");
+    let err = app
+        .query("SET tessera_read_consistency = 'sometimes'")
+        .await
+        .expect_err("bad level");
+    assert_eq!(err.code, 1231);
+    // Prepared statements follow the same rules per execution.
+    app.query("SET tessera_read_consistency = 'eventual'")
+        .await
+        .expect("set");
+    let (id, _, _) = app.prepare("SELECT CAST(@@server_id AS CHAR)").await.expect("prepare");
+    let mut by_server: HashMap<usize, usize> = HashMap::new();
+    for _ in 0..200 {
+        let rows = app.execute(id, &[]).await.expect("execute");
+        let sid = rows[0][0].clone().expect("id");
+        *by_server.entry(c.server_of(&sid)).or_default() += 1;
+    }
+    assert!(
+        by_server.get(&1).is_some_and(|&n| n > 0) && by_server.get(&2).is_some_and(|&n| n > 0),
+        "{by_server:?}"
+    );
+    // A user with splitting off.
+    let mut nosplit = c.client("nosplit").await;
+    assert_eq!(c.spread(&mut nosplit, "SELECT @@server_id", 50).await, [50, 0, 0]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_consistency_reads_its_own_writes_while_a_replica_is_slow() {
+    let mut c = cluster([0, 1, 1]).await;
+    // s1: SQL thread stopped for a while; s2: applies everything two seconds late.
+    c.sandbox.server(1).stop_replica_sql_thread().expect("stop sql thread");
+    c.sandbox
+        .server(2)
+        .sql("STOP SLAVE; CHANGE MASTER TO MASTER_DELAY = 2; START SLAVE")
+        .expect("delay");
+    let mut app = c.client("app").await;
+    let mut from_replicas = 0;
+    for i in 0..1000 {
+        if i == 500 {
+            c.sandbox
+                .server_mut(1)
+                .start_replica_sql_thread()
+                .expect("start sql thread");
+        }
+        app.query(&format!("INSERT INTO t VALUES ({i}, 0)"))
+            .await
+            .expect("insert");
+        let rows = app
+            .query(&format!("SELECT id, @@server_id FROM t WHERE id = {i}"))
+            .await
+            .expect("select");
+        assert_eq!(rows.len(), 1, "round {i}: the session's own write is not visible");
+        if rows[0][1].as_deref() != Some(c.ids[0].as_str()) {
+            from_replicas += 1;
+        }
+    }
+    eprintln!("session mode: {from_replicas} of 1000 reads served by replicas");
+    // Once the replicas have applied the session's last write, its reads use them again.
+    let sandbox = &c.sandbox;
+    sandbox
+        .wait_for_replicas(Duration::from_secs(60))
+        .expect("replicas catch up");
+    let mut served_by_replica = false;
+    for _ in 0..100 {
+        let rows = app
+            .query("SELECT id, @@server_id FROM t WHERE id = 999")
+            .await
+            .expect("select");
+        assert_eq!(rows.len(), 1);
+        if rows[0][1].as_deref() != Some(c.ids[0].as_str()) {
+            served_by_replica = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(MONITOR_MS / 2)).await;
+    }
+    assert!(served_by_replica, "caught-up replicas serve the session's reads again");
+    // eventual: reads keep going to the healthy, delayed replica.
+    let mut evt = c.client("evt").await;
+    c.wait_until_serving(&[1, 2]).await;
+    let counts = c.spread(&mut evt, "SELECT @@server_id", 200).await;
+    assert_eq!(counts[0], 0, "{counts:?}");
+    assert!(counts[1] > 0 && counts[2] > 0, "{counts:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_replica_loses_its_reads_and_gets_them_back() {
+    let c = cluster([0, 1, 1]).await;
+    let mut evt = c.client("evt").await;
+    c.sandbox.server(1).stop_replica_sql_thread().expect("stop");
+    c.wait_for_state(&[1], "not replicating").await;
+    assert_eq!(c.spread(&mut evt, "SELECT @@server_id", 300).await, [0, 0, 300]);
+    c.sandbox.server(1).start_replica_sql_thread().expect("start");
+    c.wait_until_serving(&[1]).await;
+    let counts = c.spread(&mut evt, "SELECT @@server_id", 300).await;
+    assert!(counts[1] > 0 && counts[2] > 0 && counts[0] == 0, "{counts:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_replica_costs_no_failed_reads_and_comes_back() {
+    let mut c = cluster([0, 1, 1]).await;
+    let port = c.proxy.addr.port();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut readers = Vec::new();
+    for _ in 0..8 {
+        let stop = stop.clone();
+        readers.push(tokio::spawn(async move {
+            let mut client = Client::connect(port, "evt", "evt", Some("test")).await.expect("login");
+            let (id, _, _) = client.prepare("SELECT id FROM t WHERE id = ?").await.expect("prepare");
+            let (mut ok, mut failed) = (0u64, 0u64);
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                match client.execute(id, &[Some("1")]).await {
+                    Ok(_) => ok += 1,
+                    Err(_) => failed += 1,
+                }
+            }
+            (ok, failed)
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    c.sandbox.server_mut(1).kill().expect("kill -9 replica");
+    c.wait_for_state(&[1], "down").await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (mut ok, mut failed) = (0, 0);
+    for r in readers {
+        let (o, f) = r.await.expect("reader");
+        ok += o;
+        failed += f;
+    }
+    eprintln!("replica killed: {ok} reads ok, {failed} failed");
+    assert!(ok > 0);
+    // A read that failed before any byte reached its client is retried on another server; only a
+    // response cut off half-way could fail, at most one per client.
+    assert!(failed <= 8, "{failed} failed reads");
+    let mut evt = c.client("evt").await;
+    assert_eq!(c.spread(&mut evt, "SELECT @@server_id", 100).await, [0, 0, 100]);
+    c.sandbox.server_mut(1).start().expect("restart replica");
+    c.wait_until_serving(&[1]).await;
+    let counts = c.spread(&mut evt, "SELECT @@server_id", 300).await;
+    assert!(counts[1] > 0, "{counts:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tessera_follows_an_external_promotion() {
+    let c = cluster([0, 1, 1]).await;
+    let mut app = c.client("app").await;
+    app.query("INSERT INTO t VALUES (1, @@server_id)")
+        .await
+        .expect("insert");
+    // An external tool promotes s1: the old primary becomes read-only, s1 writable.
+    c.sandbox.server(0).sql("SET GLOBAL read_only = 1").expect("demote");
+    c.sandbox
+        .server(1)
+        .sql("STOP SLAVE; RESET SLAVE ALL; SET GLOBAL read_only = 0")
+        .expect("promote");
+    c.wait_for_state(&[1], "primary").await;
+    app.query("INSERT INTO t VALUES (2, @@server_id)")
+        .await
+        .expect("insert after promotion");
+    let origin = c
+        .sandbox
+        .server(1)
+        .sql("SELECT origin FROM test.t WHERE id = 2")
+        .expect("row");
+    assert_eq!(origin.trim(), c.ids[1], "writes follow the new primary");
+}
