@@ -37,7 +37,7 @@ bench-tpcc: bench-tools
 	bash scripts/install-go-tpc.sh
 	./target/release/tessera-bench --tpcc-only $(BENCH_ARGS)
 
-# The whole matrix: 7 workloads x 4..128 threads x every topology, then TPC-C (hours, not minutes).
+# The whole matrix: 7 workloads x 4..128 threads x 3 topologies, then TPC-C (about 2.5 hours).
 bench-full: bench-tools
 	bash scripts/install-go-tpc.sh
 	./target/release/tessera-bench --preset full --anchors $(ANCHORS) $(BENCH_ARGS)

@@ -121,13 +121,31 @@ fn needs_primary(sql: &str, class: &Classification, input: &RouteInput) -> Need 
         StatementKind::Call => procedure_name(sql).is_some_and(|p| (input.read_only_procedure)(&p)),
         _ => false,
     };
-    let side_effects = class.flags.intersects(PRIMARY_FLAGS) && !matches!(class.kind, StatementKind::Call);
+    let side_effects = (class.flags.intersects(PRIMARY_FLAGS) && !matches!(class.kind, StatementKind::Call))
+        || (class.kind == StatementKind::Select && uses_sequence(sql));
     if !read_kind || side_effects {
         return Need::Primary;
     }
     Need::Reader {
         forced: class.hint == Some(RouteHint::Replica),
     }
+}
+
+/// Sequence functions change or read per-session sequence state (`NEXTVAL`, `SETVAL`,
+/// `NEXT VALUE FOR`, `LASTVAL`, `PREVIOUS VALUE FOR`): a replica must not run them. A match in
+/// a literal or a column name only costs a primary read.
+fn uses_sequence(sql: &str) -> bool {
+    const NEEDLES: [&[u8]; 5] = [
+        b"nextval",
+        b"setval",
+        b"lastval",
+        b"next value for",
+        b"previous value for",
+    ];
+    let bytes = sql.as_bytes();
+    let contains = |needle: &[u8]| bytes.windows(needle.len()).any(|w| w.eq_ignore_ascii_case(needle));
+    // Every needle contains "val": one pass rules out almost every statement.
+    contains(b"val") && NEEDLES.iter().any(|n| contains(n))
 }
 
 /// `CALL db.proc(1)` -> `db.proc` (backticks removed).
@@ -166,6 +184,7 @@ mod tests {
     fn plain_reads_go_to_readers_everything_else_to_the_primary() {
         assert_eq!(role("SELECT c FROM sbtest1 WHERE id=?"), Role::Read);
         assert_eq!(role("select 1"), Role::Read);
+        assert_eq!(role("SELECT val, value FROM t"), Role::Read);
         assert_eq!(role("START TRANSACTION READ ONLY"), Role::Read);
         for sql in [
             "INSERT INTO t VALUES (1)",
@@ -184,6 +203,11 @@ mod tests {
             "SELECT a INTO @x FROM t",
             "SELECT @x := 1",
             "CALL cleanup()",
+            "SELECT NEXTVAL(s)",
+            "SELECT next value for s",
+            "SELECT SETVAL(s, 10)",
+            "SELECT lastval(s)",
+            "SELECT PREVIOUS VALUE FOR s",
         ] {
             assert_eq!(role(sql), Role::Primary, "{sql}");
         }
