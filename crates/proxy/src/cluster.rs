@@ -44,6 +44,8 @@ pub struct ServerHealth {
     reachable: AtomicBool,
     read_only: AtomicBool,
     replicating: AtomicBool,
+    /// The SQL (applier) thread runs, whatever the IO thread does.
+    applying: AtomicBool,
     /// Seconds behind its primary; -1 when unknown (not replicating).
     lag_s: AtomicI64,
     position: RwLock<GtidPosition>,
@@ -55,6 +57,8 @@ pub struct Observation {
     pub reachable: bool,
     pub read_only: bool,
     pub replicating: bool,
+    /// The SQL (applier) thread runs (it still does while the IO thread cannot reach a dead primary).
+    pub applying: bool,
     pub lag_s: Option<u64>,
     pub position: GtidPosition,
     pub error: Option<String>,
@@ -66,6 +70,7 @@ impl ServerHealth {
         if o.reachable {
             self.read_only.store(o.read_only, Ordering::Relaxed);
             self.replicating.store(o.replicating, Ordering::Relaxed);
+            self.applying.store(o.applying, Ordering::Relaxed);
             self.lag_s
                 .store(o.lag_s.map_or(-1, |l| l.min(i64::MAX as u64) as i64), Ordering::Relaxed);
             if let Ok(mut p) = self.position.write() {
@@ -92,6 +97,9 @@ impl ServerHealth {
     pub fn replicating(&self) -> bool {
         self.replicating.load(Ordering::Relaxed)
     }
+    pub fn applying(&self) -> bool {
+        self.applying.load(Ordering::Relaxed)
+    }
     pub fn lag_s(&self) -> Option<u64> {
         u64::try_from(self.lag_s.load(Ordering::Relaxed)).ok()
     }
@@ -105,6 +113,12 @@ impl ServerHealth {
     /// Whether a replica may take reads: seen, reachable, replicating, within `max_lag_s`.
     pub fn serves_reads(&self, max_lag_s: u64) -> bool {
         self.checked() && self.reachable() && self.replicating() && self.lag_s().is_some_and(|l| l <= max_lag_s)
+    }
+
+    /// While its primary is down, a replica that is reachable and has applied what it received
+    /// still serves reads: its data is as fresh as it can get, and the alternative is errors.
+    pub fn serves_reads_without_primary(&self) -> bool {
+        self.checked() && self.reachable() && self.applying()
     }
 }
 
@@ -185,7 +199,15 @@ impl Group {
         if s.read_weight == 0 && !replicas_only {
             return false;
         }
-        s.health.serves_reads(self.max_lag_s) && need.is_none_or(|g| s.health.has_applied(g))
+        let healthy = s.health.serves_reads(self.max_lag_s)
+            || (self.primary_is_down() && s.health.serves_reads_without_primary());
+        healthy && need.is_none_or(|g| s.health.has_applied(g))
+    }
+
+    /// The monitor (or a failed session) found the current primary unreachable.
+    pub fn primary_is_down(&self) -> bool {
+        let h = &self.primary().health;
+        h.checked() && !h.reachable()
     }
 
     /// Picks the server for a read: by weight among the eligible ones (the primary by its own
@@ -271,6 +293,7 @@ mod tests {
             reachable: true,
             read_only: true,
             replicating: true,
+            applying: true,
             lag_s: Some(lag),
             position: GtidPosition::parse(pos),
             error: None,
@@ -323,6 +346,33 @@ mod tests {
         );
         g.servers[1].health.mark_unreachable();
         assert_eq!(spread(&g, None), [6000, 0, 0]);
+    }
+
+    #[tokio::test]
+    async fn without_a_primary_replicas_that_apply_keep_serving_reads() {
+        let g = group(&[0, 1, 1]);
+        let orphaned = Observation {
+            replicating: false,
+            lag_s: None,
+            ..healthy(0, "0-1-10")
+        };
+        g.servers[1].health.record(&orphaned);
+        g.servers[2].health.record(&Observation {
+            applying: false,
+            ..orphaned.clone()
+        });
+        assert_eq!(
+            spread(&g, None),
+            [6000, 0, 0],
+            "primary up: replicas that lost it get no reads"
+        );
+        g.servers[0].health.record(&Observation::default());
+        assert!(g.primary_is_down());
+        assert_eq!(
+            spread(&g, None),
+            [0, 6000, 0],
+            "primary down: the replica still applying serves"
+        );
     }
 
     #[tokio::test]

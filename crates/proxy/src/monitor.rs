@@ -111,6 +111,7 @@ async fn observe(conn: &mut BackendConn) -> Result<Observation, ProxyError> {
         reachable: true,
         read_only: text(0) == "1",
         replicating: replica.io_running && replica.sql_running,
+        applying: replica.sql_running,
         lag_s: replica.lag_s,
         position: GtidPosition::parse(&text(1)),
         error: replica.last_error,
@@ -170,6 +171,7 @@ pub fn describe(group: &Group, index: usize) -> String {
         };
     }
     match h.lag_s() {
+        _ if !h.replicating() && group.primary_is_down() && h.applying() => "serving reads (primary down)".into(),
         _ if !h.replicating() => "not replicating".into(),
         Some(l) if l > group.max_lag_s => format!("lagging ({l} s > {} s)", group.max_lag_s),
         _ if s.read_weight == 0 => "replica (weight 0)".into(),

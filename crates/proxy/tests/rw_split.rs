@@ -356,3 +356,18 @@ async fn tessera_follows_an_external_promotion() {
         .expect("row");
     assert_eq!(origin.trim(), c.ids[1], "writes follow the new primary");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_go_on_while_the_primary_is_down() {
+    let mut c = cluster([0, 1, 1]).await;
+    let mut evt = c.client("evt").await;
+    c.sandbox.server_mut(0).kill().expect("kill -9 primary");
+    c.wait_for_state(&[0], "down").await;
+    let counts = c.spread(&mut evt, "SELECT @@server_id", 200).await;
+    assert!(counts[0] == 0 && counts[1] > 0 && counts[2] > 0, "{counts:?}");
+    let err = evt.query("INSERT INTO t VALUES (7, 0)").await.expect_err("no primary");
+    assert!(err.code == 2003 || err.code == 2013, "{err}");
+    c.sandbox.server_mut(0).start().expect("restart primary");
+    let ok = evt.query_until_ok("INSERT INTO t VALUES (7, @@server_id)", 30).await;
+    assert!(ok.is_some(), "writes work again once the primary is back");
+}
