@@ -156,6 +156,18 @@ pub(crate) mod tests {
         }
     }
 
+    /// Two workloads, direct and Tessera, 4 and 16 threads (for report and chart tests).
+    pub fn sample() -> Vec<RunRecord> {
+        vec![
+            record("direct", "oltp_point_select", 4, 1000.0, None),
+            record("tessera", "oltp_point_select", 4, 800.0, Some(12.5)),
+            record("direct", "oltp_point_select", 16, 4000.0, None),
+            record("tessera", "oltp_point_select", 16, 2000.0, Some(15.0)),
+            record("direct", "oltp_read_only", 4, 900.0, None),
+            record("tessera", "oltp_read_only", 4, 450.0, Some(17.0)),
+        ]
+    }
+
     #[test]
     fn csv_round_trips() {
         let records = vec![

@@ -184,18 +184,7 @@ pub fn render(parts: &ReportParts) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::tests::record;
-
-    fn sample() -> Vec<RunRecord> {
-        vec![
-            record("direct", "oltp_point_select", 4, 1000.0, None),
-            record("tessera", "oltp_point_select", 4, 800.0, Some(12.5)),
-            record("direct", "oltp_point_select", 16, 4000.0, None),
-            record("tessera", "oltp_point_select", 16, 2000.0, Some(15.0)),
-            record("direct", "oltp_read_only", 4, 900.0, None),
-            record("tessera", "oltp_read_only", 4, 450.0, Some(17.0)),
-        ]
-    }
+    use crate::record::tests::sample;
 
     #[test]
     fn ratios_pair_runs_of_the_same_workload_and_threads() {

@@ -187,10 +187,7 @@ impl Session {
             let was_held = self.held.is_some();
             match self.execute_on(target, exclude, stmt_id, &run, &stmts).await {
                 Ok(()) => return Ok(Next::Continue),
-                Err(e) => match self.retry_after(target, was_held, exclude, &e) {
-                    Some(failed) => exclude = Some(failed),
-                    None => return Err(e),
-                },
+                Err(e) => exclude = Some(self.retry_or_fail(target, was_held, exclude, e)?),
             }
         }
     }

@@ -146,6 +146,17 @@ impl Session {
         Some(server)
     }
 
+    /// After a failed attempt: the server to avoid on the retry, or the error when there is none.
+    pub fn retry_or_fail(
+        &self,
+        target: Target,
+        was_held: bool,
+        exclude: Option<usize>,
+        e: ProxyError,
+    ) -> Result<usize, ProxyError> {
+        self.retry_after(target, was_held, exclude, &e).ok_or(e)
+    }
+
     /// `SET [SESSION] tessera_read_consistency = 'level'`; None if `sql` is not that.
     pub fn set_consistency(&mut self, sql: &str) -> Option<Result<(), ProxyError>> {
         let value = consistency_assignment(sql)?;
