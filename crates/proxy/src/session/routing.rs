@@ -49,7 +49,7 @@ impl Session {
         &self,
         stmts: impl IntoIterator<Item = (&'a str, &'a tessera_sql::Classification)>,
     ) -> Target {
-        let group = self.ctx.group(0).clone();
+        let group = self.ctx.group(0);
         let read_only_procedure = |name: &str| group.procedure_is_read_only(name);
         let input = RouteInput {
             split: self.routing.split && self.autocommit(),
@@ -163,6 +163,7 @@ impl Session {
         Some(match Consistency::parse(&value) {
             Some(c) => {
                 self.routing.consistency = c;
+                tracing::debug!(session = self.id, level = c.name(), "read consistency set");
                 Ok(())
             }
             None => Err(ProxyError::Backend(tessera_protocol::response::ErrPacket::new(
