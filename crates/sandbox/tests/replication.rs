@@ -1,31 +1,15 @@
 //! Integration tests for GTID replication: a real primary with two replicas
 //! (needs mariadb-server and mariadb-client).
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
+mod common;
+
+use common::tcp_query;
 use tessera_sandbox::{Sandbox, SandboxError, SandboxOptions, Server};
 
 /// Generous: only reached when something is broken (the tests never assert durations).
 const CATCH_UP: Duration = Duration::from_secs(60);
-
-/// Logs in over TCP with the `mariadb` CLI, as a client of the proxy would.
-fn tcp_query(server: &Server, user: &str, password: &str, sql: &str) -> Result<String, String> {
-    let out = Command::new("mariadb")
-        .arg("--no-defaults")
-        .arg(format!("-h{}", server.host()))
-        .arg(format!("-P{}", server.port()))
-        .arg(format!("-u{user}"))
-        .arg(format!("-p{password}"))
-        .args(["-N", "-B", "-e", sql])
-        .output()
-        .map_err(|e| format!("running mariadb: {e}"))?;
-    if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
-    } else {
-        Err(String::from_utf8_lossy(&out.stderr).into_owned())
-    }
-}
 
 fn value(server: &Server, sql: &str) -> String {
     server

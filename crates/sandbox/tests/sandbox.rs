@@ -1,8 +1,10 @@
 //! Integration tests: really start MariaDB servers (needs mariadb-server and mariadb-client).
 
 use std::path::Path;
-use std::process::Command;
 
+mod common;
+
+use common::tcp_query;
 use tessera_sandbox::{Sandbox, SandboxError, SandboxOptions, Server};
 
 fn process_exists(pid: u32) -> bool {
@@ -11,24 +13,6 @@ fn process_exists(pid: u32) -> bool {
             .rsplit_once(')')
             .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
         Err(_) => false,
-    }
-}
-
-/// Logs in over TCP with the `mariadb` CLI, as a client of the proxy would.
-fn tcp_query(server: &Server, user: &str, password: &str, sql: &str) -> Result<String, String> {
-    let out = Command::new("mariadb")
-        .arg("--no-defaults")
-        .arg(format!("-h{}", server.host()))
-        .arg(format!("-P{}", server.port()))
-        .arg(format!("-u{user}"))
-        .arg(format!("-p{password}"))
-        .args(["-N", "-B", "-e", sql])
-        .output()
-        .map_err(|e| format!("running mariadb: {e}"))?;
-    if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
-    } else {
-        Err(String::from_utf8_lossy(&out.stderr).into_owned())
     }
 }
 
