@@ -224,6 +224,10 @@ async fn client_that_stops_reading_cannot_hold_a_backend_connection() {
         .send(b"\x03SELECT REPEAT('x', 2000) FROM seq_1_to_100000")
         .await
         .expect("send");
+    // The column count proves the statement holds the pool's only backend connection
+    // before the second client asks for it; after that this client reads nothing.
+    let column_count = stalled.io.read_packet().await.expect("result starts");
+    assert_eq!(&column_count[..], &[1u8][..], "one column");
     let mut next = env.client().await;
     let started = std::time::Instant::now();
     assert_eq!(next.value("SELECT 'served'").await.as_deref(), Some("served"));
@@ -232,7 +236,7 @@ async fn client_that_stops_reading_cannot_hold_a_backend_connection() {
         "served after the stalled client was cut off"
     );
     // What the kernel buffered before the cut is still readable; then the connection ends.
-    let mut packets = 0u64;
+    let mut packets = 1u64;
     let drained = tokio::time::timeout(Duration::from_secs(20), async {
         while let Ok(p) = stalled.io.read_packet().await {
             assert!(
