@@ -12,6 +12,7 @@ use crate::topology::Backends;
 
 const READY_TIMEOUT: Duration = Duration::from_secs(15);
 const STOP_TIMEOUT: Duration = Duration::from_secs(10);
+const PORT_ATTEMPTS: u32 = 5;
 /// The account clients use through the kit's Tessera.
 pub const CLIENT_USER: &str = "bench";
 
@@ -75,8 +76,26 @@ pub fn config_text(settings: &TesseraSettings, backends: &Backends, port: u16) -
 }
 
 impl TesseraProcess {
-    /// Writes the config into `dir`, starts Tessera and waits until it accepts connections.
+    /// Writes the config into `dir`, starts Tessera and waits until it accepts connections. A port
+    /// taken between choosing it and binding it (by a concurrent process) means another try.
     pub fn start(settings: &TesseraSettings, backends: &Backends, dir: &Path, label: &str) -> Result<TesseraProcess> {
+        let mut attempt = 1;
+        loop {
+            match Self::start_on_free_port(settings, backends, dir, label) {
+                Err(BenchError::Tessera(log)) if log.contains("Address already in use") && attempt < PORT_ATTEMPTS => {
+                    attempt += 1;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    fn start_on_free_port(
+        settings: &TesseraSettings,
+        backends: &Backends,
+        dir: &Path,
+        label: &str,
+    ) -> Result<TesseraProcess> {
         let port = tessera_sandbox::free_port()?;
         let config_path = dir.join(format!("tessera-{label}.toml"));
         std::fs::write(&config_path, config_text(settings, backends, port))
@@ -119,7 +138,9 @@ impl TesseraProcess {
                 let log = std::fs::read_to_string(log_path).unwrap_or_default();
                 return Err(BenchError::Tessera(format!("exited at start ({status}):\n{log}")));
             }
-            if TcpStream::connect(&addr).is_ok() {
+            // The log line proves that this Tessera bound the port, not some other process.
+            let bound = std::fs::read_to_string(log_path).is_ok_and(|log| log.contains("tessera listening"));
+            if bound && TcpStream::connect(&addr).is_ok() {
                 return Ok(());
             }
             std::thread::sleep(Duration::from_millis(50));

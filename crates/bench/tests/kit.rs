@@ -87,8 +87,11 @@ fn a_short_run_writes_csv_report_and_four_charts() {
 #[test]
 fn an_unreachable_target_fails_its_runs_but_not_the_others() {
     let out = out_dir("unreachable");
-    let closed = tessera_sandbox::free_port().unwrap();
-    let target = format!("ghost=127.0.0.1:{closed}");
+    // A port held by a bound socket that never listens: connections are refused, and no
+    // concurrent test can take it.
+    let closed = tokio::net::TcpSocket::new_v4().unwrap();
+    closed.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let target = format!("ghost=127.0.0.1:{}", closed.local_addr().unwrap().port());
     let run = bench(
         &[
             "--workloads",

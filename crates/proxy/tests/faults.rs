@@ -115,7 +115,7 @@ async fn backend_killed_mid_query_errors_one_client_and_pool_heals() {
     let mut bystander = env.client().await;
     victim.io.reset_seq();
     victim.io.send(b"\x03SELECT SLEEP(30)").await.expect("send");
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    env.wait_until_backend_runs("SELECT SLEEP(30)").await;
     env.sandbox.server_mut(0).kill().expect("SIGKILL backend");
     let e = tokio::time::timeout(Duration::from_secs(10), victim.read_results())
         .await
@@ -142,7 +142,7 @@ async fn kill_query_and_kill_connection() {
     let mut killer = env.client().await;
     victim.io.reset_seq();
     victim.io.send(b"\x03SELECT SLEEP(20)").await.expect("send");
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    env.wait_until_backend_runs("SELECT SLEEP(20)").await;
     killer
         .query(&format!("KILL QUERY {}", victim.connection_id))
         .await
@@ -193,8 +193,8 @@ async fn shutdown_lets_running_statements_finish() {
     let port = env.port();
     let mut c = env.client().await;
     c.io.reset_seq();
-    c.io.send(b"\x03SELECT SLEEP(1), 'done'").await.expect("send");
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    c.io.send(b"\x03SELECT SLEEP(2), 'done'").await.expect("send");
+    env.wait_until_backend_runs("SELECT SLEEP(2)").await;
     let proxy = env.proxy.take().expect("running");
     let drain = tokio::spawn(proxy.shutdown());
     let rows = c.read_results().await.expect("statement finishes during drain");

@@ -289,30 +289,43 @@ async fn a_stopped_replica_loses_its_reads_and_gets_them_back() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_replica_costs_no_failed_reads_and_comes_back() {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     let mut c = cluster([0, 1, 1]).await;
     let port = c.proxy.addr.port();
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let served = std::sync::Arc::new(AtomicU64::new(0));
     let mut readers = Vec::new();
     for _ in 0..8 {
-        let stop = stop.clone();
+        let (stop, served) = (stop.clone(), served.clone());
         readers.push(tokio::spawn(async move {
             let mut client = Client::connect(port, "evt", "evt", Some("test")).await.expect("login");
             let (id, _, _) = client.prepare("SELECT id FROM t WHERE id = ?").await.expect("prepare");
             let (mut ok, mut failed) = (0u64, 0u64);
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            while !stop.load(Ordering::Relaxed) {
                 match client.execute(id, &[Some("1")]).await {
                     Ok(_) => ok += 1,
                     Err(_) => failed += 1,
                 }
+                served.fetch_add(1, Ordering::Relaxed);
             }
             (ok, failed)
         }));
     }
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Progress, not time: the kill lands while reads are flowing, and reads go on after it.
+    let wait_for_reads = |n: u64| {
+        let served = served.clone();
+        async move {
+            let target = served.load(Ordering::Relaxed) + n;
+            while served.load(Ordering::Relaxed) < target {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+    };
+    wait_for_reads(500).await;
     c.sandbox.server_mut(1).kill().expect("kill -9 replica");
     c.wait_for_state(&[1], "down").await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    wait_for_reads(500).await;
+    stop.store(true, Ordering::Relaxed);
     let (mut ok, mut failed) = (0, 0);
     for r in readers {
         let (o, f) = r.await.expect("reader");

@@ -85,6 +85,22 @@ impl Env {
     pub fn backend_sql(&self, sql: &str) -> String {
         self.sandbox.servers()[0].sql(sql).expect("backend sql")
     }
+
+    /// Waits until the backend is executing a statement that starts with `prefix` (so a test acts
+    /// on a running statement, not one still on its way). Panics after 30 s.
+    pub async fn wait_until_backend_runs(&self, prefix: &str) {
+        let probe = format!(
+            "SELECT COUNT(*) FROM information_schema.processlist WHERE info LIKE '{}%'",
+            prefix.replace('\'', "''")
+        );
+        for _ in 0..600 {
+            if self.backend_sql(&probe).trim() != "0" {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("the backend never ran `{prefix}`");
+    }
 }
 
 /// A minimal MySQL client (text protocol, mysql_native_password).
