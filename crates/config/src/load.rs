@@ -1,6 +1,6 @@
 //! Loading a configuration from TOML and validating it; every error names the key and the fix.
 
-use crate::model::Config;
+use crate::model::{Config, MAX_READ_YOUR_WRITES_WAIT_MS};
 use std::net::ToSocketAddrs;
 use std::path::Path;
 use thiserror::Error;
@@ -213,6 +213,13 @@ fn validate_groups(c: &Config) -> Result<(), Problem> {
                 "check servers at most 10 times a second (default 1000)",
             ));
         }
+        if g.read_your_writes_wait_ms > MAX_READ_YOUR_WRITES_WAIT_MS {
+            return Err(invalid(
+                format!("groups[{i}].read_your_writes_wait_ms"),
+                format!("above {MAX_READ_YOUR_WRITES_WAIT_MS} ms"),
+                "let a read wait for a replica a few hundred ms at most; longer, the primary answers sooner",
+            ));
+        }
         let mut addresses = std::collections::HashSet::new();
         for (key, s) in servers {
             if !addresses.insert(s.address.as_str()) {
@@ -341,5 +348,16 @@ mod tests {
             "password = \"tessera\"\nmonitor_interval_ms = 5",
         ));
         assert!(e.contains("monitor_interval_ms"), "{e}");
+        assert_eq!(g.read_your_writes_wait_ms, 0, "no wait unless configured");
+        let waits = |ms: u64| {
+            GOOD.replace(
+                "password = \"tessera\"",
+                &format!("password = \"tessera\"\nread_your_writes_wait_ms = {ms}"),
+            )
+        };
+        let c = parse_str(&waits(250), "t").unwrap();
+        assert_eq!(c.groups[0].read_your_writes_wait().as_millis(), 250);
+        let e = err_of(&waits(60_000));
+        assert!(e.contains("groups[0].read_your_writes_wait_ms"), "{e}");
     }
 }

@@ -180,7 +180,14 @@ pub struct GroupConfig {
     /// Stored procedures known to only read: `CALL` of these may run on a replica.
     #[serde(default)]
     pub read_only_procedures: Vec<String>,
+    /// In `session` consistency, how long a read may wait on a replica (MASTER_GTID_WAIT) for
+    /// the session's last write before it goes to the primary instead; 0 = go at once.
+    #[serde(default)]
+    pub read_your_writes_wait_ms: u64,
 }
+
+/// The largest `read_your_writes_wait_ms` accepted.
+pub const MAX_READ_YOUR_WRITES_WAIT_MS: u64 = 10_000;
 
 fn default_max_lag() -> u64 {
     10
@@ -193,6 +200,10 @@ fn default_monitor_interval() -> u64 {
 impl GroupConfig {
     pub fn monitor_interval(&self) -> Duration {
         Duration::from_millis(self.monitor_interval_ms)
+    }
+
+    pub fn read_your_writes_wait(&self) -> Duration {
+        Duration::from_millis(self.read_your_writes_wait_ms)
     }
 
     /// Read weight of the primary: as configured, else 0 when replicas exist (reads go to
@@ -215,6 +226,7 @@ impl std::fmt::Debug for GroupConfig {
             .field("max_replica_lag_s", &self.max_replica_lag_s)
             .field("monitor_interval_ms", &self.monitor_interval_ms)
             .field("read_only_procedures", &self.read_only_procedures)
+            .field("read_your_writes_wait_ms", &self.read_your_writes_wait_ms)
             .finish_non_exhaustive()
     }
 }

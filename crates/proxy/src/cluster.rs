@@ -6,6 +6,7 @@ use crate::gtid::{Gtid, GtidPosition};
 use crate::pool::Pool;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
+use std::time::Duration;
 
 /// How fresh a session's reads must be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -132,6 +133,10 @@ pub struct Backend {
     pub writes: AtomicU64,
     /// Reads that failed here before any byte reached the client and were retried elsewhere.
     pub read_retries: AtomicU64,
+    /// Session reads that waited here for their session's last write: it arrived in time...
+    pub gtid_waits_applied: AtomicU64,
+    /// ...or it did not, and the read went to the primary.
+    pub gtid_waits_timed_out: AtomicU64,
 }
 
 impl Backend {
@@ -144,6 +149,8 @@ impl Backend {
             reads: AtomicU64::new(0),
             writes: AtomicU64::new(0),
             read_retries: AtomicU64::new(0),
+            gtid_waits_applied: AtomicU64::new(0),
+            gtid_waits_timed_out: AtomicU64::new(0),
         }
     }
 }
@@ -156,6 +163,8 @@ pub struct Group {
     pub max_lag_s: u64,
     /// Lowercase names of procedures that may run on a replica.
     pub read_only_procedures: Vec<String>,
+    /// How long a `session` read may wait on a replica for its last write (zero: no wait).
+    pub read_your_writes_wait: Duration,
 }
 
 impl Group {
@@ -167,7 +176,14 @@ impl Group {
             primary: AtomicUsize::new(0),
             max_lag_s,
             read_only_procedures: read_only_procedures.iter().map(|p| p.to_ascii_lowercase()).collect(),
+            read_your_writes_wait: Duration::ZERO,
         }
+    }
+
+    /// Lets `session` reads wait on a replica up to `wait` for their last write.
+    pub fn with_read_your_writes_wait(mut self, wait: Duration) -> Group {
+        self.read_your_writes_wait = wait;
+        self
     }
 
     pub fn primary_index(&self) -> usize {

@@ -152,10 +152,13 @@ fn build_group(config: &Config, g: &tessera_config::GroupConfig) -> Result<Arc<G
             Arc::new(Backend::new(addr.address.clone(), pool, weight))
         })
         .collect();
-    Ok(Arc::new(Group::new(
-        g.name.clone(),
-        servers,
-        g.max_replica_lag_s,
-        g.read_only_procedures.clone(),
-    )))
+    Ok(Arc::new(
+        Group::new(
+            g.name.clone(),
+            servers,
+            g.max_replica_lag_s,
+            g.read_only_procedures.clone(),
+        )
+        .with_read_your_writes_wait(g.read_your_writes_wait()),
+    ))
 }

@@ -24,6 +24,12 @@ impl Gtid {
     }
 }
 
+impl std::fmt::Display for Gtid {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}-{}-{}", self.domain, self.server, self.sequence)
+    }
+}
+
 /// A replication position: the last GTID applied in each domain.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct GtidPosition {
@@ -55,7 +61,7 @@ impl std::fmt::Display for GtidPosition {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         for (i, g) in self.last.iter().enumerate() {
             let sep = if i == 0 { "" } else { "," };
-            write!(f, "{sep}{}-{}-{}", g.domain, g.server, g.sequence)?;
+            write!(f, "{sep}{g}")?;
         }
         Ok(())
     }

@@ -158,7 +158,7 @@ fn render_pools(ctx: &Context, out: &mut String) {
 /// Routing counters and health per server.
 fn render_servers(ctx: &Context, out: &mut String) {
     type Get = fn(&crate::cluster::Group, usize) -> i64;
-    let series: [(&str, &str, &str, Get); 7] = [
+    let series: [(&str, &str, &str, Get); 9] = [
         (
             "tessera_server_reads_total",
             "counter",
@@ -176,6 +176,18 @@ fn render_servers(ctx: &Context, out: &mut String) {
             "counter",
             "Reads that failed here before any row was sent and were retried elsewhere.",
             |g, i| g.servers[i].read_retries.load(Ordering::Relaxed) as i64,
+        ),
+        (
+            "tessera_server_gtid_waits_applied_total",
+            "counter",
+            "Session reads that waited here for their last write and got it within read_your_writes_wait_ms.",
+            |g, i| g.servers[i].gtid_waits_applied.load(Ordering::Relaxed) as i64,
+        ),
+        (
+            "tessera_server_gtid_waits_timed_out_total",
+            "counter",
+            "Session reads that waited here for their last write in vain and went to the primary.",
+            |g, i| g.servers[i].gtid_waits_timed_out.load(Ordering::Relaxed) as i64,
         ),
         (
             "tessera_server_up",

@@ -37,6 +37,11 @@ fn replicated_sandbox() -> Sandbox {
 
 /// Weights: primary, s1, s2.
 async fn cluster(weights: [u32; 3]) -> Cluster {
+    cluster_with(weights, "").await
+}
+
+/// [`cluster`] with extra lines for the group's configuration.
+async fn cluster_with(weights: [u32; 3], group_extra: &str) -> Cluster {
     let sandbox = tokio::task::spawn_blocking(replicated_sandbox).await.expect("thread");
     let port = |i: usize| sandbox.server(i).port();
     let text = format!(
@@ -62,6 +67,7 @@ user = "tessera"
 password = "tessera"
 monitor_interval_ms = {MONITOR_MS}
 max_replica_lag_s = 5
+{group_extra}
 primary = {{ address = "127.0.0.1:{}", weight = {} }}
 replicas = [{{ address = "127.0.0.1:{}", weight = {} }}, {{ address = "127.0.0.1:{}", weight = {} }}]
 "#,
@@ -128,6 +134,16 @@ impl Cluster {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         panic!("servers {servers:?} never reached `{state}`:\n{}", self.status());
+    }
+
+    /// The sum over servers of a `tessera_server_*` metric.
+    fn metric_total(&self, name: &str) -> u64 {
+        let admin = self.proxy.admin_addr.expect("admin endpoint").to_string();
+        let text = tessera_proxy::admin::fetch(&admin, "/metrics").expect("metrics");
+        text.lines()
+            .filter(|l| l.starts_with(&format!("{name}{{")))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+            .sum()
     }
 
     async fn wait_until_serving(&self, servers: &[usize]) {
@@ -383,4 +399,58 @@ async fn reads_go_on_while_the_primary_is_down() {
     c.sandbox.server_mut(0).start().expect("restart primary");
     let ok = evt.query_until_ok("INSERT INTO t VALUES (7, @@server_id)", 30).await;
     assert!(ok.is_some(), "writes work again once the primary is back");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_reads_wait_on_a_replica_for_their_write_up_to_the_bound() {
+    let c = cluster_with([0, 1, 1], "read_your_writes_wait_ms = 2000").await;
+    let mut app = c.client("app").await;
+    let mut from_replicas = 0;
+    for i in 0..200 {
+        app.query(&format!("INSERT INTO t VALUES ({i}, 0)"))
+            .await
+            .expect("insert");
+        let rows = app
+            .query(&format!("SELECT id, @@server_id FROM t WHERE id = {i}"))
+            .await
+            .expect("select");
+        assert_eq!(rows.len(), 1, "round {i}: the session's own write is not visible");
+        from_replicas += usize::from(rows[0][1].as_deref() != Some(c.ids[0].as_str()));
+    }
+    // The monitor cannot have seen each write yet: without the wait these reads go to the primary.
+    eprintln!("with the wait: {from_replicas} of 200 reads right after a write served by replicas");
+    assert!(from_replicas >= 100, "{from_replicas} of 200");
+    // (A read may also find that the monitor already saw its write: no wait needed.)
+    let applied = c.metric_total("tessera_server_gtid_waits_applied_total") as usize;
+    assert!(
+        applied > 0 && applied <= from_replicas,
+        "{applied} waits, {from_replicas} replica reads"
+    );
+    // Replicas that apply every write 3 s late, still within max lag: each read waits out the
+    // bound, then the primary answers.
+    for s in [1, 2] {
+        c.sandbox
+            .server(s)
+            .sql("STOP SLAVE; CHANGE MASTER TO MASTER_DELAY = 3; START SLAVE")
+            .expect("delay");
+    }
+    c.wait_until_serving(&[1, 2]).await;
+    let timed_out_before = c.metric_total("tessera_server_gtid_waits_timed_out_total");
+    for i in 200..203 {
+        app.query(&format!("INSERT INTO t VALUES ({i}, 0)"))
+            .await
+            .expect("insert");
+        let rows = app
+            .query(&format!("SELECT id, @@server_id FROM t WHERE id = {i}"))
+            .await
+            .expect("select");
+        assert_eq!(rows.len(), 1, "round {i}");
+        assert_eq!(
+            rows[0][1].as_deref(),
+            Some(c.ids[0].as_str()),
+            "round {i}: the primary answers"
+        );
+    }
+    let timed_out = c.metric_total("tessera_server_gtid_waits_timed_out_total") - timed_out_before;
+    assert_eq!(timed_out, 3, "each read waited on a replica first");
 }

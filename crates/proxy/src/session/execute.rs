@@ -42,12 +42,7 @@ impl Session {
         };
         let mut conn = match held {
             Some(c) => c,
-            None => {
-                let index = self.choose_server(&group, target, exclude);
-                self.routing.last_server = Some((target.group, index));
-                let no_schema = self.state.schema.is_none();
-                group.servers[index].pool.checkout(self.flavour(), no_schema).await?
-            }
+            None => self.checkout_for(&group, target, exclude).await?,
         };
         self.count_routed(target.group, &conn, target);
         if self.state.schema.is_none() && conn.state.schema.is_some() {

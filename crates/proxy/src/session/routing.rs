@@ -79,6 +79,61 @@ impl Session {
         }
     }
 
+    /// Checks out a connection on the server `target` resolves to now. In `session`
+    /// consistency with a `read_your_writes_wait`, a read that would go to the primary only
+    /// because no replica had applied the session's last write when the monitor last looked
+    /// first asks a healthy replica to wait for that write, up to the bound.
+    pub async fn checkout_for(
+        &mut self,
+        group: &Group,
+        target: Target,
+        exclude: Option<usize>,
+    ) -> Result<PooledConn, ProxyError> {
+        let chosen = self.choose_server(group, target, exclude);
+        if let Some((replica, conn)) = self.replica_after_wait(group, target, exclude, chosen).await {
+            self.routing.last_server = Some((target.group, replica));
+            return Ok(conn);
+        }
+        self.routing.last_server = Some((target.group, chosen));
+        let no_schema = self.state.schema.is_none();
+        group.servers[chosen].pool.checkout(self.flavour(), no_schema).await
+    }
+
+    /// A replica connection that has applied the session's last write, if waiting is configured
+    /// and the read otherwise falls back to the primary; None means: use `chosen`.
+    async fn replica_after_wait(
+        &self,
+        group: &Group,
+        target: Target,
+        exclude: Option<usize>,
+        chosen: usize,
+    ) -> Option<(usize, PooledConn)> {
+        let bound = group.read_your_writes_wait;
+        let need = *self.read_needs()?;
+        if bound.is_zero() || target.role == Role::Primary || chosen != group.primary_index() {
+            return None;
+        }
+        let replica = match target.role {
+            Role::Replica => group.choose_replica(None, exclude, rand::random()),
+            _ => group.choose_read(None, exclude, rand::random()),
+        };
+        if replica == group.primary_index() {
+            return None; // no healthy replica: nothing to wait for
+        }
+        let server = &group.servers[replica];
+        let no_schema = self.state.schema.is_none();
+        let mut conn = server.pool.checkout(self.flavour(), no_schema).await.ok()?;
+        let applied = wait_for_gtid(&mut conn, &need, bound).await;
+        let counter = if applied {
+            &server.gtid_waits_applied
+        } else {
+            &server.gtid_waits_timed_out
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        tracing::debug!(session = self.id, server = %server.address, gtid = %need, applied, "waited for the session's last write");
+        applied.then_some((replica, conn))
+    }
+
     /// The write a read must see: the session's last one, in `session` consistency.
     fn read_needs(&self) -> Option<&Gtid> {
         match self.routing.consistency {
@@ -191,6 +246,19 @@ pub fn consistency_assignment(sql: &str) -> Option<String> {
         return None;
     }
     Some(value.trim_matches(|c| c == '\'' || c == '"' || c == '`').to_string())
+}
+
+/// Asks a replica to wait until it has applied `gtid`, up to `bound`: true when it has. A
+/// connection that fails the question is not reused.
+async fn wait_for_gtid(conn: &mut PooledConn, gtid: &Gtid, bound: std::time::Duration) -> bool {
+    let sql = format!("SELECT MASTER_GTID_WAIT('{gtid}', {:.3})", bound.as_secs_f64());
+    match conn.query_rows(&sql).await {
+        Ok((_, rows)) => rows.first().and_then(|r| r.first()).and_then(|v| v.as_deref()) == Some(b"0".as_slice()),
+        Err(_) => {
+            conn.broken = true;
+            false
+        }
+    }
 }
 
 /// Statements whose result pins a server-side cursor (COM_STMT_EXECUTE with a cursor flag).
