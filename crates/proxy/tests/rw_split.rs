@@ -146,6 +146,20 @@ impl Cluster {
             .sum()
     }
 
+    /// Inserts row `i`, then reads it back in the same session: whether the read was served by a
+    /// replica. Panics if the session does not see its own write.
+    async fn write_then_read(&self, app: &mut Client, i: usize) -> bool {
+        app.query(&format!("INSERT INTO t VALUES ({i}, 0)"))
+            .await
+            .expect("insert");
+        let rows = app
+            .query(&format!("SELECT id, @@server_id FROM t WHERE id = {i}"))
+            .await
+            .expect("select");
+        assert_eq!(rows.len(), 1, "round {i}: the session's own write is not visible");
+        rows[0][1].as_deref() != Some(self.ids[0].as_str())
+    }
+
     async fn wait_until_serving(&self, servers: &[usize]) {
         self.wait_for_state(servers, "serving reads").await;
     }
@@ -250,17 +264,7 @@ async fn session_consistency_reads_its_own_writes_while_a_replica_is_slow() {
                 .start_replica_sql_thread()
                 .expect("start sql thread");
         }
-        app.query(&format!("INSERT INTO t VALUES ({i}, 0)"))
-            .await
-            .expect("insert");
-        let rows = app
-            .query(&format!("SELECT id, @@server_id FROM t WHERE id = {i}"))
-            .await
-            .expect("select");
-        assert_eq!(rows.len(), 1, "round {i}: the session's own write is not visible");
-        if rows[0][1].as_deref() != Some(c.ids[0].as_str()) {
-            from_replicas += 1;
-        }
+        from_replicas += usize::from(c.write_then_read(&mut app, i).await);
     }
     eprintln!("session mode: {from_replicas} of 1000 reads served by replicas");
     // Once the replicas have applied the session's last write, its reads use them again.
@@ -407,15 +411,7 @@ async fn session_reads_wait_on_a_replica_for_their_write_up_to_the_bound() {
     let mut app = c.client("app").await;
     let mut from_replicas = 0;
     for i in 0..200 {
-        app.query(&format!("INSERT INTO t VALUES ({i}, 0)"))
-            .await
-            .expect("insert");
-        let rows = app
-            .query(&format!("SELECT id, @@server_id FROM t WHERE id = {i}"))
-            .await
-            .expect("select");
-        assert_eq!(rows.len(), 1, "round {i}: the session's own write is not visible");
-        from_replicas += usize::from(rows[0][1].as_deref() != Some(c.ids[0].as_str()));
+        from_replicas += usize::from(c.write_then_read(&mut app, i).await);
     }
     // The monitor cannot have seen each write yet: without the wait these reads go to the primary.
     eprintln!("with the wait: {from_replicas} of 200 reads right after a write served by replicas");
@@ -437,19 +433,7 @@ async fn session_reads_wait_on_a_replica_for_their_write_up_to_the_bound() {
     c.wait_until_serving(&[1, 2]).await;
     let timed_out_before = c.metric_total("tessera_server_gtid_waits_timed_out_total");
     for i in 200..203 {
-        app.query(&format!("INSERT INTO t VALUES ({i}, 0)"))
-            .await
-            .expect("insert");
-        let rows = app
-            .query(&format!("SELECT id, @@server_id FROM t WHERE id = {i}"))
-            .await
-            .expect("select");
-        assert_eq!(rows.len(), 1, "round {i}");
-        assert_eq!(
-            rows[0][1].as_deref(),
-            Some(c.ids[0].as_str()),
-            "round {i}: the primary answers"
-        );
+        assert!(!c.write_then_read(&mut app, i).await, "round {i}: the primary answers");
     }
     let timed_out = c.metric_total("tessera_server_gtid_waits_timed_out_total") - timed_out_before;
     assert_eq!(timed_out, 3, "each read waited on a replica first");
