@@ -15,7 +15,8 @@ usage:
                                    s0 is a primary, the others its GTID replicas)
   tessera status (--admin HOST:PORT | --config PATH)
                                    per server: role, state, reads/writes routed, lag, GTID
-  tessera --version";
+  tessera --version
+  tessera --help";
 
 enum Cli {
     Serve(PathBuf),
@@ -24,6 +25,42 @@ enum Cli {
     Sandbox(usize, bool),
     Status(String),
     Version,
+    Help,
+}
+
+/// Options each command takes: those followed by a value, then switches.
+fn known_options(command: &str) -> (&'static [&'static str], &'static [&'static str]) {
+    match command {
+        "--config" | "serve" => (&["--config"], &[]),
+        "demo" => (
+            &[
+                "--listen",
+                "--pool-max",
+                "--auth-plugin",
+                "--prepared-cache",
+                "--env-file",
+                "--replicas",
+            ],
+            &[],
+        ),
+        "sandbox" => (&["--servers"], &["--replicas"]),
+        "status" => (&["--admin", "--config"], &[]),
+        _ => (&[], &[]),
+    }
+}
+
+/// Rejects options a command does not know and options missing their value.
+fn check_options(command: &str, rest: &[String]) -> Result<(), String> {
+    let (with_value, switches) = known_options(command);
+    let mut args = rest.iter();
+    while let Some(arg) = args.next() {
+        if with_value.contains(&arg.as_str()) {
+            args.next().ok_or_else(|| format!("{arg} needs a value"))?;
+        } else if !switches.contains(&arg.as_str()) {
+            return Err(format!("`{command}` does not take `{arg}`"));
+        }
+    }
+    Ok(())
 }
 
 fn parse_args(args: &[String]) -> Result<Cli, String> {
@@ -33,6 +70,17 @@ fn parse_args(args: &[String]) -> Result<Cli, String> {
             .and_then(|i| args.get(i + 1))
             .cloned()
     };
+    if args.iter().any(|a| matches!(a.as_str(), "--help" | "-h" | "help")) {
+        return Ok(Cli::Help);
+    }
+    match args.first().map(String::as_str) {
+        Some(command @ ("--config" | "serve" | "demo" | "sandbox" | "status")) => {
+            let rest = if command == "--config" { args } else { &args[1..] };
+            check_options(command, rest)?;
+        }
+        Some("check-config") if args.len() > 2 => return Err("check-config takes one PATH".into()),
+        _ => {}
+    }
     match args.first().map(String::as_str) {
         Some("--config") | Some("serve") => flag("--config")
             .map(|p| Cli::Serve(p.into()))
@@ -128,6 +176,10 @@ fn run(cli: Cli) -> Result<(), String> {
     match cli {
         Cli::Version => {
             println!("tessera {}", env!("CARGO_PKG_VERSION"));
+            Ok(())
+        }
+        Cli::Help => {
+            println!("{USAGE}");
             Ok(())
         }
         Cli::Check(path) => {

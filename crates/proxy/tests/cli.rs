@@ -44,6 +44,23 @@ fn check_config_accepts_good_and_names_key_and_fix_for_bad() {
 }
 
 #[test]
+fn help_and_unknown_options() {
+    let (ok, text) = tessera(&["--help"]);
+    assert!(
+        ok && text.contains("usage") && text.contains("tessera sandbox"),
+        "{text}"
+    );
+    let (ok, text) = tessera(&["sandbox", "--help"]);
+    assert!(ok && text.contains("usage"), "{text}");
+    let (ok, text) = tessera(&["sandbox", "--servrs", "3"]);
+    assert!(!ok && text.contains("`sandbox` does not take `--servrs`"), "{text}");
+    let (ok, text) = tessera(&["demo", "--replicas"]);
+    assert!(!ok && text.contains("--replicas needs a value"), "{text}");
+    let (ok, text) = tessera(&["status", "--admin", "127.0.0.1:1", "extra"]);
+    assert!(!ok && text.contains("does not take `extra`"), "{text}");
+}
+
+#[test]
 fn version() {
     let (ok, text) = tessera(&["--version"]);
     assert!(ok && text.starts_with("tessera "), "{text}");
