@@ -19,23 +19,13 @@ done
 BIN=./target/release/tessera
 WORK=$(mktemp -d /tmp/tessera-replica-kill.XXXXXX)
 PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-  rm -rf "$WORK"
-}
+# shellcheck source=scripts/lib/cluster.sh
+source scripts/lib/cluster.sh
 trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 # start_cluster: sandbox primary + 2 replicas, Tessera in front; sets PORTS[], DIRS[], PROXY_PORT, ADMIN
 start_cluster() {
-  "$BIN" sandbox --servers 3 --replicas >"$WORK/sandbox.log" 2>&1 &
-  PIDS+=($!)
-  for _ in $(seq 300); do grep -q "^s2:" "$WORK/sandbox.log" && break; sleep 0.2; done
-  mapfile -t PORTS < <(sed -n 's/^s[0-9]: .* -P\([0-9]*\) .*/\1/p' "$WORK/sandbox.log")
-  mapfile -t DIRS < <(sed -n 's/^s[0-9]: .*(data dir \(.*\))$/\1/p' "$WORK/sandbox.log")
-  [ "${#PORTS[@]}" = 3 ] || { echo "sandbox did not start" >&2; cat "$WORK/sandbox.log" >&2; exit 1; }
+  start_sandbox
   PROXY_PORT=$(free_port) ADMIN="127.0.0.1:$(free_port)"
   cat >"$WORK/tessera.toml" <<TOML
 [server]
@@ -61,10 +51,7 @@ TOML
   PIDS+=($!)
   SB="--mysql-host=127.0.0.1 --mysql-db=sbtest --tables=4 --table-size=10000"
   sysbench oltp_read_only $SB --mysql-port="${PORTS[0]}" --mysql-user=tessera --mysql-password=tessera prepare >/dev/null
-  for _ in $(seq 100); do
-    "$BIN" status --admin "$ADMIN" 2>/dev/null | grep -c "serving reads" | grep -q 2 && break
-    sleep 0.2
-  done
+  wait_serving "$ADMIN" 2
 }
 
 # run_with_kill LABEL [sysbench args...]: kills s1's mariadbd a third of the way in.

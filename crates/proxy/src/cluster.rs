@@ -206,6 +206,11 @@ impl Group {
         self.servers.iter().position(|s| Arc::ptr_eq(&s.pool, pool))
     }
 
+    /// Whether server `i` may take a read now (health, lag and weight; no GTID requirement).
+    pub fn may_read_from(&self, i: usize, replicas_only: bool) -> bool {
+        i < self.servers.len() && self.eligible(i, None, replicas_only)
+    }
+
     /// Whether server `i` may take a read that needs `need` applied.
     fn eligible(&self, i: usize, need: Option<&Gtid>, replicas_only: bool) -> bool {
         let s = &self.servers[i];

@@ -422,6 +422,18 @@ async fn session_reads_wait_on_a_replica_for_their_write_up_to_the_bound() {
         applied > 0 && applied <= from_replicas,
         "{applied} waits, {from_replicas} replica reads"
     );
+    // After one write, only the first read asks: the session remembers the replica that confirmed it.
+    let asked_before = c.metric_total("tessera_server_gtid_waits_applied_total");
+    assert!(c.write_then_read(&mut app, 1000).await, "served by a replica");
+    for _ in 0..20 {
+        let id = app
+            .value("SELECT @@server_id FROM t WHERE id = 1000")
+            .await
+            .expect("read");
+        assert_ne!(c.server_of(&id), 0, "a replica that has the write serves it");
+    }
+    let asked = c.metric_total("tessera_server_gtid_waits_applied_total") - asked_before;
+    assert!(asked <= 1, "{asked} waits for one write");
     // Replicas that apply every write 3 s late, still within max lag: each read waits out the
     // bound, then the primary answers.
     for s in [1, 2] {

@@ -28,6 +28,9 @@ pub struct SessionRouting {
     pub last_server: Option<(usize, usize)>,
     /// The last failed statement had already sent part of its response to the client.
     pub partial_response: bool,
+    /// A replica that confirmed (MASTER_GTID_WAIT) it has applied this GTID: later reads that
+    /// need the same write go there without asking again.
+    pub caught_up: Option<(usize, Gtid)>,
 }
 
 impl SessionRouting {
@@ -39,6 +42,7 @@ impl SessionRouting {
             last_write: None,
             last_server: None,
             partial_response: false,
+            caught_up: None,
         }
     }
 }
@@ -102,7 +106,7 @@ impl Session {
     /// A replica connection that has applied the session's last write, if waiting is configured
     /// and the read otherwise falls back to the primary; None means: use `chosen`.
     async fn replica_after_wait(
-        &self,
+        &mut self,
         group: &Group,
         target: Target,
         exclude: Option<usize>,
@@ -113,6 +117,18 @@ impl Session {
         if bound.is_zero() || target.role == Role::Primary || chosen != group.primary_index() {
             return None;
         }
+        let replicas_only = target.role == Role::Replica;
+        let no_schema = self.state.schema.is_none();
+        if let Some((known, _)) = self.routing.caught_up.filter(|&(r, g)| {
+            g == need && Some(r) != exclude && r != group.primary_index() && group.may_read_from(r, replicas_only)
+        }) {
+            let conn = group.servers[known]
+                .pool
+                .checkout(self.flavour(), no_schema)
+                .await
+                .ok()?;
+            return Some((known, conn));
+        }
         let replica = match target.role {
             Role::Replica => group.choose_replica(None, exclude, rand::random()),
             _ => group.choose_read(None, exclude, rand::random()),
@@ -121,7 +137,6 @@ impl Session {
             return None; // no healthy replica: nothing to wait for
         }
         let server = &group.servers[replica];
-        let no_schema = self.state.schema.is_none();
         let mut conn = server.pool.checkout(self.flavour(), no_schema).await.ok()?;
         let applied = wait_for_gtid(&mut conn, &need, bound).await;
         let counter = if applied {
@@ -131,6 +146,9 @@ impl Session {
         };
         counter.fetch_add(1, Ordering::Relaxed);
         tracing::debug!(session = self.id, server = %server.address, gtid = %need, applied, "waited for the session's last write");
+        if applied {
+            self.routing.caught_up = Some((replica, need));
+        }
         applied.then_some((replica, conn))
     }
 

@@ -1,0 +1,31 @@
+# Shared by the measurement scripts: a sandbox primary + 2 GTID replicas on free ports, and
+# cleanup of everything started. Source it after setting BIN (the tessera binary) and WORK.
+# Usage: PIDS=(); trap cleanup EXIT; start_sandbox   -> PORTS[0..2], DIRS[0..2]
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+  rm -rf "$WORK"
+}
+
+# start_sandbox: `tessera sandbox --servers 3 --replicas` in the background; sets PORTS and DIRS.
+start_sandbox() {
+  "$BIN" sandbox --servers 3 --replicas >"$WORK/sandbox.log" 2>&1 &
+  PIDS+=($!)
+  for _ in $(seq 300); do grep -q "^s2:" "$WORK/sandbox.log" && break; sleep 0.2; done
+  mapfile -t PORTS < <(sed -n 's/^s[0-9]: .* -P\([0-9]*\) .*/\1/p' "$WORK/sandbox.log")
+  mapfile -t DIRS < <(sed -n 's/^s[0-9]: .*(data dir \(.*\))$/\1/p' "$WORK/sandbox.log")
+  [ "${#PORTS[@]}" = 3 ] || { echo "sandbox did not start" >&2; cat "$WORK/sandbox.log" >&2; exit 1; }
+}
+
+# wait_serving ADMIN N: until N servers of the Tessera with admin endpoint ADMIN serve reads.
+wait_serving() {
+  for _ in $(seq 100); do
+    [ "$("$BIN" status --admin "$1" 2>/dev/null | grep -c "serving reads")" = "$2" ] && return 0
+    sleep 0.2
+  done
+  echo "Tessera at $1: fewer than $2 servers serving reads" >&2
+  return 1
+}
