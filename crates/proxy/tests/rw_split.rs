@@ -110,9 +110,14 @@ impl Cluster {
             .unwrap_or_else(|| panic!("unknown server id {id}"))
     }
 
-    fn status(&self) -> String {
+    /// GET `path` from the proxy's admin endpoint.
+    fn admin_get(&self, path: &str) -> String {
         let admin = self.proxy.admin_addr.expect("admin endpoint").to_string();
-        tessera_proxy::admin::fetch(&admin, "/status").expect("status")
+        tessera_proxy::admin::fetch(&admin, path).unwrap_or_else(|e| panic!("{path}: {e}"))
+    }
+
+    fn status(&self) -> String {
+        self.admin_get("/status")
     }
 
     fn state_of(&self, server: usize) -> String {
@@ -138,9 +143,8 @@ impl Cluster {
 
     /// The sum over servers of a `tessera_server_*` metric.
     fn metric_total(&self, name: &str) -> u64 {
-        let admin = self.proxy.admin_addr.expect("admin endpoint").to_string();
-        let text = tessera_proxy::admin::fetch(&admin, "/metrics").expect("metrics");
-        text.lines()
+        self.admin_get("/metrics")
+            .lines()
             .filter(|l| l.starts_with(&format!("{name}{{")))
             .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
             .sum()

@@ -1,5 +1,6 @@
 //! Read/write splitting inside a session: its consistency level and last write (GTID), the
-//! plan for a command, the server a target resolves to, and which failures may be retried.
+//! plan for a command, the server a target resolves to (including the bounded wait on a replica
+//! for read-your-writes), and which failures may be retried.
 
 use super::Session;
 use crate::cluster::{Consistency, Group};
@@ -113,10 +114,10 @@ impl Session {
         chosen: usize,
     ) -> Option<(usize, PooledConn)> {
         let bound = group.read_your_writes_wait;
-        let need = *self.read_needs()?;
         if bound.is_zero() || target.role == Role::Primary || chosen != group.primary_index() {
             return None;
         }
+        let need = *self.read_needs()?;
         let replicas_only = target.role == Role::Replica;
         let no_schema = self.state.schema.is_none();
         if let Some((known, _)) = self.routing.caught_up.filter(|&(r, g)| {
