@@ -57,7 +57,10 @@ launch_tessera() {
     mkdir -p "$dir"
     rm -f "$dir/env"
     printf '%s\n' "$*" >"$dir/flags"
-    "$TESSERA_BIN" demo --listen 127.0.0.1:0 --env-file "$dir/env" --replicas 0 "$@" </dev/null >"$dir/tessera.log" 2>&1 &
+    # No replicas unless the flags ask for them (the main environment does: read/write split).
+    local replicas=(--replicas 0)
+    [[ " $* " == *" --replicas "* ]] && replicas=()
+    "$TESSERA_BIN" demo --listen 127.0.0.1:0 --env-file "$dir/env" "${replicas[@]}" "$@" </dev/null >"$dir/tessera.log" 2>&1 &
     COMPAT_PIDS+=("$!")
     COMPAT_NAMES+=("$name")
 }
@@ -97,6 +100,7 @@ await_tessera() {
             TESSERA_PORT) export "TESSERA_${upper}_PORT=$value" ;;
             MARIADB_PORT) export "TESSERA_${upper}_MARIADB_PORT=$value" ;;
             MARIADB_SOCKET) export "TESSERA_${upper}_MARIADB_SOCKET=$value" ;;
+            REPLICA_PORTS) export "TESSERA_${upper}_REPLICA_PORTS=$value" ;;
         esac
     done <"$env_file"
     export "TESSERA_${upper}_PID=$pid" "TESSERA_${upper}_LOG=$log"
@@ -114,13 +118,24 @@ use_tessera() {
     local upper port mport sock
     upper=$(printf '%s' "${1:?use_tessera NAME}" | tr '[:lower:]-' '[:upper:]_')
     port=TESSERA_${upper}_PORT mport=TESSERA_${upper}_MARIADB_PORT sock=TESSERA_${upper}_MARIADB_SOCKET
+    local rports=TESSERA_${upper}_REPLICA_PORTS
     if [[ -z ${!port:-} ]]; then
         compat_log "use_tessera: no environment '$1'"
         return 1
     fi
+    # app/app and app2/app2 exist both in Tessera's demo config and on the demo's MariaDB, so
+    # the same checks run through Tessera and, with COMPAT_DIRECT=1, against MariaDB itself.
     export TESSERA_HOST=127.0.0.1 TESSERA_USER=app TESSERA_PASSWORD=app
+    export TESSERA_USER2=app2 TESSERA_PASSWORD2=app2
     export MARIADB_HOST=127.0.0.1 MARIADB_USER=tessera MARIADB_PASSWORD=tessera
     export TESSERA_PORT=${!port} MARIADB_PORT=${!mport} MARIADB_SOCKET=${!sock}
+    # The demo's replicas (comma-separated ports, may be empty): tests that watch the servers
+    # (e.g. wait until a statement runs before KILL QUERY) look at all of them.
+    export MARIADB_REPLICA_PORTS=${!rports:-}
+    if [[ ${COMPAT_DIRECT:-0} == 1 ]]; then
+        export TESSERA_PORT=${!mport}
+    fi
+    export COMPAT_DIRECT=${COMPAT_DIRECT:-0}
 }
 
 # Child pids of a pid (the demo's mariadbd), to clean up if the demo itself had to be killed.
@@ -216,7 +231,7 @@ compat_suite_start() {
     [[ -n ${TESSERA_PORT:-} ]] && return 0
     compat_install_traps
     # shellcheck disable=SC2086 # deliberate word splitting
-    launch_tessera main ${TESSERA_POOL_MAX:+--pool-max $TESSERA_POOL_MAX}
+    launch_tessera main --replicas 1 ${TESSERA_POOL_MAX:+--pool-max $TESSERA_POOL_MAX}
     launch_tessera sha2 --auth-plugin caching_sha2_password
     await_tessera main && await_tessera sha2 || exit 1
     use_tessera main

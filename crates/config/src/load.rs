@@ -164,11 +164,18 @@ fn validate_users(c: &Config) -> Result<(), Problem> {
             }
             _ => {}
         }
+        if u.backend_password.is_some() && u.backend_user.is_none() {
+            return Err(invalid(
+                format!("{key}.backend_password"),
+                "backend_password without backend_user",
+                "add backend_user (the MariaDB account this user's statements run as), or remove backend_password",
+            ));
+        }
         if !CONSISTENCY_LEVELS.contains(&u.read_consistency.as_str()) {
             return Err(invalid(
                 format!("{key}.read_consistency"),
                 format!("unknown level `{}`", u.read_consistency),
-                "use eventual, session or strong",
+                "use eventual, session, global or strong",
             ));
         }
     }
@@ -176,7 +183,7 @@ fn validate_users(c: &Config) -> Result<(), Problem> {
 }
 
 /// The read consistency levels a user or session may choose.
-pub const CONSISTENCY_LEVELS: [&str; 3] = ["eventual", "session", "strong"];
+pub const CONSISTENCY_LEVELS: [&str; 4] = ["eventual", "session", "global", "strong"];
 
 fn is_native_hash(h: &str) -> bool {
     let hex = h.strip_prefix('*').unwrap_or(h);
@@ -323,7 +330,7 @@ mod tests {
         assert_eq!(g.replicas[1].replica_read_weight(), 1);
         assert_eq!((g.max_replica_lag_s, g.monitor_interval_ms), (10, 1000));
         assert!(c.users[0].read_write_split);
-        assert_eq!(c.users[0].read_consistency, "session");
+        assert_eq!(c.users[0].read_consistency, "global");
         let primary_reads = with_replicas.replace(
             "{ address = \"127.0.0.1:3306\" }",
             "{ address = \"127.0.0.1:3306\", weight = 2 }",

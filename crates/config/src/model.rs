@@ -135,17 +135,24 @@ pub struct UserConfig {
     /// Spread this user's reads over replicas (false: everything goes to the primary).
     #[serde(default = "default_true")]
     pub read_write_split: bool,
-    /// Default read consistency of this user's sessions: "eventual", "session" or "strong".
+    /// Default read consistency of this user's sessions: "eventual", "session", "global" or
+    /// "strong".
     #[serde(default = "default_consistency")]
     pub read_consistency: String,
+    /// The backend account this user's statements run as (its own pools, so MariaDB enforces
+    /// its privileges). Unset: the group's account (`groups.user`), shared by every client.
+    pub backend_user: Option<String>,
+    /// Password of `backend_user`.
+    pub backend_password: Option<String>,
 }
 
 fn default_true() -> bool {
     true
 }
 
+/// Correct by default: a read sees every write Tessera acknowledged before it began.
 fn default_consistency() -> String {
-    "session".into()
+    "global".into()
 }
 
 impl std::fmt::Debug for UserConfig {

@@ -144,6 +144,22 @@ pub fn parse_session_state(raw: &[u8]) -> Result<Vec<SessionChange>> {
     Ok(out)
 }
 
+/// The entries of session_state_info `raw` for which `keep` is true, copied unchanged.
+pub fn retain_session_state(raw: &[u8], mut keep: impl FnMut(&SessionChange) -> bool) -> Result<Vec<u8>> {
+    let mut r = Reader::new(raw);
+    let mut out = Vec::with_capacity(raw.len());
+    while !r.is_empty() {
+        let start = raw.len() - r.remaining();
+        r.u8()?;
+        r.lenenc_bytes()?;
+        let entry = &raw[start..raw.len() - r.remaining()];
+        if parse_session_state(entry)?.first().is_some_and(&mut keep) {
+            out.extend_from_slice(entry);
+        }
+    }
+    Ok(out)
+}
+
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
@@ -266,6 +282,34 @@ mod tests {
             info: b"Rows matched: 3".to_vec(),
             session_state: state.to_vec(),
         }
+    }
+
+    #[test]
+    fn retained_session_state_keeps_chosen_entries() {
+        let mut raw = BytesMut::new();
+        for (name, value) in [("autocommit", "ON"), ("last_gtid", "0-1-9")] {
+            let mut data = BytesMut::new();
+            put_lenenc_bytes(&mut data, name.as_bytes());
+            put_lenenc_bytes(&mut data, value.as_bytes());
+            raw.put_u8(SESSION_TRACK_SYSTEM_VARIABLES);
+            put_lenenc_bytes(&mut raw, &data);
+        }
+        raw.put_u8(SESSION_TRACK_STATE_CHANGE);
+        put_lenenc_bytes(&mut raw, b"\x011");
+        let kept = retain_session_state(
+            &raw,
+            |c| matches!(c, SessionChange::SystemVariable { name, .. } if name == "autocommit"),
+        )
+        .unwrap();
+        assert_eq!(
+            parse_session_state(&kept).unwrap(),
+            vec![SessionChange::SystemVariable {
+                name: "autocommit".into(),
+                value: "ON".into()
+            }]
+        );
+        assert_eq!(retain_session_state(&raw, |_| true).unwrap(), raw.to_vec());
+        assert!(retain_session_state(&raw, |_| false).unwrap().is_empty());
     }
 
     #[test]

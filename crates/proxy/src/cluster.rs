@@ -15,6 +15,10 @@ pub enum Consistency {
     Eventual,
     /// Read-your-writes: a replica only once it has applied the session's last write.
     Session,
+    /// Reads see every write Tessera acknowledged to any client before they began: a replica
+    /// only once it has applied the group's newest acknowledged write (pools, several
+    /// connections of one application).
+    Global,
     /// Every read on the primary.
     Strong,
 }
@@ -24,6 +28,7 @@ impl Consistency {
         match text.to_ascii_lowercase().as_str() {
             "eventual" => Some(Consistency::Eventual),
             "session" => Some(Consistency::Session),
+            "global" => Some(Consistency::Global),
             "strong" => Some(Consistency::Strong),
             _ => None,
         }
@@ -33,6 +38,7 @@ impl Consistency {
         match self {
             Consistency::Eventual => "eventual",
             Consistency::Session => "session",
+            Consistency::Global => "global",
             Consistency::Strong => "strong",
         }
     }
@@ -126,7 +132,10 @@ impl ServerHealth {
 /// One server of a group.
 pub struct Backend {
     pub address: String,
+    /// Connections as the group's account.
     pub pool: Arc<Pool>,
+    /// Connections as a client's own backend account (`users.backend_user`), by client user.
+    pub account_pools: std::collections::HashMap<String, Arc<Pool>>,
     pub read_weight: u32,
     pub health: ServerHealth,
     pub reads: AtomicU64,
@@ -144,6 +153,7 @@ impl Backend {
         Backend {
             address,
             pool,
+            account_pools: Default::default(),
             read_weight,
             health: ServerHealth::default(),
             reads: AtomicU64::new(0),
@@ -152,6 +162,24 @@ impl Backend {
             gtid_waits_applied: AtomicU64::new(0),
             gtid_waits_timed_out: AtomicU64::new(0),
         }
+    }
+}
+
+impl Backend {
+    /// Adds the pools of clients that have backend accounts of their own.
+    pub fn with_account_pools(mut self, pools: std::collections::HashMap<String, Arc<Pool>>) -> Backend {
+        self.account_pools = pools;
+        self
+    }
+
+    /// The pool a client's statements use here.
+    pub fn pool_for(&self, user: &str) -> &Arc<Pool> {
+        self.account_pools.get(user).unwrap_or(&self.pool)
+    }
+
+    /// Every pool of this server.
+    pub fn pools(&self) -> impl Iterator<Item = &Arc<Pool>> {
+        std::iter::once(&self.pool).chain(self.account_pools.values())
     }
 }
 
@@ -165,6 +193,8 @@ pub struct Group {
     pub read_only_procedures: Vec<String>,
     /// How long a `session` read may wait on a replica for its last write (zero: no wait).
     pub read_your_writes_wait: Duration,
+    /// The newest write acknowledged to any client (for `global` reads).
+    pub acknowledged: crate::gtid::NewestGtid,
 }
 
 impl Group {
@@ -177,6 +207,7 @@ impl Group {
             max_lag_s,
             read_only_procedures: read_only_procedures.iter().map(|p| p.to_ascii_lowercase()).collect(),
             read_your_writes_wait: Duration::ZERO,
+            acknowledged: Default::default(),
         }
     }
 
@@ -203,7 +234,9 @@ impl Group {
 
     /// The server a pool belongs to.
     pub fn index_of(&self, pool: &Arc<Pool>) -> Option<usize> {
-        self.servers.iter().position(|s| Arc::ptr_eq(&s.pool, pool))
+        self.servers
+            .iter()
+            .position(|s| s.pools().any(|p| Arc::ptr_eq(p, pool)))
     }
 
     /// Whether server `i` may take a read now (health, lag and weight; no GTID requirement).

@@ -26,6 +26,15 @@ pub struct Credentials {
     /// Reads may go to replicas.
     pub read_write_split: bool,
     pub read_consistency: Consistency,
+    /// The backend account this user's statements run as, when it has one of its own.
+    pub backend: Option<BackendAccount>,
+}
+
+/// A MariaDB account that runs one client user's statements (`users.backend_user`).
+#[derive(Clone)]
+pub struct BackendAccount {
+    pub user: String,
+    pub password: String,
 }
 
 /// Shared, immutable-after-start state of the proxy.
@@ -85,13 +94,14 @@ impl Context {
         &self.groups[0].primary().pool
     }
 
-    /// The pool of the server at `address`, in any group (for KILL).
-    pub fn pool_by_address(&self, address: &str) -> Option<&Arc<Pool>> {
+    /// The pool that opens connections like `server` (same address and account), for KILL.
+    pub fn pool_like(&self, server: &ServerInfo) -> Option<&Arc<Pool>> {
         self.groups
             .iter()
             .flat_map(|g| g.servers.iter())
-            .find(|s| s.address == address)
-            .map(|s| &s.pool)
+            .filter(|s| s.address == server.address)
+            .flat_map(|s| s.pools())
+            .find(|p| p.server.user == server.user)
     }
 
     /// Version string for the greeting: configured, else the backend's, else a MariaDB-like one.
@@ -119,7 +129,11 @@ fn credentials(u: &tessera_config::UserConfig) -> Credentials {
         native_hash,
         read_write_split: u.read_write_split,
         // Validated at load time; session is the safe default.
-        read_consistency: Consistency::parse(&u.read_consistency).unwrap_or(Consistency::Session),
+        read_consistency: Consistency::parse(&u.read_consistency).unwrap_or(Consistency::Global),
+        backend: u.backend_user.as_ref().map(|user| BackendAccount {
+            user: user.clone(),
+            password: u.backend_password.clone().unwrap_or_default(),
+        }),
     }
 }
 
@@ -138,18 +152,36 @@ fn build_group(config: &Config, g: &tessera_config::GroupConfig) -> Result<Arc<G
     };
     let primary = std::iter::once((&g.primary, "primary", g.primary_read_weight()));
     let replicas = g.replicas.iter().map(|r| (r, "replica", r.replica_read_weight()));
+    let accounts: Vec<(&str, BackendAccount)> = config
+        .users
+        .iter()
+        .filter_map(|u| credentials(u).backend.map(|a| (u.name.as_str(), a)))
+        .collect();
     let servers = primary
         .chain(replicas)
         .map(|(addr, role, weight)| {
-            let server: ServerRef = Arc::new(ServerInfo {
-                name: format!("{}/{role}({})", g.name, addr.address),
-                address: addr.address.clone(),
-                user: g.user.clone(),
-                password: g.password.clone(),
-                tls: g.tls,
-            });
-            let pool = Pool::new(server, config.pool.clone(), opts.clone());
-            Arc::new(Backend::new(addr.address.clone(), pool, weight))
+            let server = |user: &str, password: &str, suffix: String| -> ServerRef {
+                Arc::new(ServerInfo {
+                    name: format!("{}/{role}({}){suffix}", g.name, addr.address),
+                    address: addr.address.clone(),
+                    user: user.to_string(),
+                    password: password.to_string(),
+                    tls: g.tls,
+                })
+            };
+            let pool = Pool::new(
+                server(&g.user, &g.password, String::new()),
+                config.pool.clone(),
+                opts.clone(),
+            );
+            let account_pools = accounts
+                .iter()
+                .map(|(client, a)| {
+                    let info = server(&a.user, &a.password, format!(" as {}", a.user));
+                    (client.to_string(), Pool::new(info, config.pool.clone(), opts.clone()))
+                })
+                .collect();
+            Arc::new(Backend::new(addr.address.clone(), pool, weight).with_account_pools(account_pools))
         })
         .collect();
     Ok(Arc::new(

@@ -13,6 +13,10 @@ CREATE TABLE IF NOT EXISTS orders (id BIGINT PRIMARY KEY AUTO_INCREMENT, custome
   amount DECIMAL(10,2) NOT NULL, created_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6), KEY (customer_id));
 INSERT INTO customers (name, city) VALUES ('Ada', 'London'), ('Grace', 'New York'), ('Linus', 'Helsinki');
 INSERT INTO orders (customer_id, amount) VALUES (1, 12.50), (1, 99.99), (2, 5.00), (3, 42.00);
+CREATE USER IF NOT EXISTS 'app'@'%' IDENTIFIED BY 'app';
+GRANT ALL PRIVILEGES ON *.* TO 'app'@'%';
+CREATE USER IF NOT EXISTS 'app2'@'%' IDENTIFIED BY 'app2';
+GRANT ALL PRIVILEGES ON *.* TO 'app2'@'%';
 ";
 
 /// Knobs of `tessera demo` (the compat tests use them to shape the proxy).
@@ -65,6 +69,9 @@ http_listen = "127.0.0.1:0"
 [[users]]
 name = "app"
 password = "app"
+[[users]]
+name = "app2"
+password = "app2"
 [[groups]]
 name = "main"
 user = "tessera"

@@ -30,6 +30,28 @@ impl std::fmt::Display for Gtid {
     }
 }
 
+/// The newest GTID a group's primary reported for a write Tessera acknowledged to a client
+/// (any client of this process): what a `global` read must find applied. Recorded before the
+/// client can see its OK packet. One domain: a newer domain's GTID replaces an older one's.
+#[derive(Debug, Default)]
+pub struct NewestGtid(std::sync::Mutex<Option<Gtid>>);
+
+impl NewestGtid {
+    /// Records `gtid` if it is newer than what is known (same domain: higher sequence).
+    pub fn note(&self, gtid: Gtid) {
+        if let Ok(mut newest) = self.0.lock() {
+            let newer = newest.is_none_or(|n| n.domain != gtid.domain || n.sequence < gtid.sequence);
+            if newer {
+                *newest = Some(gtid);
+            }
+        }
+    }
+
+    pub fn get(&self) -> Option<Gtid> {
+        self.0.lock().ok().and_then(|n| *n)
+    }
+}
+
 /// A replication position: the last GTID applied in each domain.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct GtidPosition {

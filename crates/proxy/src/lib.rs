@@ -8,7 +8,8 @@
 //! - [`cluster`]: a group's servers, their health and read weights; [`monitor`]: checks them
 //!   and follows primary changes; [`gtid`]: GTID positions for read-your-writes.
 //! - [`pool`]: backend connection pools; [`backend`]: Tessera's own MySQL client.
-//! - [`state`]: replayable session state and its diff; [`charset`]: handshake collations.
+//! - [`state`]: replayable session state and its diff; [`charset`]: handshake collations;
+//!   [`tracking`]: the session tracking a client asked for.
 //! - [`context`]: what sessions share (config snapshot, pools, registry, metrics).
 //! - [`error`]: the proxy's errors and their MySQL error numbers.
 //! - [`demo`]: `tessera demo` and `tessera sandbox`.
@@ -32,3 +33,4 @@ pub mod server;
 pub mod session;
 pub mod state;
 pub mod tls;
+pub mod tracking;

@@ -1,5 +1,7 @@
 //! Live client sessions by connection id, so that `KILL [QUERY] id` can find the backend
-//! connection that runs that client's statement.
+//! connection that runs that client's statement. Each statement's turn on a backend connection
+//! has an epoch: a KILL checks that the connection still runs the same turn before it
+//! interrupts the query, so it never reaches another session's statement on a pooled connection.
 
 use crate::backend::ServerRef;
 use std::collections::HashMap;
@@ -12,21 +14,45 @@ use tokio::sync::Notify;
 pub struct SessionHandle {
     pub id: u32,
     pub user: Mutex<String>,
-    /// The backend connection running this session's current statement.
-    running: Mutex<Option<(ServerRef, u32)>>,
+    /// The backend connection running this session's current statement, and its epoch.
+    running: Mutex<Option<Running>>,
+    epochs: std::sync::atomic::AtomicU64,
     killed: AtomicBool,
     pub kill_signal: Notify,
 }
 
+/// A session's statement on a backend connection.
+#[derive(Debug, Clone)]
+pub struct Running {
+    pub server: ServerRef,
+    pub thread_id: u32,
+    pub epoch: u64,
+}
+
 impl SessionHandle {
+    /// Records the backend connection (server, thread id) the session's statement runs on, or
+    /// that it runs on none; either starts a new epoch.
     pub fn set_running(&self, target: Option<(ServerRef, u32)>) {
+        let epoch = self.epochs.fetch_add(1, Ordering::SeqCst) + 1;
         if let Ok(mut r) = self.running.lock() {
-            *r = target;
+            *r = target.map(|(server, thread_id)| Running {
+                server,
+                thread_id,
+                epoch,
+            });
         }
     }
 
-    pub fn running(&self) -> Option<(ServerRef, u32)> {
+    pub fn running(&self) -> Option<Running> {
         self.running.lock().ok().and_then(|r| r.clone())
+    }
+
+    /// True while the session still runs the statement `running()` returned with `epoch`.
+    pub fn still_running(&self, epoch: u64) -> bool {
+        self.running
+            .lock()
+            .ok()
+            .is_some_and(|r| r.as_ref().is_some_and(|r| r.epoch == epoch))
     }
 
     /// Asks the session to close its connection (KILL CONNECTION).
@@ -56,6 +82,7 @@ impl SessionRegistry {
             id,
             user: Mutex::new(user.to_string()),
             running: Mutex::new(None),
+            epochs: Default::default(),
             killed: AtomicBool::new(false),
             kill_signal: Notify::new(),
         });

@@ -117,7 +117,9 @@ fn needs_primary(sql: &str, class: &Classification, input: &RouteInput) -> Need 
         return Need::Primary;
     }
     let read_kind = match class.kind {
-        StatementKind::Select | StatementKind::StartTransactionReadOnly => true,
+        // Diagnostics statements read the area of the connection the session holds (or one
+        // Tessera recreates), never a primary's for its own sake.
+        StatementKind::Select | StatementKind::StartTransactionReadOnly | StatementKind::Diagnostics => true,
         StatementKind::Call => procedure_name(sql).is_some_and(|p| (input.read_only_procedure)(&p)),
         _ => false,
     };

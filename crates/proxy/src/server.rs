@@ -31,8 +31,8 @@ pub async fn start(config: Config) -> Result<Running, ProxyError> {
         .await
         .map_err(|e| ProxyError::Config(format!("cannot listen on {listen}: {e}")))?;
     let addr = listener.local_addr().map_err(|e| ProxyError::Config(e.to_string()))?;
-    for server in ctx.groups.iter().flat_map(|g| g.servers.iter()) {
-        tokio::spawn(server.pool.clone().maintain(rx.clone()));
+    for pool in ctx.groups.iter().flat_map(|g| g.servers.iter()).flat_map(|s| s.pools()) {
+        tokio::spawn(pool.clone().maintain(rx.clone()));
     }
     for g in &ctx.groups {
         // Learn the backend's version and capabilities early (for the greeting); a backend

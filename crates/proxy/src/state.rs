@@ -44,13 +44,6 @@ const NOT_REPLAYED: &[&str] = &[
     "timestamp",
 ];
 
-/// Variables Tessera itself relies on; a client may not change them.
-pub const PROTECTED: &[&str] = &[
-    "session_track_system_variables",
-    "session_track_schema",
-    "session_track_state_change",
-];
-
 impl SessionVars {
     /// The state right after a handshake with collation `collation_id` and default `schema`.
     pub fn after_handshake(collation_id: u8, schema: Option<String>) -> Self {
@@ -71,7 +64,9 @@ impl SessionVars {
             match change {
                 SessionChange::SystemVariable { name, value } => {
                     let name = name.to_ascii_lowercase();
-                    if !NOT_REPLAYED.contains(&name.as_str()) && !PROTECTED.contains(&name.as_str()) {
+                    if !NOT_REPLAYED.contains(&name.as_str())
+                        && !crate::tracking::TRACKING_VARIABLES.contains(&name.as_str())
+                    {
                         self.vars.insert(name, value.clone());
                     }
                 }

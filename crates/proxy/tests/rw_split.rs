@@ -58,6 +58,10 @@ name = "evt"
 password = "evt"
 read_consistency = "eventual"
 [[users]]
+name = "sess"
+password = "sess"
+read_consistency = "session"
+[[users]]
 name = "nosplit"
 password = "nosplit"
 read_write_split = false
@@ -453,4 +457,44 @@ async fn session_reads_wait_on_a_replica_for_their_write_up_to_the_bound() {
     }
     let timed_out = c.metric_total("tessera_server_gtid_waits_timed_out_total") - timed_out_before;
     assert_eq!(timed_out, 3, "each read waited on a replica first");
+}
+
+/// Connection `writer` inserts rows (autocommit) while `reader` (another connection) reads each
+/// one right after its INSERT was acknowledged: how many reads missed their row.
+async fn missed_reads_across_connections(c: &Cluster, user: &str, rounds: usize, first_id: usize) -> usize {
+    let mut writer = c.client(user).await;
+    let mut reader = c.client(user).await;
+    let mut missed = 0;
+    for i in first_id..first_id + rounds {
+        writer
+            .query(&format!("INSERT INTO t VALUES ({i}, 0)"))
+            .await
+            .expect("insert");
+        let rows = reader
+            .query(&format!("SELECT id FROM t WHERE id = {i}"))
+            .await
+            .expect("select");
+        missed += usize::from(rows.is_empty());
+    }
+    missed
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn global_consistency_reads_see_writes_acknowledged_to_other_connections() {
+    let c = cluster([0, 1, 1]).await;
+    // Both replicas lag: s1 applies nothing, s2 everything two seconds late.
+    c.sandbox.server(1).stop_replica_sql_thread().expect("stop sql thread");
+    c.sandbox
+        .server(2)
+        .sql("STOP SLAVE; CHANGE MASTER TO MASTER_DELAY = 2; START SLAVE")
+        .expect("delay");
+    c.wait_until_serving(&[2]).await;
+    // The default level (global): no read misses a row another connection was told is written.
+    assert_eq!(missed_reads_across_connections(&c, "app", 300, 0).await, 0);
+    // session consistency covers one connection only: the other connection's reads miss.
+    let missed = missed_reads_across_connections(&c, "sess", 50, 1000).await;
+    assert!(
+        missed > 0,
+        "the test can tell: session consistency missed {missed} of 50"
+    );
 }

@@ -71,6 +71,8 @@ async fn tls_and_auth_plugins_with_the_mariadb_client() {
         password_hash: Some("*2470C0C06DEE42FD1618BB99005ADCA2EC9D1E19".into()), // PASSWORD('password')
         read_write_split: true,
         read_consistency: "session".into(),
+        backend_user: None,
+        backend_password: None,
     });
     let proxy = tessera_proxy::server::start(config).await.expect("proxy");
     let port = proxy.addr.port();

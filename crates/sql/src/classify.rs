@@ -75,12 +75,20 @@ pub enum StatementKind {
     Execute,
     Deallocate,
     Xa,
-    Kill { query: bool, id: Option<u64> },
-    LoadData { local: bool },
+    Kill {
+        query: bool,
+        id: Option<u64>,
+    },
+    LoadData {
+        local: bool,
+    },
     Handler,
     Do,
     Flush,
     Analyze,
+    /// Reads the diagnostics area: `SHOW WARNINGS|ERRORS`, `SHOW COUNT(*) WARNINGS|ERRORS`,
+    /// `GET [CURRENT|STACKED] DIAGNOSTICS`.
+    Diagnostics,
     Other,
     Empty,
 }
@@ -177,7 +185,8 @@ pub(crate) fn detect(mut lx: Lexer<'_>) -> (StatementKind, Mode) {
         Kw::Create => detect_create(lx),
         Kw::Drop => detect_drop(lx),
         Kw::Alter | Kw::Truncate | Kw::Rename => S::Ddl,
-        Kw::Show => S::Show,
+        Kw::Show => detect_show(lx),
+        Kw::Get if matches!(next_kw(&mut lx), Kw::Diagnostics | Kw::Current | Kw::Stacked) => S::Diagnostics,
         Kw::Desc | Kw::Describe | Kw::Explain if next_kw(&mut lx) == Kw::Analyze => {
             return (S::Describe, analyze_mode(lx));
         }
@@ -195,6 +204,15 @@ pub(crate) fn detect(mut lx: Lexer<'_>) -> (StatementKind, Mode) {
         _ => S::Other,
     };
     (kind, Mode::Plain)
+}
+
+/// `SHOW WARNINGS`, `SHOW ERRORS` and `SHOW COUNT(*) WARNINGS|ERRORS` read the diagnostics area.
+fn detect_show(mut lx: Lexer<'_>) -> StatementKind {
+    match lx.next_significant() {
+        Some(t) if matches!(t.kw(), Kw::Warnings | Kw::Errors) => StatementKind::Diagnostics,
+        Some(t) if t.text.eq_ignore_ascii_case("count") => StatementKind::Diagnostics,
+        _ => StatementKind::Show,
+    }
 }
 
 /// `WITH [RECURSIVE] cte AS (..), .. <main statement>`: the first keyword at depth 0
@@ -602,6 +620,43 @@ mod tests {
         assert!(!has("SELECT get_lock FROM t", Flags::GET_LOCK));
         assert!(!has("SELECT mydb.get_lock('a')", Flags::GET_LOCK));
         assert!(!has("SELECT `GET_LOCK`('a')", Flags::GET_LOCK));
+    }
+
+    #[test]
+    fn session_info_and_diagnostics() {
+        for sql in [
+            "SELECT CONNECTION_ID()",
+            "select user(), 1",
+            "SELECT CURRENT_USER",
+            "SELECT current_user()",
+            "SELECT SESSION_USER(), SYSTEM_USER()",
+            "SELECT @@session_track_system_variables",
+            "SELECT @@session.session_track_schema",
+        ] {
+            assert!(has(sql, Flags::SESSION_INFO), "{sql}");
+        }
+        for sql in [
+            "SELECT user FROM mysql.user",
+            "SELECT 'USER()'",
+            "SELECT @@global.session_track_schema",
+            "CREATE USER x",
+            "SELECT db.connection_id()",
+        ] {
+            assert!(!has(sql, Flags::SESSION_INFO), "{sql}");
+        }
+        for sql in [
+            "SHOW WARNINGS",
+            "show errors limit 1",
+            "SHOW COUNT(*) WARNINGS",
+            "GET DIAGNOSTICS @n = NUMBER",
+            "get current diagnostics condition 1 @c = MYSQL_ERRNO",
+        ] {
+            assert_eq!(kind(sql), S::Diagnostics, "{sql}");
+        }
+        assert_eq!(kind("SHOW TABLES"), S::Show);
+        assert!(has("SELECT @@warning_count", Flags::DIAGNOSTICS));
+        assert!(has("SELECT @@session.error_count, 1", Flags::DIAGNOSTICS));
+        assert!(!has("SELECT warning_count FROM t", Flags::DIAGNOSTICS));
     }
 
     #[test]

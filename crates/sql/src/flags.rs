@@ -44,12 +44,18 @@ impl Flags {
     pub const WRITES: Flags = Flags(1 << 15);
     /// Creates or drops a temporary table.
     pub const TEMPORARY: Flags = Flags(1 << 16);
+    /// Reads a value the proxy answers for the client's own session: `CONNECTION_ID()`,
+    /// `USER()`, `CURRENT_USER[()]`, `SESSION_USER()`, `SYSTEM_USER()`, `@@session_track_*`.
+    pub const SESSION_INFO: Flags = Flags(1 << 17);
+    /// Reads the diagnostics area: `SHOW WARNINGS|ERRORS`, `SHOW COUNT(*) ..`, `GET
+    /// DIAGNOSTICS`, `@@warning_count`, `@@error_count`.
+    pub const DIAGNOSTICS: Flags = Flags(1 << 18);
 
     /// Any of the advisory-lock functions.
     pub const LOCK_FUNCTIONS: Flags =
         Flags(Self::GET_LOCK.0 | Self::RELEASE_LOCK.0 | Self::RELEASE_ALL_LOCKS.0 | Self::IS_USED_LOCK.0);
 
-    const NAMES: [(&'static str, Flags); 17] = [
+    const NAMES: [(&'static str, Flags); 19] = [
         ("USER_VAR_WRITE", Self::USER_VAR_WRITE),
         ("USER_VAR_READ", Self::USER_VAR_READ),
         ("GET_LOCK", Self::GET_LOCK),
@@ -67,6 +73,8 @@ impl Flags {
         ("HAS_PLACEHOLDER", Self::HAS_PLACEHOLDER),
         ("WRITES", Self::WRITES),
         ("TEMPORARY", Self::TEMPORARY),
+        ("SESSION_INFO", Self::SESSION_INFO),
+        ("DIAGNOSTICS", Self::DIAGNOSTICS),
     ];
 
     pub const fn empty() -> Flags {

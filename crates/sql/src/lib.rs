@@ -26,5 +26,5 @@ pub mod uservars;
 pub use classify::{classify, Classification, RouteHint, SetKind, StatementKind};
 pub use flags::Flags;
 pub use lexer::{starts_with_keyword, unquote, Lexer, Token, TokenKind};
-pub use split::split_statements;
+pub use split::{set_assignments, split_statements};
 pub use uservars::{assigned_user_variables, references_user_variables, user_var_name};

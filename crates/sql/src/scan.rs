@@ -215,6 +215,13 @@ impl<'a, V: FnMut(Token<'a>, bool)> Walker<'a, V> {
         if name.eq_ignore_ascii_case("last_insert_id") || name.eq_ignore_ascii_case("identity") {
             self.flags.insert(Flags::LAST_INSERT_ID);
         }
+        if name.eq_ignore_ascii_case("warning_count") || name.eq_ignore_ascii_case("error_count") {
+            self.flags.insert(Flags::DIAGNOSTICS);
+        }
+        let tracking = name.len() > 14 && name.as_bytes()[..14].eq_ignore_ascii_case(b"session_track_");
+        if tracking && !global && !target {
+            self.flags.insert(Flags::SESSION_INFO);
+        }
     }
 
     fn word(&mut self, st: &mut Stmt, t: Token<'a>, target: bool) {
@@ -248,7 +255,13 @@ impl<'a, V: FnMut(Token<'a>, bool)> Walker<'a, V> {
             | Kw::IsFreeLock
             | Kw::FoundRows
             | Kw::RowCount
-            | Kw::LastInsertId => self.function_call(st, kw),
+            | Kw::LastInsertId
+            | Kw::ConnectionId
+            | Kw::User
+            | Kw::SessionUser
+            | Kw::SystemUser => self.function_call(st, kw),
+            // CURRENT_USER may be written without parentheses.
+            Kw::CurrentUser if st.prev != TokenKind::Dot => self.flags.insert(Flags::SESSION_INFO),
             _ => {}
         }
     }
@@ -303,6 +316,7 @@ impl<'a, V: FnMut(Token<'a>, bool)> Walker<'a, V> {
             Kw::IsUsedLock | Kw::IsFreeLock => Flags::IS_USED_LOCK,
             Kw::FoundRows => Flags::FOUND_ROWS,
             Kw::RowCount => Flags::ROW_COUNT,
+            Kw::ConnectionId | Kw::User | Kw::SessionUser | Kw::SystemUser => Flags::SESSION_INFO,
             _ if p.next_significant().map(|t| t.kind) == Some(TokenKind::RParen) => Flags::LAST_INSERT_ID,
             _ => Flags::LAST_INSERT_ID_SET,
         };

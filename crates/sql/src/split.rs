@@ -30,6 +30,38 @@ pub fn split_statements(sql: &str) -> Vec<&str> {
     pieces
 }
 
+/// The assignments of a `SET a = 1, SESSION b = f(x, y), NAMES utf8mb4` statement, split on
+/// its top-level commas (not those inside parentheses, strings or comments), trimmed, without
+/// the leading `SET` and a trailing `;`. None when `sql` does not start with `SET`.
+pub fn set_assignments(sql: &str) -> Option<Vec<&str>> {
+    let mut lexer = Lexer::new(sql);
+    let first = lexer.next_significant()?;
+    if !first.is_word("SET") {
+        return None;
+    }
+    let mut pieces = Vec::new();
+    let mut start = first.end();
+    let mut depth = 0u32;
+    let mut end = sql.len();
+    for t in lexer {
+        match t.kind {
+            TokenKind::LParen => depth += 1,
+            TokenKind::RParen => depth = depth.saturating_sub(1),
+            TokenKind::Comma if depth == 0 => {
+                pieces.push(trim(&sql[start..t.offset]));
+                start = t.end();
+            }
+            TokenKind::Semicolon if depth == 0 => {
+                end = t.offset;
+                break;
+            }
+            _ => {}
+        }
+    }
+    pieces.push(trim(&sql[start..end]));
+    Some(pieces)
+}
+
 /// Trims the whitespace the lexer skips (ASCII only: other spaces are identifier chars).
 fn trim(piece: &str) -> &str {
     piece.trim_matches(|c: char| c.is_ascii() && is_space(c as u8))
@@ -38,6 +70,20 @@ fn trim(piece: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn set_assignments_split_on_top_level_commas() {
+        assert_eq!(
+            set_assignments("SET autocommit=1, session_track_system_variables=CONCAT(@@x, ',a,b'), names utf8mb4;"),
+            Some(vec![
+                "autocommit=1",
+                "session_track_system_variables=CONCAT(@@x, ',a,b')",
+                "names utf8mb4"
+            ])
+        );
+        assert_eq!(set_assignments("/* c */ set @a = 1"), Some(vec!["@a = 1"]));
+        assert_eq!(set_assignments("SELECT 1"), None);
+    }
 
     #[test]
     fn single_statement() {

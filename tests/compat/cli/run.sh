@@ -3,9 +3,12 @@
 # Run by tests/compat/run.sh (main environment); run alone, it starts a demo itself.
 #
 #   bash tests/compat/cli/run.sh
+#   COMPAT_FILTER=kill bash tests/compat/cli/run.sh   only the KILL checks
 #
 # Every check compares real output (batch mode, -N -B) with the expected text; the dump
-# checks compare what went through Tessera with MariaDB's own answer.
+# checks compare what went through Tessera with MariaDB's own answer. The session checks
+# (`status`, warnings after a failed USE, SET NAMES ... COLLATE, identity functions, KILL from a
+# second client) expect MariaDB's own answers: they pass with tests/compat/run.sh --direct.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -17,12 +20,18 @@ compat_install_traps
 # behind on Tessera's backend connections (the leak checks, mariadb-dump's SET SQL_MODE='', the
 # reload) run on a private demo (`cli`, --pool-max 1), so that a Tessera bug there cannot
 # disturb the suites that run after this one.
+only_kill=0
+case ${COMPAT_FILTER:-} in
+    "") ;;
+    kill) only_kill=1 ;;
+    *) echo "COMPAT_FILTER=$COMPAT_FILTER: unknown (known: kill)" >&2; exit 2 ;;
+esac
 standalone=0
 if [[ -z ${TESSERA_PORT:-} ]]; then
     standalone=1
-    launch_tessera main
+    launch_tessera main --replicas 1
 fi
-launch_tessera cli --pool-max 1
+((only_kill)) || launch_tessera cli --pool-max 1
 if ((standalone)); then
     await_tessera main
 fi
@@ -38,13 +47,14 @@ compat_tmpdir >/dev/null # sets COMPAT_TMP (removed by stop_all)
 work=$COMPAT_TMP/cli
 mkdir -p "$work"
 
-# Through Tessera / directly on MariaDB (user tessera). Batch mode, no column names.
+# Through Tessera / directly on MariaDB (user tessera). Batch mode, no column names. Bounded:
+# a client that hangs is killed after 120 s (exit 124), so a hang fails its check.
 tq() {
-    mariadb --protocol=TCP -h"$TESSERA_HOST" -P"$TESSERA_PORT" -u"$TESSERA_USER" \
+    timeout 120 mariadb --protocol=TCP -h"$TESSERA_HOST" -P"$TESSERA_PORT" -u"$TESSERA_USER" \
         -p"$TESSERA_PASSWORD" --default-character-set=utf8mb4 -N -B "$@"
 }
 dq() {
-    mariadb --protocol=TCP -h"${MARIADB_HOST:-127.0.0.1}" -P"$MARIADB_PORT" \
+    timeout 120 mariadb --protocol=TCP -h"${MARIADB_HOST:-127.0.0.1}" -P"$MARIADB_PORT" \
         -u"${MARIADB_USER:-tessera}" -p"${MARIADB_PASSWORD:-tessera}" \
         --default-character-set=utf8mb4 -N -B "$@"
 }
@@ -79,6 +89,129 @@ expect_error() {
 }
 
 echo "cli suite: mariadb client $(mariadb --version | sed 's/.*Distrib \([^,]*\),.*/\1/') -> 127.0.0.1:$TESSERA_PORT"
+
+# --- KILL from a second client (COMPAT_FILTER=kill runs only these) -------------------------
+# Client A is one `mariadb` process on a pipe (a coprocess: -n flushes each answer, --comments
+# keeps the marker comment in the statement); client B is a second `mariadb` process. Every
+# wait on A is bounded (read -t); a hang fails the check that waited.
+
+# wait_running MARKER: polls every server (primary and replicas, admin account) until a
+# statement containing MARKER runs; 10 s at most. SHOW FULL PROCESSLIST rather than
+# information_schema.PROCESSLIST, which materializes an Aria temporary table in /tmp, where
+# another sandbox MariaDB starting up deletes it (and this server then crashes freeing it).
+wait_running() {
+    local marker=$1 deadline=$((SECONDS + 10)) port ports=()
+    IFS=, read -ra ports <<<"$MARIADB_PORT,${MARIADB_REPLICA_PORTS:-}"
+    while ((SECONDS < deadline)); do
+        for port in "${ports[@]}"; do
+            [[ -n $port ]] || continue
+            if dq -P"$port" -e "SHOW FULL PROCESSLIST" 2>/dev/null | grep -qF -- "$marker"; then
+                return 0
+            fi
+        done
+        sleep 0.02 # poll interval
+    done
+    return 1
+}
+
+# victim_send SQL / victim_read REGEX SECONDS: talk to client A; victim_read stores the first
+# output line matching REGEX in $victim_line and fails after SECONDS (or when A exited).
+victim_send() { printf '%s\n' "$1" >&"${VICTIM[1]}"; }
+victim_read() {
+    local re=$1 deadline=$((SECONDS + $2)) line left
+    victim_line=""
+    while ((SECONDS < deadline)); do
+        left=$((deadline - SECONDS))
+        IFS= read -r -t "$left" line <&"${VICTIM[0]}" || return 1
+        if [[ $line =~ $re ]]; then
+            victim_line=$line
+            return 0
+        fi
+    done
+    return 1
+}
+
+kill_checks() {
+    local id marker t0 ms other
+    coproc VICTIM {
+        exec timeout 120 mariadb --protocol=TCP -h"$TESSERA_HOST" -P"$TESSERA_PORT" -u"$TESSERA_USER" \
+            -p"$TESSERA_PASSWORD" --default-character-set=utf8mb4 -N -B -n --force --comments 2>&1
+    }
+    local victim_pid=$VICTIM_PID
+    victim_send "SELECT CONNECTION_ID();"
+    if ! victim_read '^[0-9]+$' 15; then
+        compat_fail "KILL checks: client A answers SELECT CONNECTION_ID()" "no answer within 15 s"
+        kill "$victim_pid" 2>/dev/null || true
+        return 0
+    fi
+    id=$victim_line
+    other=$(tq -e "SELECT CONNECTION_ID()" 2>&1 || true)
+    if [[ $other =~ ^[0-9]+$ && $other != "$id" ]]; then
+        compat_pass "a second client has another CONNECTION_ID() ($id, $other)"
+    else
+        compat_fail "a second client has another CONNECTION_ID()" "A: $id, B: $other"
+    fi
+
+    expect_output "KILL QUERY of an idle client answers OK" "" tq -e "KILL QUERY $id"
+    victim_send "SELECT 'idle ok', CONNECTION_ID();"
+    if victim_read '^idle ok' 15 && [[ $victim_line == "idle ok	$id" ]]; then
+        compat_pass "client A usable after KILL QUERY while idle"
+    else
+        compat_fail "client A usable after KILL QUERY while idle" "got '$victim_line'"
+    fi
+
+    marker="cli-kill-query-$$-$RANDOM"
+    t0=${EPOCHREALTIME/./}
+    victim_send "SELECT SLEEP(5) /* $marker */;"
+    if ! wait_running "$marker"; then
+        compat_fail "KILL QUERY of a running SELECT SLEEP(5)" "no statement with $marker in any server's process list after 10 s"
+    else
+        expect_output "KILL QUERY of a running statement answers OK" "" tq -e "KILL QUERY $id"
+        if ! victim_read '^(ERROR|[0-9]+$)' 30; then
+            compat_fail "KILL QUERY ends A's SELECT SLEEP(5) early" "no answer from A within 30 s (hang)"
+        else
+            ms=$(((${EPOCHREALTIME/./} - t0) / 1000))
+            if [[ $victim_line =~ ^(ERROR\ 1317\ |1$) ]] && ((ms < 4000)); then
+                compat_pass "KILL QUERY ends A's SELECT SLEEP(5) early ($victim_line, ${ms} ms)"
+            else
+                compat_fail "KILL QUERY ends A's SELECT SLEEP(5) early" "A got '$victim_line' after ${ms} ms; want ERROR 1317 or 1 well before 5 s"
+            fi
+        fi
+    fi
+    victim_send "SELECT 'alive', CONNECTION_ID();"
+    if victim_read '^(alive|ERROR)' 15 && [[ $victim_line == "alive	$id" ]]; then
+        compat_pass "client A usable after KILL QUERY, same CONNECTION_ID()"
+    else
+        compat_fail "client A usable after KILL QUERY, same CONNECTION_ID()" "got '$victim_line'"
+    fi
+
+    expect_output "KILL CONNECTION answers OK" "" tq -e "KILL $id"
+    victim_send "SELECT 'after kill';"
+    if victim_read '^(after kill|ERROR)' 15 && [[ $victim_line == ERROR* ]]; then
+        compat_pass "client A's next statement after KILL fails ($victim_line)"
+    else
+        compat_fail "client A's next statement after KILL fails" "got '${victim_line:-no answer within 15 s}'"
+    fi
+    other=$(tq -e "SELECT 'new', CONNECTION_ID()" 2>&1 || true)
+    if [[ $other =~ ^new$'\t'[0-9]+$ && $other != "new	$id" ]]; then
+        compat_pass "a new client works after KILL"
+    else
+        compat_fail "a new client works after KILL" "got '$other'"
+    fi
+    exec {VICTIM[1]}>&-
+    kill "$victim_pid" 2>/dev/null || true
+    wait "$victim_pid" 2>/dev/null || true
+
+    expect_error "KILL QUERY of an unknown id: ERROR 1094" 1094 tq -e "KILL QUERY 999999999"
+    expect_error "KILL of an unknown id: ERROR 1094" 1094 tq -e "KILL 999999999"
+}
+
+if ((only_kill)); then
+    kill_checks
+    echo
+    compat_report "cli checks (COMPAT_FILTER=kill)"
+    exit
+fi
 
 # --- simple queries with -e ---------------------------------------------------------------
 expect_output "select with -e" "2" tq -e "SELECT 1 + 1"
@@ -169,6 +302,81 @@ if ((rc == 0)) && [[ $out == "$(printf 'before\nafter')" ]] && grep -q "ERROR 11
 else
     compat_fail "--force continues after an error" "rc=$rc out=$out"
 fi
+
+# --- session behaviour: status, warnings, SET NAMES, identity, KILL ----------------------------
+if grep -qE "^Current user:[[:space:]]+$TESSERA_USER@127\.0\.0\.1\$" <(tq -e status 2>&1 || true); then
+    compat_pass "status shows Current user: $TESSERA_USER@127.0.0.1"
+else
+    compat_fail "status shows Current user: $TESSERA_USER@127.0.0.1" \
+        "got: $(tq -e status 2>&1 | grep -i 'current user' || true)"
+fi
+
+# expect_session NAME WANT_STDOUT WANT_STDERR_REGEX SCRIPT: SCRIPT runs in ONE client session
+# (--force: it goes on after an error); stdout must be WANT_STDOUT, stderr must match the regex
+# (empty regex: stderr must be empty).
+expect_session() {
+    local name=$1 want=$2 errre=$3 got
+    got=$(tq --force <<<"$4" 2>"$work/stderr") || true
+    if [[ $got != "$want" ]]; then
+        compat_fail "$name" "output differs"
+        diff <(printf '%s\n' "$want") <(printf '%s\n' "$got") | head -20 | sed 's/^/         /' || true
+    elif [[ -z $errre && -s $work/stderr ]] || [[ -n $errre ]] && ! grep -qE -- "$errre" "$work/stderr"; then
+        compat_fail "$name" "stderr: $(head -c 300 "$work/stderr")"
+    else
+        compat_pass "$name"
+    fi
+}
+
+cast_warning="Warning	1292	Truncated incorrect INTEGER value: 'abc'"
+# The sequence of the bug report: the CLI's USE sends COM_INIT_DB, which fails.
+expect_session "USE no_such_db fails, then SHOW WARNINGS after SELECT CAST lists only the 1292" \
+    "$(printf '0\n%s' "$cast_warning")" "ERROR 1049 .*Unknown database 'no_such_db'" \
+    "USE no_such_db;
+SELECT CAST('abc' AS SIGNED);
+SHOW WARNINGS;"
+expect_session "SHOW WARNINGS after a failed statement lists that error" \
+    "Error	1146	Table 'demo.no_such_table' doesn't exist" "ERROR 1146 " \
+    "SELECT * FROM demo.no_such_table;
+SHOW WARNINGS;"
+expect_session "SHOW WARNINGS after SELECT CAST; @@warning_count = 1" \
+    "$(printf '0\n%s\n0\n1' "$cast_warning")" "" \
+    "SELECT CAST('abc' AS SIGNED);
+SHOW WARNINGS;
+SELECT CAST('abc' AS SIGNED);
+SELECT @@warning_count;"
+
+# Ten statements without output (a write, a committed transaction, reads) between SET and check.
+churn="CREATE TABLE IF NOT EXISTS demo.cli_churn (id INT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(20));
+INSERT INTO demo.cli_churn (v) VALUES ('one');
+BEGIN;
+UPDATE demo.cli_churn SET v = 'updated' WHERE id = LAST_INSERT_ID();
+INSERT INTO demo.cli_churn (v) VALUES ('in transaction');
+COMMIT;
+SELECT COUNT(*) INTO @n FROM demo.cli_churn;
+SELECT name INTO @name FROM demo.customers WHERE id = 2;
+SELECT SUM(amount) INTO @sum FROM demo.orders;
+DO 1;"
+expect_session "SET NAMES utf8mb4 COLLATE utf8mb4_bin kept across statements, then SET NAMES utf8mb4" \
+    "$(printf 'utf8mb4_bin\t0\nutf8mb4_general_ci\t1')" "" \
+    "SET NAMES utf8mb4 COLLATE utf8mb4_bin;
+$churn
+SELECT @@collation_connection, 'a' = 'A';
+SET NAMES utf8mb4;
+$churn
+SELECT @@collation_connection, 'a' = 'A';"
+
+login="$TESSERA_USER@127.0.0.1"
+expect_output "USER(), SESSION_USER(), SYSTEM_USER(), CURRENT_USER(), CURRENT_USER" \
+    "$login	$login	$login	$TESSERA_USER@%	$TESSERA_USER@%" \
+    tq -e "SELECT USER(), SESSION_USER(), SYSTEM_USER(), CURRENT_USER(), CURRENT_USER"
+ids=$(tq <<<"$(for _ in 1 2 3 4 5; do printf 'SELECT CONNECTION_ID();\n%s\n' "$churn"; done)" 2>&1 | sort -u)
+if [[ $ids =~ ^[0-9]+$ ]]; then
+    compat_pass "CONNECTION_ID() the same on every statement of a session"
+else
+    compat_fail "CONNECTION_ID() the same on every statement of a session" "got: $(tr '\n' ' ' <<<"$ids")"
+fi
+
+kill_checks
 
 # --- LOAD DATA LOCAL INFILE -------------------------------------------------------------------
 cat >"$work/load.csv" <<'CSV'

@@ -4,6 +4,8 @@
 
 use crate::backend::BackendConn;
 use crate::error::ProxyError;
+use crate::gtid::NewestGtid;
+use crate::tracking::ClientTracking;
 use bytes::Bytes;
 use std::time::Duration;
 use tessera_protocol::codec::Reader;
@@ -53,17 +55,21 @@ impl Outcome {
 
 /// How the client side of a forward behaves.
 #[derive(Debug, Clone, Copy)]
-pub struct ClientSide {
+pub struct ClientSide<'t> {
     pub capabilities: u32,
     /// A flush to the client that takes longer fails (the client stopped reading).
     pub write_timeout: Duration,
+    /// The session tracking the client asked for: its OK packets carry only that.
+    pub tracking: &'t ClientTracking,
+    /// Where a write's GTID is recorded before its OK reaches the client (`global` reads).
+    pub acknowledged: Option<&'t NewestGtid>,
 }
 
 /// Forwards the backend's response to the client and flushes it.
 pub async fn forward<C>(
     backend: &mut BackendConn,
     client: &mut PacketStream<C>,
-    side: ClientSide,
+    side: ClientSide<'_>,
     mode: Mode,
 ) -> Result<Outcome, ProxyError>
 where
@@ -75,6 +81,8 @@ where
         client,
         client_caps: side.capabilities,
         write_timeout: side.write_timeout,
+        tracking: side.tracking,
+        acknowledged: side.acknowledged,
         out: Outcome::default(),
     };
     let mut result = f.run(mode).await;
@@ -88,11 +96,26 @@ where
     Ok(f.out)
 }
 
+/// Records the GTID of a write (`last_gtid`, reported through session tracking).
+fn note_acknowledged(newest: &NewestGtid, changes: &[SessionChange]) {
+    for change in changes {
+        if let SessionChange::SystemVariable { name, value } = change {
+            if name.eq_ignore_ascii_case("last_gtid") {
+                if let Some(g) = crate::gtid::Gtid::parse(value) {
+                    newest.note(g);
+                }
+            }
+        }
+    }
+}
+
 struct Forwarder<'a, C> {
     backend: &'a mut BackendConn,
     client: &'a mut PacketStream<C>,
     client_caps: u32,
     write_timeout: Duration,
+    tracking: &'a ClientTracking,
+    acknowledged: Option<&'a NewestGtid>,
     out: Outcome,
 }
 
@@ -141,6 +164,9 @@ impl<C: AsyncRead + AsyncWrite + Unpin> Forwarder<'_, C> {
     fn ok(&mut self, p: &[u8]) -> Result<bool, ProxyError> {
         let ok = OkPacket::parse(p, self.backend.capabilities)?;
         let changes = ok.session_changes()?;
+        if let Some(newest) = self.acknowledged {
+            note_acknowledged(newest, &changes);
+        }
         self.backend.state.apply_changes(&changes);
         self.out.changes.extend(changes);
         self.out.status = ok.status;
@@ -151,7 +177,15 @@ impl<C: AsyncRead + AsyncWrite + Unpin> Forwarder<'_, C> {
         }
         self.out.result_rows = None;
         if self.client_caps & CLIENT_SESSION_TRACK != 0 {
-            self.client.write_packet(p);
+            if ok.session_state.is_empty() || self.tracking.wants_everything() {
+                self.client.write_packet(p);
+            } else {
+                let filtered = OkPacket {
+                    session_state: self.tracking.filter(&ok.session_state)?,
+                    ..ok
+                };
+                self.client.write_with(|b| filtered.encode(b, self.client_caps));
+            }
         } else {
             self.client.write_with(|b| ok.encode(b, self.client_caps));
         }
@@ -343,10 +377,18 @@ mod tests {
         out
     }
 
-    fn side(capabilities: u32) -> ClientSide {
+    static EVERYTHING: std::sync::LazyLock<ClientTracking> = std::sync::LazyLock::new(|| ClientTracking {
+        system_variables: "*".into(),
+        schema: true,
+        state_change: true,
+    });
+
+    fn side(capabilities: u32) -> ClientSide<'static> {
         ClientSide {
             capabilities,
             write_timeout: Duration::from_secs(5),
+            tracking: &EVERYTHING,
+            acknowledged: None,
         }
     }
 

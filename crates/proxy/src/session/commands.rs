@@ -58,6 +58,8 @@ impl Session {
             fatal: false,
             last_insert_id_dirty: false,
             routing,
+            tracking: Default::default(),
+            diagnostics: Default::default(),
         };
         match session.enter_schema(authed.database).await {
             Ok(()) => Some(session),
@@ -72,7 +74,8 @@ impl Session {
     /// Validates the schema asked for at login (1049 if unknown), then sends the login OK.
     async fn enter_schema(&mut self, database: Option<String>) -> Result<(), ProxyError> {
         if let Some(db) = database {
-            let mut conn = self.ctx.default_pool().checkout(self.flavour(), false).await?;
+            let pool = self.ctx.groups[0].primary().pool_for(&self.user).clone();
+            let mut conn = pool.checkout(self.flavour(), false).await?;
             if conn.state.schema.as_deref() != Some(db.as_str()) {
                 conn.init_db(&db).await?;
             }
@@ -158,6 +161,8 @@ impl Session {
         self.last = LastStatement::default();
         self.last_insert_id_dirty = false;
         self.routing.consistency = self.routing.default_consistency;
+        self.tracking = Default::default();
+        self.diagnostics = Default::default();
         self.multi_statements = self.capabilities & CLIENT_MULTI_STATEMENTS != 0;
     }
 
@@ -206,7 +211,9 @@ impl Session {
         Ok(Next::Continue)
     }
 
-    /// KILL [QUERY] id, where id is a Tessera connection id.
+    /// KILL [QUERY] id, where id is a Tessera connection id (CONNECTION_ID() answers it). The
+    /// target's running query is interrupted (MariaDB's 1317 reaches it); KILL CONNECTION also
+    /// closes the target's client connection once that statement has answered.
     pub async fn kill(&mut self, id: u64, query_only: bool) -> Result<Next, ProxyError> {
         let target = u32::try_from(id)
             .ok()
@@ -215,25 +222,47 @@ impl Session {
         if target.user() != self.user {
             return Err(ProxyError::NotOwnerOfThread(id));
         }
-        if let Some((server, thread_id)) = target.running() {
-            if let Some(pool) = self.ctx.pool_by_address(&server.address).cloned() {
-                let mut conn = pool.connect_unpooled().await?;
-                let verb = if query_only { "KILL QUERY" } else { "KILL" };
-                conn.simple_command(&format!("{verb} {thread_id}")).await.ok();
-            }
-        }
         if !query_only {
             target.kill();
-            if target.id == self.id {
-                self.fatal = true;
-                return Err(ProxyError::Backend(tessera_protocol::response::ErrPacket::new(
-                    1927,
-                    "70100",
-                    "Connection was killed",
-                )));
-            }
+        }
+        if let Some(running) = target.running() {
+            self.kill_backend_query(&target, &running).await?;
+        }
+        if !query_only && target.id == self.id {
+            self.fatal = true;
+            return Err(ProxyError::Backend(tessera_protocol::response::ErrPacket::new(
+                1927,
+                "70100",
+                "Connection was killed",
+            )));
         }
         self.ok().await
+    }
+
+    /// Interrupts the query a session runs on a backend connection, by its query id, and only
+    /// while the session still runs that statement there (a pooled connection that went back
+    /// to the pool may already run someone else's).
+    async fn kill_backend_query(
+        &self,
+        target: &crate::registry::SessionHandle,
+        running: &crate::registry::Running,
+    ) -> Result<(), ProxyError> {
+        let Some(pool) = self.ctx.pool_like(&running.server).cloned() else {
+            return Ok(());
+        };
+        let mut conn = pool.connect_unpooled().await?;
+        let sql = format!(
+            "SELECT QUERY_ID FROM information_schema.PROCESSLIST WHERE ID = {}",
+            running.thread_id
+        );
+        let (_, rows) = conn.query_rows(&sql).await?;
+        let query_id = rows.first().and_then(|r| r.first()).cloned().flatten();
+        let query_id = query_id.and_then(|q| String::from_utf8_lossy(&q).parse::<u64>().ok());
+        if let Some(query_id) = query_id.filter(|_| target.still_running(running.epoch)) {
+            tracing::info!(session = target.id, server = %running.server.address, query_id, "killing a query");
+            conn.simple_command(&format!("KILL QUERY ID {query_id}")).await.ok();
+        }
+        Ok(())
     }
 }
 

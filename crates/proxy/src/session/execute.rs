@@ -12,6 +12,15 @@ use crate::state::SyncScope;
 use tessera_protocol::command::{COM_INIT_DB, COM_QUERY};
 use tessera_sql::{Classification, Flags};
 
+/// The variables that SET NAMES and its relatives change, in the order a replay must set them
+/// (collation_connection last: setting a character set resets it).
+const CHARSET_VARIABLES: [&str; 4] = [
+    "character_set_client",
+    "character_set_connection",
+    "character_set_results",
+    "collation_connection",
+];
+
 /// One statement of a command, with its classification.
 pub struct Stmt<'a> {
     pub sql: &'a str,
@@ -34,7 +43,10 @@ impl Session {
         let group = self.ctx.group(target.group).clone();
         self.routing.partial_response = false;
         let held = match self.held.take() {
-            Some(c) if self.must_leave_held(&group, &c, target) => {
+            Some(mut c) if self.must_leave_held(&group, &c, target) => {
+                if self.pins.holds_diagnostics() {
+                    self.keep_diagnostics_of(&mut c).await;
+                }
                 self.pins.end_short_lived();
                 None
             }
@@ -109,9 +121,12 @@ impl Session {
     /// Flushes the queued command and forwards the backend's response to the client.
     pub async fn forward(&mut self, conn: &mut PooledConn, mode: Mode) -> Result<Outcome, ProxyError> {
         conn.flush().await?;
+        let group = self.routing.last_server.map_or(0, |(g, _)| g);
         let side = ClientSide {
             capabilities: self.capabilities,
             write_timeout: self.ctx.config.server.net_write_timeout(),
+            tracking: &self.tracking,
+            acknowledged: Some(&self.ctx.group(group).acknowledged),
         };
         forward(conn, &mut self.client, side, mode).await
     }
@@ -141,18 +156,68 @@ impl Session {
         conn.in_transaction = outcome.in_transaction();
         let ok = outcome.error.is_none() || stmts.len() > 1;
         let before = self.pins.active();
+        let area_was_here = self.pins.holds_diagnostics();
         for s in stmts {
             self.pins.after_statement(s.sql, &s.class, ok, conn.in_transaction);
         }
-        if outcome.warnings > 0 || outcome.error.is_some() {
-            self.pins.keep_for_diagnostics();
-        }
+        self.follow_diagnostics(&mut conn, outcome, stmts, area_was_here).await;
         self.capture_user_vars(&mut conn, stmts).await;
+        if ok && !conn.broken && stmts.iter().any(|s| changes_charset(s)) {
+            self.learn_charset(&mut conn).await;
+        }
         let releasing = !self.pins.is_pinned() && !conn.in_transaction;
         if releasing && self.last_insert_id_dirty && !conn.broken {
             self.learn_last_insert_id(&mut conn).await;
         }
         self.keep_or_release(conn, before);
+    }
+
+    /// Where the client's diagnostics area is after a statement: on this connection when the
+    /// statement raised conditions (kept for the next statement), empty when it read a table,
+    /// else still the previous one.
+    async fn follow_diagnostics(
+        &mut self,
+        conn: &mut PooledConn,
+        outcome: &Outcome,
+        stmts: &[Stmt<'_>],
+        area_was_here: bool,
+    ) {
+        use super::diagnostics::{clears_area, Diagnostics};
+        if outcome.warnings > 0 || outcome.error.is_some() {
+            self.pins.keep_for_diagnostics();
+            self.diagnostics = Diagnostics::OnConnection;
+        } else if stmts.iter().any(|s| clears_area(s.sql, &s.class)) {
+            self.diagnostics = Diagnostics::Kept(Vec::new());
+        } else if area_was_here && !conn.broken {
+            self.keep_diagnostics_of(conn).await;
+        }
+    }
+
+    /// Reads the diagnostics area of a connection the session is about to give back. An area
+    /// that cannot be recreated elsewhere keeps the connection for one more statement.
+    pub async fn keep_diagnostics_of(&mut self, conn: &mut PooledConn) {
+        if !super::diagnostics::keep_area_on_release(conn, &mut self.diagnostics).await {
+            self.pins.keep_for_diagnostics();
+        }
+    }
+
+    /// Before a diagnostics statement on a connection that did not run the previous statement:
+    /// recreates the client's diagnostics area there (one extra round trip).
+    pub async fn restore_diagnostics(&mut self, conn: &mut PooledConn) -> Result<(), ProxyError> {
+        let sql = self.diagnostics.restore_statement().ok_or_else(|| {
+            ProxyError::Unsupported(
+                "reading a diagnostics area of several conditions after its connection was given back".into(),
+            )
+        })?;
+        conn.begin_command(|b| {
+            b.extend_from_slice(&[COM_QUERY]);
+            b.extend_from_slice(sql.as_bytes());
+        });
+        conn.flush().await?;
+        match conn.read_ok().await {
+            Ok(_) | Err(ProxyError::Backend(_)) => Ok(()),
+            Err(e) => Err(e),
+        }
     }
 
     /// Reads the answer of a `SELECT LAST_INSERT_ID()` pipelined behind the statement.
@@ -198,6 +263,33 @@ impl Session {
         };
         if let Some(rows) = outcome.result_rows {
             self.last.found_rows = rows;
+        }
+    }
+
+    /// Reads the connection character set and collation the server now has, into both the
+    /// client's state and the connection's.
+    async fn learn_charset(&mut self, conn: &mut PooledConn) {
+        let sql = format!(
+            "SELECT {}",
+            CHARSET_VARIABLES.map(|v| format!("@@session.{v}")).join(", ")
+        );
+        match conn.query_rows(&sql).await {
+            Ok((_, rows)) => {
+                let Some(row) = rows.first() else { return };
+                for (name, value) in CHARSET_VARIABLES.iter().zip(row) {
+                    // NULL (character_set_results) is kept as session tracking reports it: "".
+                    let value = value
+                        .as_deref()
+                        .map(|v| String::from_utf8_lossy(v).into_owned())
+                        .unwrap_or_default();
+                    conn.state.vars.insert(name.to_string(), value.clone());
+                    self.state.vars.insert(name.to_string(), value);
+                }
+            }
+            Err(e) => {
+                tracing::warn!(session = self.id, error = %e, "could not read back the connection character set");
+                conn.broken = true;
+            }
         }
     }
 
@@ -249,6 +341,19 @@ impl Session {
             self.held = Some(conn);
         }
     }
+}
+
+/// SET NAMES, SET CHARACTER SET and SET of a character_set_* / collation_* variable: the server
+/// reports the character sets it changed but not always collation_connection (SET NAMES x
+/// COLLATE y), so Tessera reads all four back.
+fn changes_charset(s: &Stmt<'_>) -> bool {
+    if !matches!(s.class.kind, tessera_sql::StatementKind::Set(_)) {
+        return false;
+    }
+    let lower = s.sql.to_ascii_lowercase();
+    ["names", "character", "charset", "collation"]
+        .iter()
+        .any(|w| lower.contains(w))
 }
 
 /// True when LAST_INSERT_ID() may differ from what the session knew before these statements.

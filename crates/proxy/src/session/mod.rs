@@ -8,12 +8,15 @@
 
 pub mod auth;
 pub mod commands;
+pub mod diagnostics;
 pub mod execute;
+pub mod info;
 pub mod pins;
 pub mod prepared;
 pub mod query;
 pub mod rewrite;
 pub mod routing;
+pub mod track_set;
 pub mod uservars;
 
 use crate::context::Context;
@@ -78,6 +81,10 @@ pub struct Session {
     pub last_insert_id_dirty: bool,
     /// Read/write splitting: consistency level, last write, last server.
     pub routing: routing::SessionRouting,
+    /// The session tracking the client asked for (its OK packets are filtered to it).
+    pub tracking: crate::tracking::ClientTracking,
+    /// The client's diagnostics area, when it outlived the connection that produced it.
+    pub diagnostics: diagnostics::Diagnostics,
 }
 
 /// Serves one accepted TCP connection to the end.
@@ -113,10 +120,21 @@ impl Session {
                         _ = shutdown.changed() => return,
                         _ = self.handle.kill_signal.notified() => return,
                         _ = async { if let Some(t) = release_timer.as_mut() { t.await } }, if release_timer.is_some() => {
-                            // An idle session gives back a connection kept only for one more statement.
+                            // An idle session gives back a connection kept only for one more
+                            // statement (its diagnostics area read first, to be recreated).
                             release_timer = None;
-                            self.pins.end_short_lived();
-                            self.held = None;
+                            let mut kept = self.held.take();
+                            let release = match kept.as_mut() {
+                                Some(conn) if self.pins.holds_diagnostics() => {
+                                    diagnostics::keep_area_on_release(conn, &mut self.diagnostics).await
+                                }
+                                _ => true,
+                            };
+                            if release {
+                                self.pins.end_short_lived();
+                            } else {
+                                self.held = kept;
+                            }
                         }
                     }
                 }
@@ -138,6 +156,9 @@ impl Session {
                 return;
             }
             match self.dispatch(&payload).await {
+                // KILL CONNECTION from another session: the statement it interrupted has
+                // answered; the connection closes now, as MariaDB closes it.
+                _ if self.handle.is_killed() => return,
                 Ok(Next::Continue) if !self.fatal => {}
                 Ok(_) => return,
                 Err(e) => {

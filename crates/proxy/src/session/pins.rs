@@ -150,6 +150,11 @@ impl Pins {
         self.diagnostics_next = true;
     }
 
+    /// True while the held connection is kept for the previous statement's diagnostics.
+    pub fn holds_diagnostics(&self) -> bool {
+        self.diagnostics_next
+    }
+
     pub fn open_cursor(&mut self, stmt_id: u32) {
         self.cursors.insert(stmt_id);
     }

@@ -2,7 +2,7 @@
 //! the client did not negotiate), rewrite session-bound functions, then run on a backend.
 
 use super::execute::{sync_scope, Stmt};
-use super::rewrite::replace_session_functions;
+use super::rewrite::{replace_session_functions, replace_terms};
 use super::{Next, Session};
 use crate::error::ProxyError;
 use crate::exec::Mode;
@@ -32,6 +32,14 @@ impl Session {
                 class: first,
             }]
         };
+        if let [s] = stmts.as_slice() {
+            if matches!(s.class.kind, StatementKind::Set(_)) && touches_protected_variable(s.sql) {
+                return match self.set_tracking(s.sql).await? {
+                    None => self.ok().await,
+                    Some(rest) => Box::pin(self.query(rest.as_bytes())).await,
+                };
+            }
+        }
         if let Some(next) = self.answer_locally(&stmts).await? {
             return Ok(next);
         }
@@ -58,6 +66,11 @@ impl Session {
     ) -> Result<(), ProxyError> {
         let was_held = self.held.is_some();
         let mut conn = self.acquire_avoiding(target, sync_scope(stmts), exclude).await?;
+        if !was_held && stmts.iter().any(|s| super::diagnostics::reads_area(&s.class)) {
+            if let Err(e) = self.restore_diagnostics(&mut conn).await {
+                return Err(self.failed(conn, was_held, e));
+            }
+        }
         conn.begin_command(|b| {
             b.extend_from_slice(&[COM_QUERY]);
             b.extend_from_slice(sql);
@@ -96,7 +109,7 @@ impl Session {
             match &s.class.kind {
                 StatementKind::Set(_) if touches_protected_variable(s.sql) => {
                     return Err(ProxyError::Unsupported(
-                        "changing session_track_* variables: Tessera relies on session tracking to keep session state"
+                        "changing session_track_* variables in a multi-statement query (send the SET on its own)"
                             .into(),
                     ));
                 }
@@ -118,19 +131,52 @@ impl Session {
         Ok(None)
     }
 
-    /// Replaces ROW_COUNT()/FOUND_ROWS() by the values Tessera recorded for this session.
-    /// Only the first statement refers to the previous command; later statements of a
+    /// Splices in the values Tessera answers for this session (see [`super::rewrite`]).
+    /// ROW_COUNT()/FOUND_ROWS() only in the first statement: later statements of a
     /// multi-statement query run on the same connection, where the server's values are right.
     fn rewrite(&self, text: &str, lossless: bool, stmts: &[Stmt<'_>]) -> Option<String> {
         let first = stmts.first()?;
-        let wanted = first.class.flags.contains(Flags::ROW_COUNT) || first.class.flags.contains(Flags::FOUND_ROWS);
-        if !wanted || !lossless {
+        let counters = first.class.flags.contains(Flags::ROW_COUNT) || first.class.flags.contains(Flags::FOUND_ROWS);
+        let info = stmts
+            .iter()
+            .any(|s| s.class.flags.contains(Flags::SESSION_INFO) && answers_session_info(&s.class.kind));
+        if !(counters || info) || !lossless {
             return None;
         }
-        let end = (first.sql.as_ptr() as usize - text.as_ptr() as usize + first.sql.len()).min(text.len());
-        let (head, tail) = text.split_at(end);
-        let found_rows = (!self.pins.expects_server_found_rows()).then_some(self.last.found_rows);
-        replace_session_functions(head, self.last.row_count, found_rows).map(|h| h + tail)
+        let mut out = None;
+        if counters {
+            let end = (first.sql.as_ptr() as usize - text.as_ptr() as usize + first.sql.len()).min(text.len());
+            let (head, tail) = text.split_at(end);
+            let found_rows = (!self.pins.expects_server_found_rows()).then_some(self.last.found_rows);
+            out = replace_session_functions(head, self.last.row_count, found_rows).map(|h| h + tail);
+        }
+        if info {
+            let values = self.session_info();
+            let current = out.as_deref().unwrap_or(text);
+            if let Some(replaced) = replace_terms(current, &values.terms()) {
+                out = Some(replaced);
+            }
+        }
+        out
+    }
+}
+
+/// Statements whose identity functions Tessera answers. Not DDL, GRANT or SET PASSWORD, where
+/// `CURRENT_USER` names an account (DEFINER = CURRENT_USER, ... FOR CURRENT_USER).
+fn answers_session_info(kind: &StatementKind) -> bool {
+    use tessera_sql::SetKind;
+    match kind {
+        StatementKind::Set(k) => !matches!(k, SetKind::Password | SetKind::Role),
+        k => matches!(
+            k,
+            StatementKind::Select
+                | StatementKind::Insert
+                | StatementKind::Update
+                | StatementKind::Delete
+                | StatementKind::Replace
+                | StatementKind::Do
+                | StatementKind::Call
+        ),
     }
 }
 
@@ -151,5 +197,5 @@ fn is_compound(sql: &str, first: &tessera_sql::Classification) -> bool {
 
 fn touches_protected_variable(sql: &str) -> bool {
     let lower = sql.to_ascii_lowercase();
-    crate::state::PROTECTED.iter().any(|v| lower.contains(v))
+    crate::tracking::TRACKING_VARIABLES.iter().any(|v| lower.contains(v))
 }

@@ -1,12 +1,30 @@
-//! Session-bound functions whose value belongs to the previous statement (ROW_COUNT(),
-//! FOUND_ROWS()) are replaced by the value Tessera recorded, so they are exact even when the
-//! statement runs on another backend connection than the previous one.
+//! Values Tessera answers for the client's own session, spliced into the statement text so
+//! they are exact whichever backend connection runs it: ROW_COUNT() and FOUND_ROWS() (values
+//! of the previous statement, recorded by Tessera), CONNECTION_ID() (Tessera's connection id,
+//! the one KILL takes), USER()/SESSION_USER()/SYSTEM_USER()/CURRENT_USER (the client's
+//! account, not the backend's) and `@@session_track_*` (what the client asked for).
+
+/// One expression to replace, and the SQL that replaces it.
+#[derive(Debug, Clone, Copy)]
+pub enum Term<'a> {
+    /// A call `NAME()` (no arguments).
+    Call(&'static str, &'a str),
+    /// `NAME()` or the bare word `NAME` (CURRENT_USER).
+    CallOrBare(&'static str, &'a str),
+    /// A session system variable: `@@name`, `@@session.name`, `@@local.name`.
+    SessionVar(&'static str, &'a str),
+}
 
 /// Replaces calls of `ROW_COUNT()` and (when `found_rows` is given) `FOUND_ROWS()` outside
 /// strings, identifiers and comments. Returns None when nothing was replaced.
 pub fn replace_session_functions(sql: &str, row_count: i64, found_rows: Option<u64>) -> Option<String> {
+    let row_count = row_count.to_string();
     let found_rows = found_rows.map(|n| n.to_string());
-    replace_calls(sql, &row_count.to_string(), found_rows.as_deref())
+    let mut terms = vec![Term::Call("ROW_COUNT", &row_count)];
+    if let Some(n) = &found_rows {
+        terms.push(Term::Call("FOUND_ROWS", n));
+    }
+    replace_terms(sql, &terms)
 }
 
 /// Hidden user variables a prepared statement reads instead of ROW_COUNT() / FOUND_ROWS().
@@ -16,13 +34,20 @@ pub const FOUND_ROWS_VAR: &str = "@`tessera_found_rows`";
 /// The text Tessera prepares on backends for a statement that calls ROW_COUNT() or
 /// FOUND_ROWS(): the calls read hidden user variables, set right before each execution.
 pub fn prepared_session_functions(sql: &str) -> Option<String> {
-    replace_calls(sql, ROW_COUNT_VAR, Some(FOUND_ROWS_VAR))
+    replace_terms(
+        sql,
+        &[
+            Term::Call("ROW_COUNT", ROW_COUNT_VAR),
+            Term::Call("FOUND_ROWS", FOUND_ROWS_VAR),
+        ],
+    )
 }
 
-/// Replaces the calls by the given SQL expressions (see [`replace_session_functions`]).
-fn replace_calls(sql: &str, row_count: &str, found_rows: Option<&str>) -> Option<String> {
+/// Replaces every term outside strings, identifiers and comments; a term that is a whole
+/// select-list item keeps the column name the client would have seen. None: nothing replaced.
+pub fn replace_terms(sql: &str, terms: &[Term<'_>]) -> Option<String> {
     let bytes = sql.as_bytes();
-    let mut out = String::with_capacity(sql.len());
+    let mut out = String::with_capacity(sql.len() + 16);
     let mut i = 0;
     let mut copied = 0;
     let mut changed = false;
@@ -32,15 +57,11 @@ fn replace_calls(sql: &str, row_count: &str, found_rows: Option<&str>) -> Option
             b'#' => i = skip_to_newline(bytes, i),
             b'-' if bytes[i..].starts_with(b"-- ") => i = skip_to_newline(bytes, i),
             b'/' if bytes[i..].starts_with(b"/*") => i = skip_comment(bytes, i),
-            c if c.is_ascii_alphabetic() && (i == 0 || !is_ident(bytes[i - 1])) => {
-                let replacement = match_call(bytes, i, b"ROW_COUNT")
-                    .map(|end| (end, row_count))
-                    .or_else(|| found_rows.and_then(|n| match_call(bytes, i, b"FOUND_ROWS").map(|end| (end, n))));
-                if let Some((end, value)) = replacement {
+            c if (c.is_ascii_alphabetic() || c == b'@') && (i == 0 || !is_ident(bytes[i - 1])) => {
+                if let Some((end, value)) = terms.iter().find_map(|t| match_term(bytes, i, t)) {
                     out.push_str(&sql[copied..i]);
                     out.push_str(value);
                     if is_whole_select_item(bytes, i, end) {
-                        // Keep the column name the client would have seen.
                         out.push_str(&format!(" AS `{}`", sql[i..end].replace('`', "``")));
                     }
                     copied = end;
@@ -48,6 +69,9 @@ fn replace_calls(sql: &str, row_count: &str, found_rows: Option<&str>) -> Option
                     i = end;
                 } else {
                     i += 1;
+                    while i < bytes.len() && is_ident(bytes[i]) {
+                        i += 1;
+                    }
                 }
             }
             _ => i += 1,
@@ -55,6 +79,41 @@ fn replace_calls(sql: &str, row_count: &str, found_rows: Option<&str>) -> Option
     }
     out.push_str(&sql[copied..]);
     changed.then_some(out)
+}
+
+/// If `term` starts at `i`, returns where it ends and its replacement.
+fn match_term<'a>(bytes: &[u8], i: usize, term: &Term<'a>) -> Option<(usize, &'a str)> {
+    match *term {
+        Term::Call(name, with) => match_call(bytes, i, name.as_bytes()).map(|end| (end, with)),
+        Term::CallOrBare(name, with) => match_call(bytes, i, name.as_bytes())
+            .or_else(|| match_word(bytes, i, name.as_bytes()))
+            .map(|end| (end, with)),
+        Term::SessionVar(name, with) => match_session_var(bytes, i, name.as_bytes()).map(|end| (end, with)),
+    }
+}
+
+/// `name` as a whole word at `i` (not followed by an identifier character or `(`).
+fn match_word(bytes: &[u8], i: usize, name: &[u8]) -> Option<usize> {
+    let end = i + name.len();
+    let whole = bytes.len() >= end
+        && bytes[i..end].eq_ignore_ascii_case(name)
+        && bytes.get(end).is_none_or(|b| !is_ident(*b) && *b != b'(');
+    whole.then_some(end)
+}
+
+/// `@@name`, `@@session.name` or `@@local.name` at `i`.
+fn match_session_var(bytes: &[u8], i: usize, name: &[u8]) -> Option<usize> {
+    let rest = bytes.get(i..)?.strip_prefix(b"@@")?;
+    let skip = [b"session.".as_slice(), b"local.".as_slice()]
+        .iter()
+        .find(|scope| rest.len() >= scope.len() && rest[..scope.len()].eq_ignore_ascii_case(scope))
+        .map_or(0, |scope| scope.len());
+    let start = i + 2 + skip;
+    let end = start + name.len();
+    let whole = bytes.len() >= end
+        && bytes[start..end].eq_ignore_ascii_case(name)
+        && bytes.get(end).is_none_or(|b| !is_ident(*b));
+    whole.then_some(end)
 }
 
 /// True when the call at `start..end` is a select-list item on its own (`SELECT f(), ...`).

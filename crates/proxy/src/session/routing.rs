@@ -76,7 +76,8 @@ impl Session {
 
     /// The server index a target resolves to now; `exclude` is a server that just failed.
     pub fn choose_server(&self, group: &Group, target: Target, exclude: Option<usize>) -> usize {
-        let need = self.read_needs();
+        let need = self.read_needs(group);
+        let need = need.as_ref();
         match target.role {
             Role::Primary => group.primary_index(),
             Role::Read => group.choose_read(need, exclude, rand::random()),
@@ -101,7 +102,10 @@ impl Session {
         }
         self.routing.last_server = Some((target.group, chosen));
         let no_schema = self.state.schema.is_none();
-        group.servers[chosen].pool.checkout(self.flavour(), no_schema).await
+        group.servers[chosen]
+            .pool_for(&self.user)
+            .checkout(self.flavour(), no_schema)
+            .await
     }
 
     /// A replica connection that has applied the session's last write, if waiting is configured
@@ -117,14 +121,14 @@ impl Session {
         if bound.is_zero() || target.role == Role::Primary || chosen != group.primary_index() {
             return None;
         }
-        let need = *self.read_needs()?;
+        let need = self.read_needs(group)?;
         let replicas_only = target.role == Role::Replica;
         let no_schema = self.state.schema.is_none();
         if let Some((known, _)) = self.routing.caught_up.filter(|&(r, g)| {
             g == need && Some(r) != exclude && r != group.primary_index() && group.may_read_from(r, replicas_only)
         }) {
             let conn = group.servers[known]
-                .pool
+                .pool_for(&self.user)
                 .checkout(self.flavour(), no_schema)
                 .await
                 .ok()?;
@@ -138,7 +142,11 @@ impl Session {
             return None; // no healthy replica: nothing to wait for
         }
         let server = &group.servers[replica];
-        let mut conn = server.pool.checkout(self.flavour(), no_schema).await.ok()?;
+        let mut conn = server
+            .pool_for(&self.user)
+            .checkout(self.flavour(), no_schema)
+            .await
+            .ok()?;
         let applied = wait_for_gtid(&mut conn, &need, bound).await;
         let counter = if applied {
             &server.gtid_waits_applied
@@ -153,10 +161,12 @@ impl Session {
         applied.then_some((replica, conn))
     }
 
-    /// The write a read must see: the session's last one, in `session` consistency.
-    fn read_needs(&self) -> Option<&Gtid> {
+    /// The write a read must see: the session's last one in `session` consistency, the
+    /// newest one acknowledged to any client in `global`.
+    fn read_needs(&self, group: &Group) -> Option<Gtid> {
         match self.routing.consistency {
-            Consistency::Session => self.routing.last_write.as_ref(),
+            Consistency::Session => self.routing.last_write,
+            Consistency::Global => group.acknowledged.get(),
             _ => None,
         }
     }
@@ -209,7 +219,7 @@ impl Session {
         }
         let (group_index, server) = self.routing.last_server?;
         let group = self.ctx.group(group_index);
-        if group.choose_read(self.read_needs(), Some(server), 0) == server {
+        if group.choose_read(self.read_needs(group).as_ref(), Some(server), 0) == server {
             return None; // no other server to try
         }
         let backend = &group.servers[server];
@@ -243,7 +253,7 @@ impl Session {
             None => Err(ProxyError::Backend(tessera_protocol::response::ErrPacket::new(
                 1231,
                 "42000",
-                format!("Variable '{CONSISTENCY_VARIABLE}' can't be set to the value of '{value}' (use eventual, session or strong)"),
+                format!("Variable '{CONSISTENCY_VARIABLE}' can't be set to the value of '{value}' (use eventual, session, global or strong)"),
             ))),
         })
     }

@@ -114,6 +114,17 @@ pub type Rows = Vec<Vec<Option<String>>>;
 
 impl Client {
     pub async fn connect(port: u16, user: &str, password: &str, db: Option<&str>) -> Result<Client, ErrPacket> {
+        Client::connect_with(port, user, password, db, 0).await
+    }
+
+    /// [`Client::connect`] asking for `extra_capabilities` too (e.g. CLIENT_SESSION_TRACK).
+    pub async fn connect_with(
+        port: u16,
+        user: &str,
+        password: &str,
+        db: Option<&str>,
+        extra_capabilities: u32,
+    ) -> Result<Client, ErrPacket> {
         let tcp = TcpStream::connect(("127.0.0.1", port)).await.expect("tcp connect");
         tcp.set_nodelay(true).expect("nodelay");
         let mut io = PacketStream::new(tcp);
@@ -128,7 +139,8 @@ impl Client {
             | CLIENT_MULTI_STATEMENTS
             | CLIENT_MULTI_RESULTS
             | CLIENT_TRANSACTIONS
-            | CLIENT_LONG_PASSWORD;
+            | CLIENT_LONG_PASSWORD
+            | extra_capabilities;
         if db.is_some() {
             caps |= CLIENT_CONNECT_WITH_DB;
         }

@@ -1,10 +1,5 @@
 package tessera.compat;
 
-import com.mysql.cj.MysqlType;
-import com.mysql.cj.jdbc.StatementImpl;
-import com.mysql.cj.jdbc.result.ResultSetImpl;
-import com.mysql.cj.protocol.a.result.ResultsetRowsCursor;
-
 import java.io.ByteArrayInputStream;
 import java.math.BigDecimal;
 import java.math.BigInteger;
@@ -33,25 +28,31 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
 /**
- * Compatibility checks for MySQL Connector/J talking to MariaDB through Tessera. Every check
- * asserts the answers (values, error numbers, SQLSTATEs, row counts), not only the absence of
- * errors. Prints one PASS/FAIL line per check and exits 1 if any failed.
+ * Compatibility checks for MySQL Connector/J and MariaDB Connector/J talking to MariaDB through
+ * Tessera: column types, BLOBs, transactions, errors, procedures, insert ids, concurrent sessions,
+ * server-side cursors (here), and the session checks of SessionChecks (session state, warnings,
+ * identity, change user, KILL, LOAD DATA LOCAL, session tracking, read-after-write with HikariCP).
+ * Every check runs once per driver (Driver) and asserts the answers (values, error numbers,
+ * SQLSTATEs, row counts), not only the absence of errors. Prints one PASS/FAIL line per check and
+ * exits 1 if any failed.
  *
- * <p>Environment: TESSERA_HOST TESSERA_PORT TESSERA_USER TESSERA_PASSWORD (the proxy), MARIADB_PORT
- * [MARIADB_USER MARIADB_PASSWORD] (MariaDB itself: the reference for insert ids / affected rows).
+ * <p>Environment: TESSERA_HOST TESSERA_PORT TESSERA_USER TESSERA_PASSWORD [TESSERA_USER2
+ * TESSERA_PASSWORD2] (the proxy), MARIADB_PORT [MARIADB_USER MARIADB_PASSWORD MARIADB_REPLICA_PORTS]
+ * (MariaDB itself: the reference for insert ids / affected rows, and where KILL checks watch the
+ * PROCESSLIST), COMPAT_DIRECT=1 when TESSERA_PORT is MariaDB itself, COMPAT_FILTER / -Donly=text
+ * (run only the checks whose name contains text, case-insensitive), -Ddrivers=mysql,mariadb.
  */
 public final class CompatMain {
-    static final String DB = "compat_java";
+    /** The driver the checks run with now, and its own database (tables are per driver). */
+    static Driver drv;
+    static String DB;
     static String host, user, password, mariadbPort;
     static int port;
+    static boolean directMode;
 
-    /** Common options: no TLS, UTF-8 (utf8mb4), UTC on both sides so temporal values are not shifted. */
-    static final String COMMON = "sslMode=DISABLED&allowPublicKeyRetrieval=true&connectTimeout=10000"
-            + "&socketTimeout=120000&characterEncoding=UTF-8&connectionTimeZone=UTC"
-            + "&forceConnectionTimeZoneToSession=false";
     /** Server-side prepared statements (binary protocol), cached. */
-    static final String PS = "&useServerPrepStmts=true&cachePrepStmts=true";
-    /** Server-side cursors: COM_STMT_EXECUTE with a read-only cursor, rows pulled with COM_STMT_FETCH. */
+    static final String PS = Driver.PS;
+    /** Server-side cursors (MySQL Connector/J): COM_STMT_EXECUTE with a read-only cursor, rows pulled with COM_STMT_FETCH. */
     static final String CURSOR = "&useServerPrepStmts=true&useCursorFetch=true&defaultFetchSize=10";
 
     static int passed, failed;
@@ -63,11 +64,25 @@ public final class CompatMain {
         void run(List<String> bad) throws Exception;
     }
 
-    /** -Donly=text runs only the checks whose name contains text (for debugging). */
-    static final String ONLY = System.getProperty("only", "");
+    /** -Donly=text or COMPAT_FILTER=text runs only the checks whose name contains text (case-insensitive). */
+    static final String ONLY = System.getProperty("only", env("COMPAT_FILTER", "")).toLowerCase(java.util.Locale.ROOT);
+
+    static boolean selected(String name) {
+        return name.toLowerCase(java.util.Locale.ROOT).contains(ONLY);
+    }
+
+    /** Prints a check that does not apply to this driver or mode (not counted). */
+    static void skip(String name, String why) {
+        if (selected(name)) System.out.println("SKIP  [" + drv.id + "] " + name + " (" + why + ")");
+    }
 
     static void check(String name, Check c) {
-        if (!name.contains(ONLY)) return;
+        if (selected(name)) run(name, c);
+    }
+
+    /** Runs one check (also when filtered out: the first connection, which creates the database). */
+    static void run(String name, Check c) {
+        name = "[" + drv.id + "] " + name;
         List<String> bad = Collections.synchronizedList(new ArrayList<>());
         long t0 = System.nanoTime();
         try {
@@ -94,7 +109,9 @@ public final class CompatMain {
 
     static String describe(Throwable t) {
         if (t instanceof SQLException e) {
-            return e.getClass().getSimpleName() + " [" + e.getErrorCode() + "/" + e.getSQLState() + "] " + e.getMessage();
+            String s = e.getClass().getSimpleName() + " [" + e.getErrorCode() + "/" + e.getSQLState() + "] " + e.getMessage();
+            // MariaDB Connector/J wraps the server's answer to its connection setup ("Initialization command fail").
+            return e.getCause() instanceof SQLException cause ? s + " <- " + describe(cause) : s;
         }
         return t.toString();
     }
@@ -114,7 +131,7 @@ public final class CompatMain {
     static final String EXTRA = System.getenv().getOrDefault("TESSERA_JDBC_EXTRA", "");
 
     static String url(String db, String extra) {
-        return "jdbc:mysql://" + host + ":" + port + "/" + db + "?" + COMMON + extra + EXTRA;
+        return drv.url(host, port, db, extra + EXTRA);
     }
 
     static Connection proxy(String extra) throws SQLException {
@@ -124,7 +141,7 @@ public final class CompatMain {
     static Connection direct(String extra) throws SQLException {
         if (mariadbPort == null) return null;
         String h = env("MARIADB_HOST", host);
-        return DriverManager.getConnection("jdbc:mysql://" + h + ":" + mariadbPort + "/" + DB + "?" + COMMON + extra,
+        return DriverManager.getConnection(drv.url(h, Integer.parseInt(mariadbPort), DB, extra),
                 env("MARIADB_USER", "tessera"), env("MARIADB_PASSWORD", "tessera"));
     }
 
@@ -169,36 +186,54 @@ public final class CompatMain {
         password = env("TESSERA_PASSWORD", "app");
         mariadbPort = System.getenv("MARIADB_PORT");
         if (mariadbPort != null && mariadbPort.isEmpty()) mariadbPort = null;
+        directMode = "1".equals(System.getenv("COMPAT_DIRECT"));
 
-        try (Connection boot = DriverManager.getConnection(url("", ""), user, password)) {
-            exec(boot, "CREATE DATABASE IF NOT EXISTS " + DB + " CHARACTER SET utf8mb4");
-            System.out.println("connected through Tessera: " + boot.getMetaData().getDatabaseProductName() + " "
-                    + boot.getMetaData().getDatabaseProductVersion() + ", Connector/J " + boot.getMetaData().getDriverVersion());
-        } catch (SQLException e) {
-            System.out.println("FAIL  connect through Tessera " + host + ":" + port + ": " + describe(e));
-            if (String.valueOf(e.getMessage()).contains("Unknown server response after fast auth")) {
-                System.out.println("        Connector/J reads AuthMoreData without its 0x01 prefix for servers older than 5.5.16,"
-                        + " and the greeting's version is 5.5.5-10.11...");
-            }
-            System.exit(1);
+        List<String> summary = new ArrayList<>();
+        int totalPassed = 0, totalFailed = 0;
+        for (String id : System.getProperty("drivers", "mysql,mariadb").split(",")) {
+            drv = Driver.valueOf(id.trim().toUpperCase(java.util.Locale.ROOT));
+            DB = "compat_java_" + drv.id;
+            typesTableReady = cursorTableReady = false;
+            passed = failed = 0;
+            System.out.println();
+            System.out.println("--- " + drv.label + (directMode ? " directly to MariaDB " : " through Tessera ") + host + ":" + port);
+            runChecks();
+            System.out.printf("%s: %d passed, %d failed%n", drv.label, passed, failed);
+            summary.add(String.format("%s: %d passed, %d failed", drv.label, passed, failed));
+            totalPassed += passed;
+            totalFailed += failed;
         }
+        System.out.println();
+        summary.forEach(l -> System.out.println("  " + l));
+        failedNames.forEach(n -> System.out.println("  failed: " + n));
+        System.out.printf("java: %d passed, %d failed%n", totalPassed, totalFailed);
+        System.exit(totalFailed == 0 ? 0 : 1);
+    }
 
+    /** Every check, with the current driver. */
+    static void runChecks() {
+        run("connect, CREATE DATABASE " + DB, CompatMain::boot);
         check("connect with a wrong password -> 1045/28000", CompatMain::authError);
-        if ("1".equals(System.getenv("TESSERA_JAVA_SHA2"))
-                && System.getenv("TESSERA_SHA2_PORT") != null && !System.getenv("TESSERA_SHA2_PORT").isEmpty()) {
-            check("caching_sha2_password login (full + fast auth), wrong password -> 1045/28000", CompatMain::cachingSha2);
-        } else {
+        String sha2Port = env("TESSERA_SHA2_PORT", "");
+        String sha2 = "caching_sha2_password login (full + fast auth), wrong password -> 1045/28000";
+        if (directMode) {
+            skip(sha2, "Tessera's caching_sha2_password front end; MariaDB has no such plugin");
+        } else if (sha2Port.isEmpty()) {
+            skip(sha2, "TESSERA_SHA2_PORT not set");
+        } else if (drv == Driver.MYSQL && !"1".equals(System.getenv("TESSERA_JAVA_SHA2"))) {
             // Connector/J reads caching_sha2_password's AuthMoreData one byte early for servers
             // older than 5.5.16, and every MariaDB-compatible greeting announces "5.5.5-...".
-            // caching_sha2_password is covered with the mariadb CLI, PyMySQL and Go instead.
-            System.out.println("SKIP  caching_sha2_password login with Connector/J (needs a server version >= 5.5.16 "
-                    + "in the greeting; Tessera announces its MariaDB backend as 5.5.5-...; set TESSERA_JAVA_SHA2=1 to run)");
+            // caching_sha2_password is covered with MariaDB Connector/J, the mariadb CLI, PyMySQL and Go.
+            skip(sha2, "needs a server version >= 5.5.16 in the greeting; Tessera announces its MariaDB backend as 5.5.5-...;"
+                    + " set TESSERA_JAVA_SHA2=1 to run");
+        } else {
+            check(sha2, b -> cachingSha2(b, sha2Port));
         }
         check("column types round trip, prepared INSERT/SELECT with bound parameters (server prepare, binary)", b -> types(b, true));
         check("column types round trip, text INSERT/SELECT (Statement)", b -> types(b, false));
         check("column types: all-NULL rows via prepared and text", CompatMain::typesNull);
         check("prepared SELECT with a bound parameter of each kind in WHERE", CompatMain::whereParams);
-        check("1 MB BLOB byte-exact: setBytes, setBinaryStream (COM_STMT_SEND_LONG_DATA), text X'..'", CompatMain::blob);
+        check("1 MB BLOB byte-exact: setBytes, setBinaryStream, text X'..'", CompatMain::blob);
         check("transactions: commit visible, rollback not visible, savepoint", CompatMain::transactions);
         check("errors: duplicate key 1062/23000 (text, prepared, in transaction)", CompatMain::dupErrors);
         check("errors: syntax error 1064/42000 (text, COM_STMT_PREPARE), unknown table 1146/42S02", CompatMain::syntaxErrors);
@@ -206,13 +241,34 @@ public final class CompatMain {
         check("insert id / update count equal to what MariaDB reports", CompatMain::insertIds);
         check("LAST_INSERT_ID() stays per session when another session inserts", CompatMain::lastInsertIdPerSession);
         check("20 concurrent threads: own SET @v / SET time_zone, 50 interleaved reads each", CompatMain::concurrentSessions);
-        check("server-side cursor (useCursorFetch, fetch size 10): all 100 rows arrive", CompatMain::cursorAllRows);
-        check("server-side cursors: two open cursors interleaved + other statements between fetches", CompatMain::cursorInterleaved);
-        check("server-side cursor: 1 MB BLOB rows with fetch size 1, early close and re-execute", CompatMain::cursorBlobs);
+        String[] cursorChecks = {
+            "server-side cursor (useCursorFetch, fetch size 10): all 100 rows arrive",
+            "server-side cursors: two open cursors interleaved + other statements between fetches",
+            "server-side cursor: 1 MB BLOB rows with fetch size 1, early close and re-execute",
+        };
+        if (drv.hasCursorFetch()) {
+            check(cursorChecks[0], CompatMain::cursorAllRows);
+            check(cursorChecks[1], CompatMain::cursorInterleaved);
+            check(cursorChecks[2], CompatMain::cursorBlobs);
+        } else {
+            for (String n : cursorChecks) skip(n, drv.label + " has no server-side cursor mode");
+        }
+        SessionChecks.run();
+    }
 
-        System.out.printf("%nJava (Connector/J): %d passed, %d failed%n", passed, failed);
-        failedNames.forEach(n -> System.out.println("  failed: " + n));
-        System.exit(failed == 0 ? 0 : 1);
+    /** The first connection: creates this driver's database (every other check uses it). */
+    static void boot(List<String> bad) throws SQLException {
+        try (Connection c = DriverManager.getConnection(url("", ""), user, password)) {
+            exec(c, "CREATE DATABASE IF NOT EXISTS " + DB + " CHARACTER SET utf8mb4");
+            notes.add("server " + c.getMetaData().getDatabaseProductName() + " " + c.getMetaData().getDatabaseProductVersion()
+                    + ", " + drv.label + " " + c.getMetaData().getDriverVersion());
+        } catch (SQLException e) {
+            if (String.valueOf(e.getMessage()).contains("Unknown server response after fast auth")) {
+                notes.add("Connector/J reads AuthMoreData without its 0x01 prefix for servers older than 5.5.16,"
+                        + " and the greeting's version is 5.5.5-10.11...");
+            }
+            throw e;
+        }
     }
 
     // -----------------------------------------------------------------------------------------
@@ -233,9 +289,8 @@ public final class CompatMain {
      * caching_sha2_password environment of tests/compat/run.sh (TESSERA_SHA2_PORT): full
      * authentication (RSA public key retrieval over plain TCP) first, fast auth on the next logins.
      */
-    static void cachingSha2(List<String> bad) {
-        String sha2Port = System.getenv("TESSERA_SHA2_PORT");
-        String u = "jdbc:mysql://" + host + ":" + sha2Port + "/?" + COMMON + PS + EXTRA;
+    static void cachingSha2(List<String> bad, String sha2Port) {
+        String u = drv.url(host, Integer.parseInt(sha2Port), "", PS + EXTRA);
         for (int i = 0; i < 3; i++) {
             try (Connection c = DriverManager.getConnection(u, user, password)) {
                 try (Statement s = c.createStatement(); ResultSet r = s.executeQuery("SELECT 'héllo 🚀', 1 + 1")) {
@@ -330,7 +385,7 @@ public final class CompatMain {
                     p.setInt(i++, -8388608);
                     p.setInt(i++, Integer.MIN_VALUE);
                     p.setLong(i++, Long.MIN_VALUE);
-                    p.setObject(i++, UBIG_MAX, MysqlType.BIGINT_UNSIGNED); // LONGLONG with the unsigned flag
+                    drv.setUnsignedBigint(p, i++, UBIG_MAX);
                     p.setFloat(i++, 1.5f);
                     p.setDouble(i++, 3.141592653589793);
                     p.setBigDecimal(i++, new BigDecimal(DECIMAL));
@@ -647,26 +702,29 @@ public final class CompatMain {
         }
     }
 
+    static void prepareExecute(Connection c, String sql) throws SQLException {
+        try (PreparedStatement p = c.prepareStatement(sql)) {
+            p.setInt(1, 1);
+            p.execute();
+        }
+    }
+
     static void syntaxErrors(List<String> bad) throws Exception {
-        // emulateUnsupportedPstmts=false: a failing COM_STMT_PREPARE is reported by prepareStatement()
-        // instead of silently falling back to a client-side prepared statement.
-        try (Connection c = proxy(PS + "&emulateUnsupportedPstmts=false")) {
+        // drv.strictPrepare: a failing COM_STMT_PREPARE is reported as it is, without a fallback to
+        // a client-side prepared statement (MySQL Connector/J: emulateUnsupportedPstmts=false).
+        try (Connection c = proxy(PS + drv.strictPrepare)) {
             expectError(bad, "syntax error, Statement", 1064, "42000", () -> exec(c, "SELEC 1"));
             alive(c, "text syntax error", bad);
-            expectError(bad, "syntax error, COM_STMT_PREPARE", 1064, "42000", () -> c.prepareStatement("SELEC ? FROM errs").close());
+            // MySQL Connector/J prepares in prepareStatement(), MariaDB Connector/J on the first execute.
+            expectError(bad, "syntax error, COM_STMT_PREPARE", 1064, "42000", () -> prepareExecute(c, "SELEC ? FROM errs"));
             alive(c, "prepare syntax error", bad);
             expectError(bad, "unknown table, COM_STMT_PREPARE", 1146, "42S02",
-                    () -> c.prepareStatement("SELECT * FROM no_such_table_xyz WHERE id = ?").close());
+                    () -> prepareExecute(c, "SELECT * FROM no_such_table_xyz WHERE id = ?"));
             alive(c, "prepare unknown table", bad);
         }
-        // Default settings (emulateUnsupportedPstmts=true): the error surfaces at prepare or execute time.
+        // Default settings (MySQL Connector/J: emulateUnsupportedPstmts=true): the error surfaces at prepare or execute time.
         try (Connection c = proxy(PS)) {
-            expectError(bad, "syntax error, prepare+execute with fallback", 1064, "42000", () -> {
-                try (PreparedStatement p = c.prepareStatement("SELEC ? FROM errs")) {
-                    p.setInt(1, 1);
-                    p.execute();
-                }
-            });
+            expectError(bad, "syntax error, prepare+execute with fallback", 1064, "42000", () -> prepareExecute(c, "SELEC ? FROM errs"));
             alive(c, "syntax error with fallback", bad);
         }
     }
@@ -751,7 +809,7 @@ public final class CompatMain {
         {"text delete 0 rows", "DELETE FROM %s WHERE k = 12345", null},
     };
 
-    /** Connector/J sets CLIENT_FOUND_ROWS (useAffectedRows=false): UPDATE counts matched rows. */
+    /** Both drivers set CLIENT_FOUND_ROWS (useAffectedRows=false): UPDATE counts matched rows. */
     static final long[][] ID_EXPECTED = {
         {1000, 1}, {1001, 3}, {1004, 1}, {1005, 2}, {5000, 1}, {0, 2}, {0, 2}, {0, 3}, {0, 0}, {1000, 2}, {5002, 1},
         {0, 0}, {1000, 2}, {0, 2}, {0, 0}, {5002, 5002},
@@ -769,7 +827,7 @@ public final class CompatMain {
             if (step[2] == null) {
                 try (Statement s = c.createStatement()) {
                     n = s.executeUpdate(sql, Statement.RETURN_GENERATED_KEYS);
-                    lastId = s.unwrap(StatementImpl.class).getLastInsertID();
+                    lastId = drv.lastInsertId(s);
                     keys = keys(s);
                 }
             } else {
@@ -777,7 +835,7 @@ public final class CompatMain {
                     int[] a = (int[]) step[2];
                     for (int i = 0; i < a.length; i++) p.setInt(i + 1, a[i]);
                     n = p.executeUpdate();
-                    lastId = p.unwrap(StatementImpl.class).getLastInsertID();
+                    lastId = drv.lastInsertId(p);
                     keys = keys(p);
                 }
             }
@@ -841,13 +899,13 @@ public final class CompatMain {
             for (int i = 0; i < 20; i++) {
                 long own, other;
                 try (Statement s = a.createStatement()) {
-                    s.executeUpdate("INSERT INTO lii (v) VALUES (1)");
-                    own = s.unwrap(StatementImpl.class).getLastInsertID();
+                    s.executeUpdate("INSERT INTO lii (v) VALUES (1)", Statement.RETURN_GENERATED_KEYS);
+                    own = drv.lastInsertId(s);
                 }
-                try (PreparedStatement p = b.prepareStatement("INSERT INTO lii (v) VALUES (?)")) {
+                try (PreparedStatement p = b.prepareStatement("INSERT INTO lii (v) VALUES (?)", Statement.RETURN_GENERATED_KEYS)) {
                     p.setInt(1, 2);
                     p.executeUpdate();
-                    other = p.unwrap(StatementImpl.class).getLastInsertID();
+                    other = drv.lastInsertId(p);
                 }
                 exec(a, "INSERT INTO lii (id, v) VALUES (" + (-1 - i) + ", 3)");
                 long text, prep;
@@ -960,7 +1018,7 @@ public final class CompatMain {
             for (int i = 1; i <= 100; i++) {
                 p.setInt(1, i);
                 p.setString(2, payload(i));
-                p.setObject(3, nOf(i), MysqlType.BIGINT_UNSIGNED);
+                drv.setUnsignedBigint(p, 3, nOf(i));
                 p.setString(4, "2024-02-29 23:59:58." + String.format("%06d", i));
                 p.executeUpdate();
             }
@@ -989,7 +1047,7 @@ public final class CompatMain {
     }
 
     static boolean usesCursor(ResultSet r) throws SQLException {
-        return r.unwrap(ResultSetImpl.class).getRows() instanceof ResultsetRowsCursor;
+        return drv.usesCursor(r);
     }
 
     static void checkRow(List<String> bad, String how, ResultSet r, int want) throws SQLException {

@@ -1,0 +1,50 @@
+//! The values Tessera answers for a client's own session, whatever backend connection runs
+//! the statement: CONNECTION_ID() is Tessera's connection id (the one `KILL` takes), USER(),
+//! SESSION_USER() and SYSTEM_USER() the client's account and address, CURRENT_USER the account
+//! it authenticated as, `@@session_track_*` the tracking it asked for.
+
+use super::rewrite::Term;
+use super::Session;
+use crate::state::quote_string;
+use crate::tracking::TRACKING_VARIABLES;
+
+/// The replacement SQL of every session value, ready for [`super::rewrite::replace_terms`].
+pub struct SessionInfo {
+    connection_id: String,
+    user: String,
+    /// None when the backend account is the client's own (per-user backend credentials): the
+    /// server then answers CURRENT_USER itself, with the host pattern of its account.
+    current_user: Option<String>,
+    tracking: [String; 3],
+}
+
+impl SessionInfo {
+    pub fn terms(&self) -> Vec<Term<'_>> {
+        let mut terms = vec![
+            Term::Call("CONNECTION_ID", &self.connection_id),
+            Term::Call("USER", &self.user),
+            Term::Call("SESSION_USER", &self.user),
+            Term::Call("SYSTEM_USER", &self.user),
+        ];
+        if let Some(current) = &self.current_user {
+            terms.push(Term::CallOrBare("CURRENT_USER", current));
+        }
+        for (name, value) in TRACKING_VARIABLES.iter().zip(&self.tracking) {
+            terms.push(Term::SessionVar(name, value));
+        }
+        terms
+    }
+}
+
+impl Session {
+    /// This session's values, as SQL literals.
+    pub fn session_info(&self) -> SessionInfo {
+        let own_backend_account = self.ctx.users.get(&self.user).is_some_and(|c| c.backend.is_some());
+        SessionInfo {
+            connection_id: self.id.to_string(),
+            user: quote_string(&format!("{}@{}", self.user, self.host)),
+            current_user: (!own_backend_account).then(|| quote_string(&format!("{}@%", self.user))),
+            tracking: TRACKING_VARIABLES.map(|name| self.tracking.value_sql(name)),
+        }
+    }
+}

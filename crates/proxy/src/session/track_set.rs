@@ -1,0 +1,149 @@
+//! `SET` statements that assign the client's session tracking (`session_track_*`), such as
+//! MariaDB Connector/J's `SET autocommit=1, session_track_schema=1,
+//! session_track_system_variables=CONCAT(@@session_track_system_variables, ',autocommit'),
+//! names utf8mb4`. Tessera keeps the tracking variables of its backend connections as they
+//! are (it needs everything tracked) and records what the client asked for instead; the other
+//! assignments of the statement run on a backend as usual.
+
+use super::rewrite::{replace_terms, Term};
+use super::Session;
+use crate::error::ProxyError;
+use crate::tracking::{ClientTracking, TRACKING_VARIABLES};
+use tessera_protocol::response::ErrPacket;
+use tessera_sql::{set_assignments, unquote, Lexer, TokenKind};
+
+/// One assignment of a SET statement, split into its parts.
+#[derive(Debug, PartialEq, Eq)]
+struct Assignment<'a> {
+    global: bool,
+    /// Variable name, lower case.
+    name: String,
+    value: &'a str,
+}
+
+impl Session {
+    /// Applies the tracking assignments of `sql` to the session. Returns the statement that
+    /// runs the other assignments on a backend, or None when nothing else remains.
+    pub async fn set_tracking(&mut self, sql: &str) -> Result<Option<String>, ProxyError> {
+        let assignments =
+            set_assignments(sql).ok_or_else(|| ProxyError::Unsupported("this form of SET session_track_*".into()))?;
+        let mut tracking = self.tracking.clone();
+        let mut rest = Vec::new();
+        let mut global = false;
+        for text in assignments {
+            match parse_assignment(text, &mut global) {
+                Some(a) if !a.global && TRACKING_VARIABLES.contains(&a.name.as_str()) => {
+                    let value = self.evaluate(a.value, &tracking).await?;
+                    tracking
+                        .set(&a.name, value.as_deref())
+                        .map_err(|bad| wrong_value(&a.name, &bad))?;
+                }
+                _ => rest.push(text),
+            }
+        }
+        tracing::debug!(session = self.id, tracking = ?tracking, "client session tracking set");
+        self.tracking = tracking;
+        Ok((!rest.is_empty()).then(|| format!("SET {}", rest.join(", "))))
+    }
+
+    /// The value of an assignment's expression: a literal as written, DEFAULT as None, any
+    /// other expression evaluated by a backend (with the client's own tracking values in it).
+    async fn evaluate(&mut self, expr: &str, tracking: &ClientTracking) -> Result<Option<String>, ProxyError> {
+        let tokens: Vec<_> = Lexer::new(expr).filter(|t| t.is_significant()).collect();
+        match tokens.as_slice() {
+            [t] if t.is_word("DEFAULT") => return Ok(None),
+            [t] if t.kind == TokenKind::String => return Ok(Some(unquote(t.text).into_owned())),
+            [t] if matches!(t.kind, TokenKind::Word | TokenKind::Number) => return Ok(Some(t.text.to_string())),
+            _ => {}
+        }
+        let values = TRACKING_VARIABLES.map(|name| tracking.value_sql(name));
+        let terms: Vec<Term<'_>> = TRACKING_VARIABLES
+            .iter()
+            .zip(&values)
+            .map(|(name, value)| Term::SessionVar(name, value))
+            .collect();
+        let expr = replace_terms(expr, &terms).unwrap_or_else(|| expr.to_string());
+        let pool = self.ctx.groups[0].primary().pool_for(&self.user).clone();
+        let mut conn = pool.checkout(self.flavour(), self.state.schema.is_none()).await?;
+        let (_, rows) = conn.query_rows(&format!("SELECT {expr}")).await?;
+        let value = rows.first().and_then(|r| r.first()).cloned().flatten();
+        Ok(Some(
+            value
+                .map(|v| String::from_utf8_lossy(&v).into_owned())
+                .unwrap_or_default(),
+        ))
+    }
+}
+
+/// `[GLOBAL|SESSION|LOCAL] name = value`, `@@[scope.]name := value`; `global` carries a scope
+/// word over to the following assignments, as MariaDB does. None for other forms (NAMES ...).
+fn parse_assignment<'a>(text: &'a str, global: &mut bool) -> Option<Assignment<'a>> {
+    let mut rest = text.trim_start();
+    loop {
+        let word_end = rest.find(|c: char| c.is_whitespace()).unwrap_or(rest.len());
+        let scope = rest[..word_end].to_ascii_lowercase();
+        match scope.as_str() {
+            "global" | "persist" | "persist_only" => *global = true,
+            "session" | "local" => *global = false,
+            _ => break,
+        }
+        rest = rest[word_end..].trim_start();
+    }
+    let mut is_global = *global;
+    if let Some(var) = rest.strip_prefix("@@") {
+        let lower = var.to_ascii_lowercase();
+        let (skip, scope_global) = [("global.", true), ("session.", false), ("local.", false)]
+            .iter()
+            .find(|(p, _)| lower.starts_with(p))
+            .map_or((0, is_global), |(p, g)| (p.len(), *g));
+        is_global = scope_global;
+        rest = &var[skip..];
+    }
+    let eq = rest.find('=')?;
+    let name = rest[..eq]
+        .trim_end_matches(':')
+        .trim()
+        .trim_matches('`')
+        .to_ascii_lowercase();
+    Some(Assignment {
+        global: is_global,
+        name,
+        value: rest[eq + 1..].trim(),
+    })
+}
+
+/// MariaDB's 1231 for a value a variable does not take.
+fn wrong_value(name: &str, value: &str) -> ProxyError {
+    ProxyError::Backend(ErrPacket::new(
+        1231,
+        "42000",
+        format!("Variable '{name}' can't be set to the value of '{value}'"),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn assignments_with_scopes() {
+        let mut global = false;
+        let a = parse_assignment("SESSION session_track_schema = 1", &mut global).unwrap();
+        assert_eq!(
+            (a.global, a.name.as_str(), a.value),
+            (false, "session_track_schema", "1")
+        );
+        let a = parse_assignment("@@session.Session_Track_State_Change:=ON", &mut global).unwrap();
+        assert_eq!(
+            (a.global, a.name.as_str(), a.value),
+            (false, "session_track_state_change", "ON")
+        );
+        let a = parse_assignment("GLOBAL session_track_schema=0", &mut global).unwrap();
+        assert!(a.global && global);
+        let a = parse_assignment("session_track_schema=0", &mut global).unwrap();
+        assert!(a.global, "GLOBAL carries over");
+        let a = parse_assignment("@@local.session_track_schema=0", &mut global).unwrap();
+        assert!(!a.global);
+        assert_eq!(parse_assignment("names utf8mb4", &mut false), None);
+    }
+}

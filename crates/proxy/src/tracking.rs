@@ -1,0 +1,138 @@
+//! The session tracking a client asked for (`session_track_system_variables`,
+//! `session_track_schema`, `session_track_state_change`). Tessera's backend connections always
+//! track everything, because Tessera learns session state from it; what a client sees in its
+//! OK packets is filtered down to what it asked for, as its own server would have sent.
+
+use tessera_protocol::response::{retain_session_state, SessionChange};
+
+/// The tracking variables a client may set.
+pub const TRACKING_VARIABLES: [&str; 3] = [
+    "session_track_system_variables",
+    "session_track_schema",
+    "session_track_state_change",
+];
+
+/// MariaDB's default for `session_track_system_variables` (10.5 and later).
+pub const DEFAULT_TRACKED_VARIABLES: &str =
+    "autocommit,character_set_client,character_set_connection,character_set_results,time_zone";
+
+/// What one client asked to be told in its OK packets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientTracking {
+    /// `session_track_system_variables` as the client set it: names separated by commas, or `*`.
+    pub system_variables: String,
+    pub schema: bool,
+    pub state_change: bool,
+}
+
+impl Default for ClientTracking {
+    /// MariaDB's defaults for a new session.
+    fn default() -> Self {
+        ClientTracking {
+            system_variables: DEFAULT_TRACKED_VARIABLES.to_string(),
+            schema: true,
+            state_change: false,
+        }
+    }
+}
+
+impl ClientTracking {
+    /// True when the client wants everything a backend connection reports (no filtering).
+    pub fn wants_everything(&self) -> bool {
+        self.schema && self.state_change && self.system_variables.trim() == "*"
+    }
+
+    /// True when changes of system variable `name` are reported to the client.
+    pub fn tracks_variable(&self, name: &str) -> bool {
+        self.system_variables
+            .split(',')
+            .map(str::trim)
+            .any(|v| v == "*" || v.eq_ignore_ascii_case(name))
+    }
+
+    /// Whether the client asked for this entry. Entries Tessera never asks backends for
+    /// (GTIDs, transaction state) only come when the client enabled them itself: kept.
+    pub fn wants(&self, change: &SessionChange) -> bool {
+        match change {
+            SessionChange::SystemVariable { name, .. } => self.tracks_variable(name),
+            SessionChange::Schema(_) => self.schema,
+            SessionChange::StateChanged => self.state_change,
+            _ => true,
+        }
+    }
+
+    /// The session_state_info the client gets for a backend's `raw` one.
+    pub fn filter(&self, raw: &[u8]) -> Result<Vec<u8>, tessera_protocol::ProtocolError> {
+        retain_session_state(raw, |c| self.wants(c))
+    }
+
+    /// Sets one tracking variable (`name` lower case, one of [`TRACKING_VARIABLES`]) to
+    /// `value` (already evaluated, unquoted); None for `DEFAULT`. Err: the value MariaDB refuses.
+    pub fn set(&mut self, name: &str, value: Option<&str>) -> Result<(), String> {
+        let defaults = ClientTracking::default();
+        match (name, value) {
+            ("session_track_system_variables", None) => self.system_variables = defaults.system_variables,
+            ("session_track_system_variables", Some(v)) => self.system_variables = v.to_string(),
+            ("session_track_schema", v) => self.schema = v.map_or(Ok(defaults.schema), parse_switch)?,
+            ("session_track_state_change", v) => {
+                self.state_change = v.map_or(Ok(defaults.state_change), parse_switch)?
+            }
+            _ => return Err(value.unwrap_or("DEFAULT").to_string()),
+        }
+        Ok(())
+    }
+
+    /// The value `SELECT @@name` answers, as SQL (a quoted string or 1/0).
+    pub fn value_sql(&self, name: &str) -> String {
+        match name {
+            "session_track_schema" => u8::from(self.schema).to_string(),
+            "session_track_state_change" => u8::from(self.state_change).to_string(),
+            _ => crate::state::quote_string(&self.system_variables),
+        }
+    }
+}
+
+/// ON/OFF as MariaDB accepts it for a boolean variable.
+fn parse_switch(v: &str) -> Result<bool, String> {
+    match v.trim().to_ascii_lowercase().as_str() {
+        "on" | "1" | "true" => Ok(true),
+        "off" | "0" | "false" => Ok(false),
+        _ => Err(v.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_filter_to_the_default_variables_and_schema() {
+        let t = ClientTracking::default();
+        assert!(!t.wants_everything());
+        assert!(t.wants(&SessionChange::Schema("db".into())));
+        assert!(!t.wants(&SessionChange::StateChanged));
+        let var = |name: &str| SessionChange::SystemVariable {
+            name: name.into(),
+            value: "x".into(),
+        };
+        assert!(t.wants(&var("autocommit")) && t.wants(&var("TIME_ZONE")));
+        assert!(!t.wants(&var("last_gtid")) && !t.wants(&var("sql_mode")));
+    }
+
+    #[test]
+    fn setting_values() {
+        let mut t = ClientTracking::default();
+        t.set("session_track_system_variables", Some("*")).unwrap();
+        t.set("session_track_state_change", Some("ON")).unwrap();
+        assert!(t.wants_everything());
+        assert_eq!(t.value_sql("session_track_state_change"), "1");
+        t.set("session_track_schema", Some("0")).unwrap();
+        assert_eq!(t.value_sql("session_track_schema"), "0");
+        assert!(t.set("session_track_schema", Some("maybe")).is_err());
+        t.set("session_track_system_variables", None).unwrap();
+        assert_eq!(
+            t.value_sql("session_track_system_variables"),
+            format!("'{DEFAULT_TRACKED_VARIABLES}'")
+        );
+    }
+}

@@ -1,0 +1,248 @@
+//! What a client sees of its own session through Tessera, against a real sandbox MariaDB, each
+//! as one MariaDB would answer: its identity and connection id (and KILL by that id), its
+//! collation after SET NAMES ... COLLATE, the session tracking it asked for in its OK packets,
+//! the diagnostics area of its previous statement after the connection went back to the pool,
+//! and per-user backend accounts.
+
+mod common;
+
+use common::{Client, Env};
+use std::time::Duration;
+use tessera_protocol::flags::{CLIENT_SESSION_TRACK, SERVER_SESSION_STATE_CHANGED};
+use tessera_protocol::response::{OkPacket, SessionChange};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn identity_and_connection_id_are_the_clients_own() {
+    let env = Env::start("", "max_size = 2").await;
+    let mut a = env.client().await;
+    let mut b = env.client().await;
+    let id = a.value("SELECT CONNECTION_ID()").await.expect("id");
+    assert_eq!(id, a.connection_id.to_string(), "the handshake's connection id");
+    for _ in 0..10 {
+        b.query("SELECT 1").await.expect("other client");
+        assert_eq!(a.value("SELECT CONNECTION_ID()").await.as_deref(), Some(id.as_str()));
+    }
+    let rows = a
+        .query("SELECT USER(), SESSION_USER(), SYSTEM_USER(), CURRENT_USER(), CURRENT_USER")
+        .await
+        .expect("identity");
+    assert_eq!(
+        rows[0],
+        ["app@127.0.0.1", "app@127.0.0.1", "app@127.0.0.1", "app@%", "app@%"].map(|s| Some(s.to_string()))
+    );
+    assert_eq!(
+        a.value("SELECT 'USER()'").await.as_deref(),
+        Some("USER()"),
+        "strings untouched"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_query_by_connection_id_interrupts_only_that_query() {
+    let env = Env::start("", "max_size = 4").await;
+    let mut a = env.client().await;
+    let mut b = env.client().await;
+    let id = a.value("SELECT CONNECTION_ID()").await.expect("id");
+    let sleeper = tokio::spawn(async move {
+        let r = a.query("SELECT SLEEP(30) /* kill-me */").await;
+        (a, r)
+    });
+    env.wait_until_backend_runs("SELECT SLEEP(30) /* kill-me */").await;
+    b.query(&format!("KILL QUERY {id}")).await.expect("kill query");
+    let (mut a, r) = tokio::time::timeout(Duration::from_secs(20), sleeper)
+        .await
+        .expect("the query ended early")
+        .expect("task");
+    match r {
+        Err(e) => assert_eq!(e.code, 1317, "{e}"),
+        Ok(rows) => assert_eq!(rows[0][0].as_deref(), Some("1"), "SLEEP interrupted"),
+    }
+    assert_eq!(a.value("SELECT CONNECTION_ID()").await.as_deref(), Some(id.as_str()));
+    let e = b.query("KILL QUERY 999999").await.expect_err("unknown id");
+    assert_eq!(e.code, 1094);
+    b.query(&format!("KILL {id}")).await.expect("kill connection");
+    assert!(a.is_closed().await, "A was closed");
+    b.query("SELECT 1").await.expect("B goes on");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn set_names_with_a_collation_is_kept_on_every_connection() {
+    let env = Env::start("", "max_size = 2").await;
+    let mut a = env.client().await;
+    let mut b = env.client().await;
+    a.query("SET NAMES utf8mb4 COLLATE utf8mb4_bin")
+        .await
+        .expect("set names");
+    for _ in 0..5 {
+        b.query("SET NAMES latin1").await.expect("b changes its own");
+        b.query("SELECT 1").await.expect("b");
+        assert_eq!(
+            a.value("SELECT @@collation_connection").await.as_deref(),
+            Some("utf8mb4_bin")
+        );
+        assert_eq!(a.value("SELECT 'a' = 'A'").await.as_deref(), Some("0"));
+    }
+    a.query("SET CHARACTER SET latin1").await.expect("set character set");
+    let rows = a
+        .query("SELECT @@character_set_client, @@character_set_results, @@character_set_connection = @@character_set_database")
+        .await
+        .expect("charsets");
+    assert_eq!(rows[0], ["latin1", "latin1", "1"].map(|s| Some(s.to_string())));
+    a.query("SET collation_connection = utf8mb4_unicode_ci")
+        .await
+        .expect("set");
+    b.query("SELECT 1").await.expect("b");
+    assert_eq!(
+        a.value("SELECT @@collation_connection").await.as_deref(),
+        Some("utf8mb4_unicode_ci")
+    );
+}
+
+/// The session changes an OK packet for `sql` reports to a client that negotiated tracking.
+async fn tracked_changes(client: &mut Client, sql: &str) -> Vec<SessionChange> {
+    let mut payload = vec![0x03];
+    payload.extend_from_slice(sql.as_bytes());
+    let answer = client.raw(&payload).await;
+    let ok = OkPacket::parse(&answer, CLIENT_SESSION_TRACK).unwrap_or_else(|e| panic!("{sql}: {e:?}"));
+    if ok.status & SERVER_SESSION_STATE_CHANGED == 0 {
+        return Vec::new();
+    }
+    ok.session_changes().expect("session state")
+}
+
+fn variable_names(changes: &[SessionChange]) -> Vec<String> {
+    changes
+        .iter()
+        .filter_map(|c| match c {
+            SessionChange::SystemVariable { name, .. } => Some(name.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clients_get_the_session_tracking_they_asked_for() {
+    let env = Env::start("", "max_size = 2").await;
+    let port = env.port();
+    let mut a = Client::connect_with(port, "app", "app", Some("test"), CLIENT_SESSION_TRACK)
+        .await
+        .expect("login");
+    // MariaDB's defaults: a few variables and the schema, not last_gtid or sql_mode.
+    let changes = tracked_changes(&mut a, "SET sql_mode = 'ANSI', time_zone = '+01:00'").await;
+    assert_eq!(variable_names(&changes), ["time_zone"], "{changes:?}");
+    // Connector/J's initialisation: an expression over the client's own value, mixed with others.
+    a.raw(b"\x03SET autocommit=1, session_track_schema=1, session_track_system_variables=CONCAT(@@session_track_system_variables, ',sql_mode'), names utf8mb4")
+        .await;
+    assert_eq!(
+        a.value("SELECT @@session_track_system_variables").await.as_deref(),
+        Some("autocommit,character_set_client,character_set_connection,character_set_results,time_zone,sql_mode")
+    );
+    let changes = tracked_changes(&mut a, "SET sql_mode = 'TRADITIONAL'").await;
+    assert_eq!(variable_names(&changes), ["sql_mode"], "{changes:?}");
+    a.raw(b"\x03SET session_track_system_variables = '', session_track_schema = OFF")
+        .await;
+    assert!(tracked_changes(&mut a, "USE mysql").await.is_empty(), "nothing tracked");
+    a.raw(b"\x03SET session_track_system_variables = '*', session_track_state_change = ON")
+        .await;
+    let changes = tracked_changes(&mut a, "SET @x = 1").await;
+    assert!(changes.contains(&SessionChange::StateChanged), "{changes:?}");
+    // Tessera's own tracking on the backend is untouched: it still replays state.
+    let mut b = env.client().await;
+    b.query("SELECT 1").await.expect("b");
+    let mode = a.value("SELECT @@sql_mode").await.expect("sql_mode");
+    assert!(mode.contains("TRADITIONAL"), "{mode}");
+}
+
+/// Waits until the pool has no connection in use (the session gave its one back).
+async fn wait_until_released(env: &Env) {
+    let admin = env
+        .proxy
+        .as_ref()
+        .and_then(|p| p.admin_addr)
+        .expect("admin")
+        .to_string();
+    for _ in 0..200 {
+        let metrics = tessera_proxy::admin::fetch(&admin, "/metrics").expect("metrics");
+        let in_use: u64 = metrics
+            .lines()
+            .filter(|l| l.starts_with("tessera_pool_in_use{"))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+            .sum();
+        if in_use == 0 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the session never gave its connection back");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_diagnostics_area_is_the_previous_statements_after_the_connection_went_back() {
+    let env = Env::start("", "max_size = 2").await;
+    let mut a = env.client().await;
+    let mut b = env.client().await;
+    a.query("USE no_such_db").await.expect_err("1049");
+    wait_until_released(&env).await;
+    b.query("SELECT CAST('zz' AS SIGNED)").await.expect("b's own warning");
+    wait_until_released(&env).await;
+    let rows = a.query("SHOW WARNINGS").await.expect("show warnings");
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0][1].as_deref(), Some("1049"), "{rows:?}");
+    a.query("SELECT CAST('abc' AS SIGNED)").await.expect("warning");
+    wait_until_released(&env).await;
+    b.query("USE no_such_db").await.expect_err("b's own error");
+    wait_until_released(&env).await;
+    let rows = a.query("SHOW WARNINGS").await.expect("show warnings");
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0][1].as_deref(), Some("1292"), "{rows:?}");
+    assert_eq!(a.value("SELECT @@warning_count").await.as_deref(), Some("1"));
+    assert_eq!(a.value("SHOW COUNT(*) WARNINGS").await.as_deref(), Some("1"));
+    a.query("SELECT * FROM mysql.db LIMIT 0").await.expect("reads a table");
+    wait_until_released(&env).await;
+    b.query("SELECT CAST('zz' AS SIGNED)").await.expect("b's own warning");
+    assert!(a.query("SHOW WARNINGS").await.expect("empty").is_empty());
+    assert_eq!(a.value("SELECT @@warning_count").await.as_deref(), Some("0"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn users_with_a_backend_account_of_their_own_get_its_privileges() {
+    let sandbox = tokio::task::spawn_blocking(common::sandbox).await.expect("sandbox");
+    sandbox.servers()[0]
+        .sql(
+            "CREATE USER 'reader'@'%' IDENTIFIED BY 'rpw'; GRANT SELECT ON test.* TO 'reader'@'%';
+             CREATE TABLE test.t (a INT); INSERT INTO test.t VALUES (1)",
+        )
+        .expect("account");
+    let mut config = common::config(sandbox.servers()[0].port(), "", "");
+    config.users.push(tessera_config::UserConfig {
+        name: "report".into(),
+        password: Some("report".into()),
+        password_hash: None,
+        read_write_split: true,
+        read_consistency: "global".into(),
+        backend_user: Some("reader".into()),
+        backend_password: Some("rpw".into()),
+    });
+    let proxy = tessera_proxy::server::start(config).await.expect("proxy");
+    let port = proxy.addr.port();
+    let mut report = Client::connect(port, "report", "report", Some("test"))
+        .await
+        .expect("login");
+    assert_eq!(report.value("SELECT COUNT(*) FROM t").await.as_deref(), Some("1"));
+    assert_eq!(
+        report.value("SELECT CURRENT_USER()").await.as_deref(),
+        Some("reader@%"),
+        "the backend account answers"
+    );
+    assert_eq!(report.value("SELECT USER()").await.as_deref(), Some("report@127.0.0.1"));
+    let e = report
+        .query("INSERT INTO t VALUES (2)")
+        .await
+        .expect_err("no INSERT privilege");
+    assert_eq!(e.code, 1142, "{e}");
+    let mut app = Client::connect(port, "app", "app", Some("test")).await.expect("login");
+    app.query("INSERT INTO t VALUES (2)")
+        .await
+        .expect("the proxy account may");
+    drop(proxy);
+}
