@@ -126,19 +126,28 @@ step_verify_programs() {
 }
 
 # Python drivers for the compat suite tests/compat/python (PyMySQL, mysql-connector-python,
-# pytest), pinned in tests/compat/python/requirements.txt, in the venv tests/compat/.venv.
-# Fast path: the venv's python runs and a stamp holds the hash of requirements.txt.
+# mysqlclient, pytest) and the ORMs of tests/compat/orm (SQLAlchemy, Django), pinned in
+# tests/compat/{python,orm}/requirements.txt, in the venv tests/compat/.venv. mysqlclient is
+# built from source: it needs libmariadb-dev, pkg-config, gcc + libc6-dev and Python's headers
+# (python3-dev, queued only when the python3 of the venv has no Python.h).
+# Fast path: the venv's python runs and a stamp holds the hash of both requirement files.
 install_python_compat() {
-    local root venv req stamp want
+    local root venv req orm_req stamp want python
     root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
     venv=$root/tests/compat/.venv
     req=$root/tests/compat/python/requirements.txt
+    orm_req=$root/tests/compat/orm/requirements.txt
     stamp=$venv/.requirements.sha256
     if [[ ! -f $req ]]; then
         log "python compat" "skipped (no $req)"
         return 0
     fi
-    want=$(sha256sum "$req" | cut -d' ' -f1)
+    local files=("$req") reqs=() f
+    [[ -f $orm_req ]] && files+=("$orm_req")
+    for f in "${files[@]}"; do
+        reqs+=(-r "$f")
+    done
+    want=$(cat "${files[@]}" | sha256sum | cut -d' ' -f1)
     if [[ -f $stamp && $(<"$stamp") == "$want" ]] && "$venv/bin/python" -c '' 2>/dev/null; then
         log "python compat" "ok ($venv)"
         return 0
@@ -148,13 +157,25 @@ install_python_compat() {
         check_apt_pkg python3-venv
         apt_install_missing
     fi
-    log "python compat" "installing $(basename "$req") into $venv"
+    # What building mysqlclient needs.
+    check_apt_pkg libmariadb-dev
+    check_apt_pkg pkg-config
+    check_apt_pkg gcc
+    check_apt_pkg libc6-dev
+    python=python3
+    "$venv/bin/python" -c '' 2>/dev/null && python=$venv/bin/python
+    if ! "$python" -c 'import os, sys, sysconfig
+sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))'; then
+        check_apt_pkg python3-dev
+    fi
+    apt_install_missing
+    log "python compat" "installing ${files[*]#"$root/"} into $venv"
     if ! "$venv/bin/python" -c '' 2>/dev/null; then
         python3 -m venv --clear "$venv" || { log "python compat" "FAILED: python3 -m venv"; FAILED=1; return 0; }
     fi
     printf '*\n' >"$venv/.gitignore" # keep the venv out of git
-    if ! "$venv/bin/python" -m pip install --disable-pip-version-check -q -r "$req"; then
-        log "python compat" "FAILED: pip install -r $req"
+    if ! "$venv/bin/python" -m pip install --disable-pip-version-check -q "${reqs[@]}"; then
+        log "python compat" "FAILED: pip install ${reqs[*]}"
         FAILED=1
         return 0
     fi
@@ -190,6 +211,26 @@ install_jvm_go_node_compat() {
     done
 }
 
+# PHP for tests/compat/php: PDO with pdo_mysql (mysqlnd) from Debian's php-cli and php-mysql
+# (no composer); the suite's `run.sh --prepare` then checks that pdo_mysql loads.
+install_php_compat() {
+    local root out
+    root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+    if [[ ! -f $root/tests/compat/php/run.sh ]]; then
+        log "php compat" "skipped (no tests/compat/php/run.sh)"
+        return 0
+    fi
+    check_apt_pkg php-cli
+    check_apt_pkg php-mysql
+    apt_install_missing
+    if out=$(bash "$root/tests/compat/php/run.sh" --prepare 2>&1 </dev/null); then
+        log "php compat" "ok"
+    else
+        log "php compat" "FAILED: ${out//$'\n'/ | }"
+        FAILED=1
+    fi
+}
+
 main() {
     step_mariadb
     step_bench
@@ -200,6 +241,7 @@ main() {
     # ---------------------------------------------------------------------------
     install_python_compat
     install_jvm_go_node_compat
+    install_php_compat
     apt_install_missing
     step_verify_programs
     step_rust

@@ -38,6 +38,17 @@ impl ServerSpec {
     pub(crate) fn error_log(&self) -> PathBuf {
         self.datadir.join(ERROR_LOG)
     }
+
+    /// The server's own temporary directory, beside its data dir: a MariaDB that starts removes
+    /// every `#sql*` file of its tmpdir, so servers sharing /tmp would delete each other's
+    /// temporary tables mid-query.
+    pub(crate) fn tmpdir(&self) -> PathBuf {
+        let name = self
+            .datadir
+            .file_name()
+            .map_or_else(|| "server".into(), |n| n.to_string_lossy().into_owned());
+        self.datadir.with_file_name(format!("{name}-tmp"))
+    }
 }
 
 fn path_arg(flag: &str, p: &Path) -> String {
@@ -56,6 +67,7 @@ pub(crate) fn server_args(spec: &ServerSpec) -> Vec<String> {
         path_arg("socket", &spec.socket),
         path_arg("pid-file", &spec.pid_file()),
         path_arg("log-error", &spec.error_log()),
+        path_arg("tmpdir", &spec.tmpdir()),
         format!("--server-id={}", spec.server_id),
         "--skip-name-resolve".to_string(),
         "--max-connections=4000".to_string(),
@@ -128,6 +140,7 @@ mod tests {
             "--socket=/tmp/tsb/s0/mysql.sock",
             "--pid-file=/tmp/tsb/s0/mysqld.pid",
             "--log-error=/tmp/tsb/s0/error.log",
+            "--tmpdir=/tmp/tsb/s0-tmp",
             "--server-id=42",
             "--skip-name-resolve",
             "--max-connections=4000",

@@ -228,6 +228,8 @@ impl Server {
 
     fn spawn(&mut self) -> Result<()> {
         let mariadbd = &tools()?.mariadbd;
+        let tmpdir = self.spec.tmpdir();
+        std::fs::create_dir_all(&tmpdir).map_err(|e| SandboxError::io(format!("creating {}", tmpdir.display()), e))?;
         let console_path = self.spec.datadir.join(CONSOLE_LOG);
         let console = OpenOptions::new()
             .create(true)

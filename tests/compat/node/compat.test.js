@@ -6,63 +6,24 @@
 // connection.execute() = server-side prepared statement (COM_STMT_PREPARE/EXECUTE,
 // binary result rows); connection.query() = text protocol (COM_QUERY).
 //
-// Environment: TESSERA_HOST TESSERA_PORT TESSERA_USER TESSERA_PASSWORD (the proxy),
+// Environment (read in support.js): TESSERA_HOST TESSERA_PORT TESSERA_USER TESSERA_PASSWORD (the proxy),
 // MARIADB_PORT [MARIADB_USER MARIADB_PASSWORD] (MariaDB itself, the reference for
 // insert ids / affected rows).
 
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const crypto = require('node:crypto');
-const mysql = require('mysql2/promise');
-
-const DB = 'compat_node';
-const host = process.env.TESSERA_HOST || '127.0.0.1';
-const port = Number(process.env.TESSERA_PORT);
-const user = process.env.TESSERA_USER || 'app';
-const password = process.env.TESSERA_PASSWORD || 'app';
-const mariadbPort = process.env.MARIADB_PORT ? Number(process.env.MARIADB_PORT) : null;
-
-if (!port) {
-  console.error('TESSERA_PORT is not set (run through tests/compat/node/run.sh)');
-  process.exit(2);
-}
-
-const baseOpts = {
-  host,
-  port,
-  user,
-  password,
-  charset: 'utf8mb4_general_ci',
-  supportBigNumbers: true,
-  bigNumberStrings: true, // BIGINT (UNSIGNED) as exact strings
-  decimalNumbers: false, // DECIMAL as exact strings
-  dateStrings: true, // DATE/TIME/DATETIME/TIMESTAMP as strings
-  jsonStrings: true, // JSON columns as the exact stored text
-  connectTimeout: 10000,
-};
-
-function connect(extra = {}) {
-  return mysql.createConnection({ ...baseOpts, database: DB, ...extra });
-}
+const { mysql, DB, baseOpts, password, mariadbPort, connect, createDatabase, connectServer } = require('./support.js');
 
 function connectDirect() {
-  return mysql.createConnection({
-    ...baseOpts,
-    port: mariadbPort,
-    user: process.env.MARIADB_USER || 'tessera',
-    password: process.env.MARIADB_PASSWORD || 'tessera',
-    host: process.env.MARIADB_HOST || host,
-    database: DB,
-  });
+  return connectServer(mariadbPort, { database: DB });
 }
 
 let conn; // main connection through Tessera
 let direct = null; // straight to MariaDB (reference), if MARIADB_PORT is set
 
 before(async () => {
-  const boot = await mysql.createConnection(baseOpts);
-  await boot.query(`CREATE DATABASE IF NOT EXISTS ${DB} CHARACTER SET utf8mb4`);
-  await boot.end();
+  await createDatabase();
   conn = await connect();
   if (mariadbPort) direct = await connectDirect();
 });

@@ -15,9 +15,9 @@ import time
 import pymysql
 import pytest
 
-from conftest import CONTROL, direct, pymysql_connect, query, scalar, tessera
+from conftest import direct, pymysql_connect, query, scalar, tessera, tessera_only
 
-pytestmark = pytest.mark.skipif(CONTROL, reason="counts Tessera's backend connections")
+pytestmark = tessera_only  # counts Tessera's backend connections
 
 ENV = "pool2"
 POOL_MAX = 2

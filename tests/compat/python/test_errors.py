@@ -113,23 +113,24 @@ def test_execute_error_duplicate_key():
     assert got == connector_error(direct(), sql, prepared=True, params=(1, "dup"))
 
 
-def test_error_then_show_warnings_sees_it():
+@pytest.mark.parametrize("env", ["pool2", "main"])
+def test_error_then_show_warnings_sees_it(env):
     """SHOW WARNINGS / SHOW ERRORS / @@error_count report the failed statement before them."""
-    for target in (tessera("pool2"), tessera()):
-        conn = pymysql_connect(target)
-        noise = [pymysql_connect(target) for _ in range(4)]
-        try:
-            with pytest.raises(pymysql.err.ProgrammingError):
-                query(conn, "SELECT * FROM compat_py.no_such_table")
-            for n in noise:  # other clients run statements in between
-                assert scalar(n, "SELECT 1") == 1
-            rows = query(conn, "SHOW WARNINGS")
-            assert [(r[0], r[1]) for r in rows] == [("Error", 1146)], rows
-            assert "no_such_table" in rows[0][2]
-        finally:
-            conn.close()
-            for n in noise:
-                n.close()
+    target = tessera(env)
+    conn = pymysql_connect(target)
+    noise = [pymysql_connect(target) for _ in range(4)]
+    try:
+        with pytest.raises(pymysql.err.ProgrammingError):
+            query(conn, "SELECT * FROM compat_py.no_such_table")
+        for n in noise:  # other clients run statements in between
+            assert scalar(n, "SELECT 1") == 1
+        rows = query(conn, "SHOW WARNINGS")
+        assert [(r[0], r[1]) for r in rows] == [("Error", 1146)], rows
+        assert "no_such_table" in rows[0][2]
+    finally:
+        conn.close()
+        for n in noise:
+            n.close()
 
 
 def test_warnings_count_and_show_warnings():

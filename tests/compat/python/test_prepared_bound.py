@@ -6,11 +6,10 @@ Prepared_stmt_count must never exceed 4 * 64 = 256."""
 import threading
 import time
 
-import pytest
+from conftest import (connector_connect, direct, pymysql_connect, scalar, tessera,
+                      tessera_only)
 
-from conftest import CONTROL, connector_connect, direct, pymysql_connect, scalar, tessera
-
-pytestmark = pytest.mark.skipif(CONTROL, reason="counts Tessera's backend connections")
+pytestmark = tessera_only  # counts Tessera's backend connections
 
 ENV = "ps"
 POOL_MAX = 4

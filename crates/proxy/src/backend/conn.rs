@@ -221,6 +221,13 @@ impl BackendConn {
     }
 
     /// Returns the backend handle for `sql`, preparing it here first if needed.
+    /// Forgets every prepared handle (closed with the next command): their string literals
+    /// took the connection's character set and collation when they were prepared.
+    pub fn forget_prepared(&mut self) {
+        let handles = self.stmts.drain();
+        self.pending_closes.extend(handles.into_iter().map(|s| s.id));
+    }
+
     pub async fn prepare(&mut self, sql: &SqlText) -> Result<BackendStmt, ProxyError> {
         if let Some(stmt) = self.stmts.get(sql) {
             return Ok(stmt);

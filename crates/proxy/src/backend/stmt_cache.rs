@@ -103,6 +103,11 @@ impl StmtCache {
     pub fn clear(&mut self) {
         self.entries.clear();
     }
+
+    /// Removes every entry, returning the handles (to be closed on the backend).
+    pub fn drain(&mut self) -> Vec<BackendStmt> {
+        self.entries.drain().map(|(_, e)| e.stmt).collect()
+    }
 }
 
 #[cfg(test)]

@@ -25,6 +25,9 @@ pub struct Authenticated {
     pub database: Option<String>,
     pub charset: u8,
     pub extended_metadata: bool,
+    /// The greeting's scramble: COM_CHANGE_USER's auth switch sends it again, as MariaDB does
+    /// (MariaDB Connector/C answers with a response computed from it).
+    pub scramble: Vec<u8>,
 }
 
 /// A failed connection phase: the error, and the stream to report it on when there is one.
@@ -75,6 +78,7 @@ pub async fn accept(ctx: &Context, tcp: TcpStream, id: u32, host: &str) -> Resul
             database: resp.database,
             charset: resp.charset,
             extended_metadata: resp.extended_capabilities & extended != 0,
+            scramble: scramble.to_vec(),
         }),
         Err(error) => Err(Refused {
             error,

@@ -59,6 +59,7 @@ impl Session {
             last_insert_id_dirty: false,
             routing,
             tracking: Default::default(),
+            scramble: authed.scramble,
             diagnostics: Default::default(),
         };
         match session.enter_schema(authed.database).await {
@@ -178,7 +179,7 @@ impl Session {
         } else {
             self.charset
         };
-        let scramble = tessera_protocol::auth::new_scramble();
+        let scramble = self.scramble.clone();
         self.client.write_with(|b| {
             tessera_protocol::handshake::encode_auth_switch(b, tessera_protocol::auth::NATIVE_PASSWORD, &scramble)
         });

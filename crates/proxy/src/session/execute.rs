@@ -112,6 +112,9 @@ impl Session {
             Some(ProxyError::Backend(p)) => Err(ProxyError::StateSync(p)),
             Some(e) => Err(e),
             None => {
+                if charset_differs(&conn.state, &self.state) {
+                    conn.forget_prepared();
+                }
                 conn.state.sync_to(&self.state, scope);
                 Ok(())
             }
@@ -269,6 +272,7 @@ impl Session {
     /// Reads the connection character set and collation the server now has, into both the
     /// client's state and the connection's.
     async fn learn_charset(&mut self, conn: &mut PooledConn) {
+        conn.forget_prepared();
         let sql = format!(
             "SELECT {}",
             CHARSET_VARIABLES.map(|v| format!("@@session.{v}")).join(", ")
@@ -354,6 +358,11 @@ fn changes_charset(s: &Stmt<'_>) -> bool {
     ["names", "character", "charset", "collation"]
         .iter()
         .any(|w| lower.contains(w))
+}
+
+/// Whether two states differ in the connection character set or collation.
+fn charset_differs(a: &crate::state::SessionVars, b: &crate::state::SessionVars) -> bool {
+    CHARSET_VARIABLES.iter().any(|v| a.vars.get(*v) != b.vars.get(*v))
 }
 
 /// True when LAST_INSERT_ID() may differ from what the session knew before these statements.

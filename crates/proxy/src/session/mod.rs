@@ -83,6 +83,8 @@ pub struct Session {
     pub routing: routing::SessionRouting,
     /// The session tracking the client asked for (its OK packets are filtered to it).
     pub tracking: crate::tracking::ClientTracking,
+    /// The greeting's scramble (reused by COM_CHANGE_USER).
+    pub scramble: Vec<u8>,
     /// The client's diagnostics area, when it outlived the connection that produced it.
     pub diagnostics: diagnostics::Diagnostics,
 }

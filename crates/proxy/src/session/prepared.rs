@@ -101,7 +101,20 @@ impl Session {
         let text = String::from_utf8_lossy(raw);
         let class = tessera_sql::classify(&text);
         let session_functions = reads_session_functions(&class) && matches!(text, std::borrow::Cow::Borrowed(_));
-        let sql: SqlText = match session_functions.then(|| prepared_session_functions(&text)).flatten() {
+        let mut rewritten = session_functions.then(|| prepared_session_functions(&text)).flatten();
+        let lossless = matches!(text, std::borrow::Cow::Borrowed(_));
+        if lossless
+            && class.flags.contains(tessera_sql::Flags::SESSION_INFO)
+            && super::query::answers_session_info(&class.kind)
+        {
+            // Identity and tracking values are the session's own: spliced into its text.
+            let info = self.session_info();
+            let base = rewritten.as_deref().unwrap_or(&text);
+            if let Some(r) = super::rewrite::replace_terms(base, &info.terms()) {
+                rewritten = Some(r);
+            }
+        }
+        let sql: SqlText = match rewritten {
             Some(rewritten) => Arc::from(rewritten.as_bytes()),
             None => Arc::from(raw),
         };
@@ -117,6 +130,9 @@ impl Session {
         let stmt = match prepared {
             Ok(s) => s,
             Err(e @ ProxyError::Backend(_)) => {
+                // The failed PREPARE's error is the client's diagnostics area now.
+                self.pins.keep_for_diagnostics();
+                self.diagnostics = super::diagnostics::Diagnostics::OnConnection;
                 self.keep_or_release(conn, 0);
                 return Err(e);
             }
@@ -175,6 +191,21 @@ impl Session {
     pub async fn stmt_execute(&mut self, stmt_id: u32, payload: &[u8]) -> Result<Next, ProxyError> {
         Metrics::inc(&self.ctx.metrics.prepared_executes);
         let run = self.take_execution(stmt_id, payload)?;
+        if let tessera_sql::StatementKind::Kill { query, id } = run.class.kind {
+            // KILL takes Tessera's connection ids, prepared or not.
+            let id = id
+                .or_else(|| first_param_as_id(&run))
+                .ok_or_else(|| ProxyError::Unsupported("KILL with an id that is not a number".into()))?;
+            return self.kill(id, query).await;
+        }
+        if matches!(run.class.kind, tessera_sql::StatementKind::Set(_)) && super::query::touches_tracking(&run.text) {
+            // The client's own session tracking, as for a text SET (never the backend's).
+            let text = run.text.clone();
+            return match self.set_tracking(&text).await? {
+                None => self.ok().await,
+                Some(rest) => self.query(rest.as_bytes()).await,
+            };
+        }
         let stmts = [Stmt {
             sql: &run.text,
             class: run.class.clone(),
@@ -218,6 +249,11 @@ impl Session {
             }
             Err(e) => return Err(self.failed(conn, was_held, e)),
         };
+        if !was_held && super::diagnostics::reads_area(&stmts[0].class) {
+            if let Err(e) = self.restore_diagnostics(&mut conn).await {
+                return Err(self.failed(conn, was_held, e));
+            }
+        }
         for (param, chunks) in &run.long_data {
             for chunk in chunks {
                 conn.begin_command(|b| encode_long_data(b, backend.id, *param, chunk));
@@ -389,6 +425,48 @@ impl Session {
         self.keep_or_release(conn, 0);
         Ok(Next::Continue)
     }
+}
+
+/// The first bound parameter of an execution as a connection id (an integer, or a string or
+/// decimal holding one); None when it is NULL or not a number.
+fn first_param_as_id(run: &Execution<'_>) -> Option<u64> {
+    if run.request.null_bitmap.first().is_some_and(|b| b & 1 != 0) {
+        return None;
+    }
+    let kind = *run.types.first()?;
+    let unsigned = run.types.get(1).is_some_and(|f| f & 0x80 != 0);
+    let v = run.request.values;
+    let int = |n: usize| -> Option<u64> {
+        let mut buf = [0u8; 8];
+        buf[..n].copy_from_slice(v.get(..n)?);
+        let raw = u64::from_le_bytes(buf);
+        let shift = 64 - 8 * n as u32;
+        let signed = ((raw << shift) as i64) >> shift;
+        if unsigned {
+            Some(raw)
+        } else {
+            u64::try_from(signed).ok()
+        }
+    };
+    match kind {
+        0x01 => int(1),
+        0x02 | 0x0d => int(2),
+        0x03 | 0x09 => int(4),
+        0x08 => int(8),
+        // Doubles and floats (Node's mysql2 binds numbers as DOUBLE): a whole number is an id.
+        0x05 => whole(f64::from_le_bytes(v.get(..8)?.try_into().ok()?)),
+        0x04 => whole(f64::from(f32::from_le_bytes(v.get(..4)?.try_into().ok()?))),
+        _ => {
+            let mut r = tessera_protocol::codec::Reader::new(v);
+            let text = r.lenenc_bytes().ok()?;
+            std::str::from_utf8(text).ok()?.trim().parse().ok()
+        }
+    }
+}
+
+/// A non-negative whole number as an id.
+fn whole(x: f64) -> Option<u64> {
+    (x >= 0.0 && x.fract() == 0.0 && x <= u32::MAX as f64).then_some(x as u64)
 }
 
 fn reads_session_functions(class: &Classification) -> bool {

@@ -33,7 +33,7 @@ impl Session {
             }]
         };
         if let [s] = stmts.as_slice() {
-            if matches!(s.class.kind, StatementKind::Set(_)) && touches_protected_variable(s.sql) {
+            if matches!(s.class.kind, StatementKind::Set(_)) && touches_tracking(s.sql) {
                 return match self.set_tracking(s.sql).await? {
                     None => self.ok().await,
                     Some(rest) => Box::pin(self.query(rest.as_bytes())).await,
@@ -107,7 +107,7 @@ impl Session {
         }
         for s in stmts {
             match &s.class.kind {
-                StatementKind::Set(_) if touches_protected_variable(s.sql) => {
+                StatementKind::Set(_) if touches_tracking(s.sql) => {
                     return Err(ProxyError::Unsupported(
                         "changing session_track_* variables in a multi-statement query (send the SET on its own)"
                             .into(),
@@ -163,7 +163,7 @@ impl Session {
 
 /// Statements whose identity functions Tessera answers. Not DDL, GRANT or SET PASSWORD, where
 /// `CURRENT_USER` names an account (DEFINER = CURRENT_USER, ... FOR CURRENT_USER).
-fn answers_session_info(kind: &StatementKind) -> bool {
+pub(crate) fn answers_session_info(kind: &StatementKind) -> bool {
     use tessera_sql::SetKind;
     match kind {
         StatementKind::Set(k) => !matches!(k, SetKind::Password | SetKind::Role),
@@ -195,7 +195,7 @@ fn is_compound(sql: &str, first: &tessera_sql::Classification) -> bool {
     creates_program || tessera_sql::starts_with_keyword(sql, "BEGIN NOT ATOMIC")
 }
 
-fn touches_protected_variable(sql: &str) -> bool {
+pub(crate) fn touches_tracking(sql: &str) -> bool {
     let lower = sql.to_ascii_lowercase();
     crate::tracking::TRACKING_VARIABLES.iter().any(|v| lower.contains(v))
 }

@@ -1,0 +1,1 @@
+"""The Django app of the ORM suite: customers, products and orders (see models.py)."""
