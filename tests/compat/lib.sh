@@ -13,6 +13,8 @@
 # sandbox MariaDB), waits up to $COMPAT_START_TIMEOUT (60) seconds for its env file, and exports
 #   TESSERA_HOST=127.0.0.1 TESSERA_PORT MARIADB_PORT MARIADB_SOCKET TESSERA_USER=app TESSERA_PASSWORD=app
 #   MARIADB_HOST=127.0.0.1 MARIADB_USER=tessera MARIADB_PASSWORD=tessera
+#   TESSERA_USER2=app2 TESSERA_PASSWORD2=app2 (CHANGE USER checks), MARIADB_REPLICA_PORTS,
+#   COMPAT_DIRECT (1: TESSERA_PORT is the demo's MariaDB itself, same accounts app and app2)
 # plus the same values under per-environment names:
 #   TESSERA_<NAME>_PORT TESSERA_<NAME>_MARIADB_PORT TESSERA_<NAME>_MARIADB_SOCKET
 # (NAME upper-cased, e.g. TESSERA_POOL2_PORT). Every started demo is stopped by stop_all, which

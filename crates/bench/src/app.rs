@@ -35,6 +35,7 @@ pub fn run(opts: &BenchOptions, argv: &[String]) -> Result<Outcome> {
         bin: locate_binary(opts.tessera_bin.as_deref())?,
         workers: opts.tessera_workers,
         pool_max: opts.pool_max,
+        consistency: opts.consistency.clone(),
     };
     let machine = MachineInfo::read();
     let pinning = if opts.pin {

@@ -34,6 +34,8 @@ Targets (interleaved for every workload and thread count):
   --tessera-bin PATH         the tessera binary (default: next to tessera-bench)
   --tessera-workers N        Tessera's worker_threads (default 1; 0 = one per core)
   --pool-max N               Tessera's pool.max_size (default 64)
+  --consistency LEVEL        the client user's read_consistency: global (Tessera's default),
+                             session, eventual or strong (what read/write splitting costs)
   --pin                      proxies on the last core, sysbench and MariaDB on the others
 TPC-C (go-tpc):
   --tpcc                     also run TPC-C (direct and through Tessera, then `check` through Tessera)
@@ -83,6 +85,8 @@ pub struct BenchOptions {
     pub tessera_bin: Option<PathBuf>,
     pub tessera_workers: u32,
     pub pool_max: u32,
+    /// The client user's `read_consistency` (None: Tessera's default).
+    pub consistency: Option<String>,
     pub pin: bool,
     pub sysbench: bool,
     pub tpcc: Option<TpccOptions>,
@@ -109,6 +113,7 @@ impl BenchOptions {
             tessera_bin: None,
             tessera_workers: 1,
             pool_max: 64,
+            consistency: None,
             pin: false,
             sysbench: true,
             tpcc: None,
@@ -193,6 +198,7 @@ fn apply(opts: &mut BenchOptions, flag: &str, value: &mut dyn FnMut() -> Result<
         "--tessera-bin" => opts.tessera_bin = Some(value()?.into()),
         "--tessera-workers" => opts.tessera_workers = num(&value()?, flag)?,
         "--pool-max" => opts.pool_max = num(&value()?, flag)?,
+        "--consistency" => opts.consistency = Some(consistency(&value()?)?),
         "--pin" => opts.pin = true,
         "--tpcc" => drop(tpcc_mut(opts)),
         "--tpcc-only" => {
@@ -266,6 +272,16 @@ fn num<T: std::str::FromStr>(text: &str, flag: &str) -> Result<T> {
     text.trim()
         .parse()
         .map_err(|_| BenchError::Usage(format!("{flag}: {text:?} is not a valid number")))
+}
+
+/// A read consistency level Tessera knows.
+fn consistency(value: &str) -> Result<String> {
+    match value {
+        "global" | "session" | "eventual" | "strong" => Ok(value.to_string()),
+        other => Err(BenchError::Usage(format!(
+            "--consistency {other:?}: use global, session, eventual or strong"
+        ))),
+    }
 }
 
 fn scale(table_size: u64, factor: &str) -> Result<u64> {

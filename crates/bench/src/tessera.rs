@@ -22,6 +22,8 @@ pub struct TesseraSettings {
     pub bin: PathBuf,
     pub workers: u32,
     pub pool_max: u32,
+    /// The client user's `read_consistency` (None: Tessera's default).
+    pub consistency: Option<String>,
 }
 
 /// A running Tessera; stopped with SIGTERM (then SIGKILL) when dropped.
@@ -56,10 +58,14 @@ pub fn config_text(settings: &TesseraSettings, backends: &Backends, port: u16) -
     let mut text = format!(
         "[server]\nlisten = \"127.0.0.1:{port}\"\nworker_threads = {}\nmax_connections = 20000\n\n\
          [pool]\nmax_size = {}\ncheckout_timeout_ms = 30000\n\n\
-         [[users]]\nname = \"{CLIENT_USER}\"\npassword = \"{CLIENT_USER}\"\n\n\
+         [[users]]\nname = \"{CLIENT_USER}\"\npassword = \"{CLIENT_USER}\"\n{}\n\
          [[groups]]\nname = \"main\"\nuser = {:?}\npassword = {:?}\nprimary = {{ address = {:?}{} }}\n",
         settings.workers,
         settings.pool_max,
+        settings
+            .consistency
+            .as_ref()
+            .map_or(String::new(), |c| format!("read_consistency = {c:?}\n")),
         backends.user,
         backends.password,
         backends.primary,
@@ -177,6 +183,7 @@ mod tests {
             bin: "tessera".into(),
             workers: 1,
             pool_max: 64,
+            consistency: Some("eventual".into()),
         };
         let backends = Backends {
             primary: "127.0.0.1:3306".into(),
@@ -196,5 +203,7 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("name = \"bench\""));
+        assert!(text.contains("read_consistency = \"eventual\""), "{text}");
+        tessera_config::parse_str(&text, "generated").expect("a valid config");
     }
 }

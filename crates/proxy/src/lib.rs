@@ -9,7 +9,7 @@
 //!   and follows primary changes; [`gtid`]: GTID positions for read-your-writes.
 //! - [`pool`]: backend connection pools; [`backend`]: Tessera's own MySQL client.
 //! - [`state`]: replayable session state and its diff; [`charset`]: handshake collations;
-//!   [`tracking`]: the session tracking a client asked for.
+//!   [`collations`]: MariaDB's collation ids; [`tracking`]: the session tracking a client asked for.
 //! - [`context`]: what sessions share (config snapshot, pools, registry, metrics).
 //! - [`error`]: the proxy's errors and their MySQL error numbers.
 //! - [`demo`]: `tessera demo` and `tessera sandbox`.
@@ -18,6 +18,7 @@ pub mod admin;
 pub mod backend;
 pub mod charset;
 pub mod cluster;
+pub mod collations;
 pub mod context;
 pub mod demo;
 pub mod error;

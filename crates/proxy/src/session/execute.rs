@@ -189,7 +189,14 @@ impl Session {
         if outcome.warnings > 0 || outcome.error.is_some() {
             self.pins.keep_for_diagnostics();
             self.diagnostics = Diagnostics::OnConnection;
-        } else if stmts.iter().any(|s| clears_area(s.sql, &s.class)) {
+            return;
+        }
+        // Only a non-empty area can change here (the common case costs nothing).
+        let kept_conditions = matches!(&self.diagnostics, Diagnostics::Kept(c) if !c.is_empty());
+        if !(area_was_here || kept_conditions) {
+            return;
+        }
+        if stmts.iter().any(|s| clears_area(s.sql, &s.class)) {
             self.diagnostics = Diagnostics::Kept(Vec::new());
         } else if area_was_here && !conn.broken {
             self.keep_diagnostics_of(conn).await;
