@@ -117,6 +117,14 @@ impl ServerHealth {
         self.position.read().is_ok_and(|p| p.includes(gtid))
     }
 
+    /// The server confirmed (MASTER_GTID_WAIT) that it applied `gtid`: until the monitor's
+    /// next look, reads that need it or anything older may come here without asking.
+    pub fn note_applied(&self, gtid: Gtid) {
+        if let Ok(mut p) = self.position.write() {
+            p.advance(gtid);
+        }
+    }
+
     /// Whether a replica may take reads: seen, reachable, replicating, within `max_lag_s`.
     pub fn serves_reads(&self, max_lag_s: u64) -> bool {
         self.checked() && self.reachable() && self.replicating() && self.lag_s().is_some_and(|l| l <= max_lag_s)

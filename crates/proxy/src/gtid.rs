@@ -77,6 +77,15 @@ impl GtidPosition {
     pub fn is_empty(&self) -> bool {
         self.last.is_empty()
     }
+
+    /// Records that `gtid` is applied (a replica confirmed it): its domain moves forward to it.
+    pub fn advance(&mut self, gtid: Gtid) {
+        match self.last.iter_mut().find(|g| g.domain == gtid.domain) {
+            Some(g) if g.sequence < gtid.sequence => *g = gtid,
+            Some(_) => {}
+            None => self.last.push(gtid),
+        }
+    }
 }
 
 impl std::fmt::Display for GtidPosition {
@@ -121,5 +130,19 @@ mod tests {
         assert!(!pos.includes(&Gtid::parse("9-1-1").unwrap()), "unknown domain");
         assert!(GtidPosition::parse("").is_empty());
         assert_eq!(pos.to_string(), "0-1-42,5-2-7");
+    }
+
+    #[test]
+    fn positions_advance_and_newest_gtids_only_move_forward() {
+        let mut pos = GtidPosition::parse("0-1-42");
+        pos.advance(Gtid::parse("0-1-50").unwrap());
+        pos.advance(Gtid::parse("0-1-45").unwrap());
+        pos.advance(Gtid::parse("3-1-1").unwrap());
+        assert_eq!(pos.to_string(), "0-1-50,3-1-1");
+        let newest = NewestGtid::default();
+        assert_eq!(newest.get(), None);
+        newest.note(Gtid::parse("0-1-9").unwrap());
+        newest.note(Gtid::parse("0-1-7").unwrap());
+        assert_eq!(newest.get(), Gtid::parse("0-1-9"));
     }
 }

@@ -157,6 +157,7 @@ impl Session {
         tracing::debug!(session = self.id, server = %server.address, gtid = %need, applied, "waited for the session's last write");
         if applied {
             self.routing.caught_up = Some((replica, need));
+            server.health.note_applied(need);
         }
         applied.then_some((replica, conn))
     }

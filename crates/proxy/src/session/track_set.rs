@@ -63,9 +63,16 @@ impl Session {
             .map(|(name, value)| Term::SessionVar(name, value))
             .collect();
         let expr = replace_terms(expr, &terms).unwrap_or_else(|| expr.to_string());
-        let pool = self.ctx.groups[0].primary().pool_for(&self.user).clone();
-        let mut conn = pool.checkout(self.flavour(), self.state.schema.is_none()).await?;
-        let (_, rows) = conn.query_rows(&format!("SELECT {expr}")).await?;
+        let sql = format!("SELECT {expr}");
+        // The held connection when there is one (a transaction or pin may hold the only one).
+        let (_, rows) = match self.held.as_mut() {
+            Some(conn) => conn.query_rows(&sql).await?,
+            None => {
+                let pool = self.ctx.groups[0].primary().pool_for(&self.user).clone();
+                let mut conn = pool.checkout(self.flavour(), self.state.schema.is_none()).await?;
+                conn.query_rows(&sql).await?
+            }
+        };
         let value = rows.first().and_then(|r| r.first()).cloned().flatten();
         Ok(Some(
             value
