@@ -14,9 +14,9 @@ use tokio::sync::Notify;
 pub struct SessionHandle {
     pub id: u32,
     pub user: Mutex<String>,
-    /// The backend connection running this session's current statement, and its epoch.
-    running: Mutex<Option<Running>>,
-    epochs: std::sync::atomic::AtomicU64,
+    /// The last epoch handed out, and the backend connection running this session's current
+    /// statement (with its epoch).
+    running: Mutex<(u64, Option<Running>)>,
     killed: AtomicBool,
     pub kill_signal: Notify,
 }
@@ -33,18 +33,21 @@ impl SessionHandle {
     /// Records the backend connection (server, thread id) the session's statement runs on, or
     /// that it runs on none; either starts a new epoch.
     pub fn set_running(&self, target: Option<(ServerRef, u32)>) {
-        let epoch = self.epochs.fetch_add(1, Ordering::SeqCst) + 1;
         if let Ok(mut r) = self.running.lock() {
-            *r = target.map(|(server, thread_id)| Running {
-                server,
-                thread_id,
+            let epoch = r.0 + 1;
+            *r = (
                 epoch,
-            });
+                target.map(|(server, thread_id)| Running {
+                    server,
+                    thread_id,
+                    epoch,
+                }),
+            );
         }
     }
 
     pub fn running(&self) -> Option<Running> {
-        self.running.lock().ok().and_then(|r| r.clone())
+        self.running.lock().ok().and_then(|r| r.1.clone())
     }
 
     /// True while the session still runs the statement `running()` returned with `epoch`.
@@ -52,7 +55,7 @@ impl SessionHandle {
         self.running
             .lock()
             .ok()
-            .is_some_and(|r| r.as_ref().is_some_and(|r| r.epoch == epoch))
+            .is_some_and(|r| r.1.as_ref().is_some_and(|r| r.epoch == epoch))
     }
 
     /// Asks the session to close its connection (KILL CONNECTION).
@@ -81,8 +84,7 @@ impl SessionRegistry {
         let handle = Arc::new(SessionHandle {
             id,
             user: Mutex::new(user.to_string()),
-            running: Mutex::new(None),
-            epochs: Default::default(),
+            running: Mutex::new((0, None)),
             killed: AtomicBool::new(false),
             kill_signal: Notify::new(),
         });
@@ -108,5 +110,35 @@ impl SessionRegistry {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::ServerInfo;
+
+    #[test]
+    fn a_statement_turn_ends_when_the_connection_is_given_back() {
+        let registry = SessionRegistry::default();
+        let handle = registry.register(7, "app");
+        let server = Arc::new(ServerInfo {
+            name: "s".into(),
+            address: "127.0.0.1:1".into(),
+            user: "u".into(),
+            password: String::new(),
+            tls: false,
+        });
+        handle.set_running(Some((server.clone(), 42)));
+        let first = handle.running().expect("running");
+        assert_eq!(first.thread_id, 42);
+        assert!(handle.still_running(first.epoch));
+        handle.set_running(None);
+        assert!(!handle.still_running(first.epoch), "released");
+        handle.set_running(Some((server, 42)));
+        let second = handle.running().expect("running again");
+        assert_ne!(second.epoch, first.epoch, "same connection, a new turn");
+        assert!(!handle.still_running(first.epoch));
+        assert_eq!(registry.get(7).map(|h| h.user()), Some("app".to_string()));
     }
 }
