@@ -65,6 +65,10 @@ impl GroupMonitor {
             self.conns[i] = conn;
             let server = &self.group.servers[i];
             let before = describe(&self.group, i);
+            if observation.reachable {
+                // Before the server is shown healthy, so no session finds its pool backing off.
+                server.pools().for_each(|p| p.note_reachable());
+            }
             server.health.record(&observation);
             let after = describe(&self.group, i);
             log_change(&self.group, server, &before, &after, &observation);

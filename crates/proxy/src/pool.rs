@@ -248,6 +248,12 @@ impl Pool {
         }
     }
 
+    /// The monitor reached the server: end any backoff, so sessions use it again at once
+    /// instead of failing (and taking it out of the read rotation) until the backoff expires.
+    pub fn note_reachable(&self) {
+        self.mark_up();
+    }
+
     fn mark_up(&self) {
         if let Ok(mut h) = self.health.lock() {
             if h.failures > 0 {

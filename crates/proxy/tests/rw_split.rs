@@ -369,7 +369,16 @@ async fn a_killed_replica_costs_no_failed_reads_and_comes_back() {
     assert_eq!(c.spread(&mut evt, "SELECT @@server_id", 100).await, [0, 0, 100]);
     c.sandbox.server_mut(1).start().expect("restart replica");
     c.wait_until_serving(&[1]).await;
-    let counts = c.spread(&mut evt, "SELECT @@server_id", 300).await;
+    // Reads come back to it (a stale pooled connection may still fail once and take it out of
+    // the rotation until the monitor's next look: bounded rounds, not a timing claim).
+    let mut counts = [0; 3];
+    for _ in 0..50 {
+        counts = c.spread(&mut evt, "SELECT @@server_id", 100).await;
+        if counts[1] > 0 {
+            break;
+        }
+        c.wait_until_serving(&[1]).await;
+    }
     assert!(counts[1] > 0, "{counts:?}");
 }
 
