@@ -24,7 +24,7 @@ prepare() {
 source "$HERE/../lib.sh"
 compat_suite_start prepare "$@"
 
-echo "== Go compat suite: $(grep -o 'go-sql-driver/mysql v[0-9.]*' go.mod) via Tessera ${TESSERA_HOST:-127.0.0.1}:$TESSERA_PORT"
+echo "== Go compat suite: $(grep -o 'go-sql-driver/mysql v[0-9.]*' go.mod) via $( ((${COMPAT_DIRECT:-0})) && echo "MariaDB directly" || echo Tessera) ${TESSERA_HOST:-127.0.0.1}:$TESSERA_PORT"
 cat <<'EOF'
    checks: every column type incl. NULL (prepared binary + text, params in WHERE, parseTime),
    1 MB BLOB (inline param, COM_STMT_SEND_LONG_DATA, text X''), transactions, wrong password,

@@ -29,7 +29,7 @@ prepare() {
 source "$HERE/../lib.sh"
 compat_suite_start prepare "$@"
 
-echo "== Node compat suite: node $(node --version), mysql2 $(node -p "require('./node_modules/mysql2/package.json').version") via Tessera ${TESSERA_HOST:-127.0.0.1}:$TESSERA_PORT"
+echo "== Node compat suite: node $(node --version), mysql2 $(node -p "require('./node_modules/mysql2/package.json').version") via $( ((${COMPAT_DIRECT:-0})) && echo "MariaDB directly" || echo Tessera) ${TESSERA_HOST:-127.0.0.1}:$TESSERA_PORT"
 files=(compat.test.js session.test.js)
 opts=()
 case ${COMPAT_FILTER:-} in
