@@ -198,37 +198,37 @@ install_jvm_go_node_compat() {
     command -v go >/dev/null 2>&1 || check_apt_pkg golang-go
     apt_install_missing
     for suite in go node java; do
-        if [[ ! -f $root/tests/compat/$suite/run.sh ]]; then
-            log "$suite compat" "skipped (no tests/compat/$suite/run.sh)"
-            continue
-        fi
-        if out=$(bash "$root/tests/compat/$suite/run.sh" --prepare 2>&1 </dev/null); then
-            log "$suite compat" "ok"
-        else
-            log "$suite compat" "FAILED: ${out//$'\n'/ | }"
-            FAILED=1
-        fi
+        prepare_compat_suite "$root" "$suite"
     done
+}
+
+# prepare_compat_suite ROOT SUITE: runs tests/compat/SUITE/run.sh --prepare (fetches and builds
+# what the suite needs; fast when everything is present) and logs the outcome.
+prepare_compat_suite() {
+    local root=$1 suite=$2 out
+    if [[ ! -f $root/tests/compat/$suite/run.sh ]]; then
+        log "$suite compat" "skipped (no tests/compat/$suite/run.sh)"
+        return 0
+    fi
+    if out=$(bash "$root/tests/compat/$suite/run.sh" --prepare 2>&1 </dev/null); then
+        log "$suite compat" "ok"
+    else
+        log "$suite compat" "FAILED: ${out//$'\n'/ | }"
+        FAILED=1
+    fi
 }
 
 # PHP for tests/compat/php: PDO with pdo_mysql (mysqlnd) from Debian's php-cli and php-mysql
 # (no composer); the suite's `run.sh --prepare` then checks that pdo_mysql loads.
 install_php_compat() {
-    local root out
+    local root
     root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-    if [[ ! -f $root/tests/compat/php/run.sh ]]; then
-        log "php compat" "skipped (no tests/compat/php/run.sh)"
-        return 0
+    if [[ -f $root/tests/compat/php/run.sh ]]; then
+        check_apt_pkg php-cli
+        check_apt_pkg php-mysql
+        apt_install_missing
     fi
-    check_apt_pkg php-cli
-    check_apt_pkg php-mysql
-    apt_install_missing
-    if out=$(bash "$root/tests/compat/php/run.sh" --prepare 2>&1 </dev/null); then
-        log "php compat" "ok"
-    else
-        log "php compat" "FAILED: ${out//$'\n'/ | }"
-        FAILED=1
-    fi
+    prepare_compat_suite "$root" php
 }
 
 main() {
