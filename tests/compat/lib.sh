@@ -218,6 +218,28 @@ compat_report() {
     fi
 }
 
+# compat_target: what a suite talks to, for its header line ("Tessera 127.0.0.1:P" or
+# "MariaDB directly 127.0.0.1:P", plus the COMPAT_FILTER in force).
+compat_target() {
+    local via=Tessera
+    [[ ${COMPAT_DIRECT:-0} == 1 ]] && via="MariaDB directly"
+    printf '%s %s:%s%s\n' "$via" "${TESSERA_HOST:-127.0.0.1}" "$TESSERA_PORT" "${COMPAT_FILTER:+ (COMPAT_FILTER=$COMPAT_FILTER)}"
+}
+
+# compat_suite_run LABEL CMD...: runs a suite's checks, prints "== LABEL compat suite: PASS" or
+# "FAIL" and exits with the command's status.
+compat_suite_run() {
+    local label=$1 rc=0
+    shift
+    "$@" || rc=$?
+    if ((rc == 0)); then
+        echo "== $label compat suite: PASS"
+    else
+        echo "== $label compat suite: FAIL"
+    fi
+    exit "$rc"
+}
+
 # compat_suite_start PREPARE_FUNCTION [--prepare]: the common entry of a language suite.
 # With --prepare it only runs PREPARE_FUNCTION (install-deps.sh uses that) and exits. Otherwise
 # it prepares and, when run without the shared runner (no TESSERA_PORT), starts the demos the

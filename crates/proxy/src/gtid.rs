@@ -30,6 +30,15 @@ impl std::fmt::Display for Gtid {
     }
 }
 
+/// The GTID of a write, as MariaDB reports it through session tracking (`last_gtid`).
+pub fn written_gtid(changes: &[tessera_protocol::response::SessionChange]) -> Option<Gtid> {
+    use tessera_protocol::response::SessionChange;
+    changes.iter().rev().find_map(|c| match c {
+        SessionChange::SystemVariable { name, value } if name.eq_ignore_ascii_case("last_gtid") => Gtid::parse(value),
+        _ => None,
+    })
+}
+
 /// The newest GTID a group's primary reported for a write Tessera acknowledged to a client
 /// (any client of this process): what a `global` read must find applied. Recorded before the
 /// client can see its OK packet. One domain: a newer domain's GTID replaces an older one's.

@@ -82,6 +82,11 @@ impl ClientTracking {
         Ok(())
     }
 
+    /// The values `SELECT @@name` answers for each of [`TRACKING_VARIABLES`], as SQL.
+    pub fn values_sql(&self) -> [String; 3] {
+        TRACKING_VARIABLES.map(|name| self.value_sql(name))
+    }
+
     /// The value `SELECT @@name` answers, as SQL (a quoted string or 1/0).
     pub fn value_sql(&self, name: &str) -> String {
         match name {

@@ -24,7 +24,7 @@ prepare() {
 source "$HERE/../lib.sh"
 compat_suite_start prepare "$@"
 
-echo "== Go compat suite: $(grep -o 'go-sql-driver/mysql v[0-9.]*' go.mod) via $( ((${COMPAT_DIRECT:-0})) && echo "MariaDB directly" || echo Tessera) ${TESSERA_HOST:-127.0.0.1}:$TESSERA_PORT"
+echo "== Go compat suite: $(grep -o 'go-sql-driver/mysql v[0-9.]*' go.mod) via $(compat_target)"
 cat <<'EOF'
    checks: every column type incl. NULL (prepared binary + text, params in WHERE, parseTime),
    1 MB BLOB (inline param, COM_STMT_SEND_LONG_DATA, text X''), transactions, wrong password,
@@ -40,13 +40,9 @@ case ${COMPAT_FILTER:-} in
     kill) run=(-run '^TestKill$') ;;
     *) echo "COMPAT_FILTER=$COMPAT_FILTER: unknown (known: kill)" >&2; exit 2 ;;
 esac
-set +e
-go test -count=1 -v -timeout 300s "${run[@]}" . 2>&1 | grep -vE '^=== (RUN|PAUSE|CONT)'
-rc=${PIPESTATUS[0]} # go test's status, not grep's
-set -e
-if [[ $rc -eq 0 ]]; then
-    echo "== Go compat suite: PASS"
-else
-    echo "== Go compat suite: FAIL"
-fi
-exit "$rc"
+# go test's status, not grep's.
+go_tests() {
+    go test -count=1 -v -timeout 300s "${run[@]}" . 2>&1 | grep -vE '^=== (RUN|PAUSE|CONT)'
+    return "${PIPESTATUS[0]}"
+}
+compat_suite_run Go go_tests

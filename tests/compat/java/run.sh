@@ -52,17 +52,6 @@ prepare() {
 source "$HERE/../lib.sh"
 compat_suite_start prepare "$@"
 
-via="Tessera"
-[[ ${COMPAT_DIRECT:-0} == 1 ]] && via="MariaDB directly"
-echo "== Java compat suite: $(java -version 2>&1 | head -1) via $via ${TESSERA_HOST:-127.0.0.1}:$TESSERA_PORT${COMPAT_FILTER:+ (COMPAT_FILTER=$COMPAT_FILTER)}"
-set +e
+echo "== Java compat suite: $(java -version 2>&1 | head -1) via $(compat_target)"
 # shellcheck disable=SC2086 # JAVA_COMPAT_OPTS is a list of options
-java -Duser.timezone=UTC -Dfile.encoding=UTF-8 ${JAVA_COMPAT_OPTS:-} -cp "target/classes:$(cat target/classpath.txt)" tessera.compat.CompatMain
-rc=$?
-set -e
-if [[ $rc -eq 0 ]]; then
-    echo "== Java compat suite: PASS"
-else
-    echo "== Java compat suite: FAIL"
-fi
-exit "$rc"
+compat_suite_run Java java -Duser.timezone=UTC -Dfile.encoding=UTF-8 ${JAVA_COMPAT_OPTS:-} -cp "target/classes:$(cat target/classpath.txt)" tessera.compat.CompatMain

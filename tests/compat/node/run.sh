@@ -29,7 +29,7 @@ prepare() {
 source "$HERE/../lib.sh"
 compat_suite_start prepare "$@"
 
-echo "== Node compat suite: node $(node --version), mysql2 $(node -p "require('./node_modules/mysql2/package.json').version") via $( ((${COMPAT_DIRECT:-0})) && echo "MariaDB directly" || echo Tessera) ${TESSERA_HOST:-127.0.0.1}:$TESSERA_PORT"
+echo "== Node compat suite: node $(node --version), mysql2 $(node -p "require('./node_modules/mysql2/package.json').version") via $(compat_target)"
 files=(compat.test.js session.test.js)
 opts=()
 case ${COMPAT_FILTER:-} in
@@ -46,13 +46,4 @@ for flag in --test-concurrency=1 --test-force-exit; do
         opts+=("$flag")
     fi
 done
-set +e
-node --test --test-reporter=spec "${opts[@]}" "${files[@]}"
-rc=$?
-set -e
-if [[ $rc -eq 0 ]]; then
-    echo "== Node compat suite: PASS"
-else
-    echo "== Node compat suite: FAIL"
-fi
-exit "$rc"
+compat_suite_run Node node --test --test-reporter=spec "${opts[@]}" "${files[@]}"

@@ -32,20 +32,11 @@ prepare() {
 source "$HERE/../lib.sh"
 compat_suite_start prepare "$@"
 
-via="Tessera"
-[[ ${COMPAT_DIRECT:-0} == 1 ]] && via="MariaDB (direct)"
 versions=$("$python" -c 'import sqlalchemy, django; print(f"SQLAlchemy {sqlalchemy.__version__}, Django {django.get_version()}")')
-echo "== ORM compat suite: $versions via $via ${TESSERA_HOST:-127.0.0.1}:$TESSERA_PORT"
+echo "== ORM compat suite: $versions via $(compat_target)"
 export PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
-rc=0
-"$python" -m pytest -p no:cacheprovider -q -rfE --timeout=300 --durations=5 "$@" || rc=$?
-if ((rc == 5)); then
-    echo "orm suite: pytest collected no tests" >&2
-    rc=1
-fi
-if ((rc == 0)); then
-    echo "== ORM compat suite: PASS"
-else
-    echo "== ORM compat suite: FAIL"
-fi
-exit "$rc"
+# pytest's 5 (no tests collected) is a failure too.
+orm_tests() {
+    "$python" -m pytest -p no:cacheprovider -q -rfE --timeout=300 --durations=5 "$@"
+}
+compat_suite_run ORM orm_tests "$@"

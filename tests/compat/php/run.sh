@@ -28,17 +28,6 @@ prepare() {
 source "$HERE/../lib.sh"
 compat_suite_start prepare "$@"
 
-via="Tessera"
-[[ ${COMPAT_DIRECT:-0} == 1 ]] && via="MariaDB directly"
-echo "== PHP compat suite: PHP $(php -r 'echo PHP_VERSION;') PDO pdo_mysql via $via ${TESSERA_HOST:-127.0.0.1}:$TESSERA_PORT${COMPAT_FILTER:+ (COMPAT_FILTER=$COMPAT_FILTER)}"
-set +e
+echo "== PHP compat suite: PHP $(php -r 'echo PHP_VERSION;') PDO pdo_mysql via $(compat_target)"
 # Every read is bounded (a hang after a KILL fails a check instead of stopping the suite).
-php -d mysqlnd.net_read_timeout=30 -d display_errors=stderr -d error_reporting=-1 compat.php
-rc=$?
-set -e
-if [[ $rc -eq 0 ]]; then
-    echo "== PHP compat suite: PASS"
-else
-    echo "== PHP compat suite: FAIL"
-fi
-exit "$rc"
+compat_suite_run PHP php -d mysqlnd.net_read_timeout=30 -d display_errors=stderr -d error_reporting=-1 compat.php

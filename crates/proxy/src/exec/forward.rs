@@ -96,19 +96,6 @@ where
     Ok(f.out)
 }
 
-/// Records the GTID of a write (`last_gtid`, reported through session tracking).
-fn note_acknowledged(newest: &NewestGtid, changes: &[SessionChange]) {
-    for change in changes {
-        if let SessionChange::SystemVariable { name, value } = change {
-            if name.eq_ignore_ascii_case("last_gtid") {
-                if let Some(g) = crate::gtid::Gtid::parse(value) {
-                    newest.note(g);
-                }
-            }
-        }
-    }
-}
-
 struct Forwarder<'a, C> {
     backend: &'a mut BackendConn,
     client: &'a mut PacketStream<C>,
@@ -164,8 +151,8 @@ impl<C: AsyncRead + AsyncWrite + Unpin> Forwarder<'_, C> {
     fn ok(&mut self, p: &[u8]) -> Result<bool, ProxyError> {
         let ok = OkPacket::parse(p, self.backend.capabilities)?;
         let changes = ok.session_changes()?;
-        if let Some(newest) = self.acknowledged {
-            note_acknowledged(newest, &changes);
+        if let Some((newest, gtid)) = self.acknowledged.zip(crate::gtid::written_gtid(&changes)) {
+            newest.note(gtid);
         }
         self.backend.state.apply_changes(&changes);
         self.out.changes.extend(changes);

@@ -29,11 +29,17 @@ impl SessionInfo {
         if let Some(current) = &self.current_user {
             terms.push(Term::CallOrBare("CURRENT_USER", current));
         }
-        for (name, value) in TRACKING_VARIABLES.iter().zip(&self.tracking) {
-            terms.push(Term::SessionVar(name, value));
-        }
+        terms.extend(tracking_terms(&self.tracking));
         terms
     }
+}
+
+/// `@@session_track_*` replaced by the values of [`crate::tracking::ClientTracking::values_sql`].
+pub fn tracking_terms(values: &[String; 3]) -> impl Iterator<Item = Term<'_>> {
+    TRACKING_VARIABLES
+        .iter()
+        .zip(values)
+        .map(|(name, value)| Term::SessionVar(name, value))
 }
 
 impl Session {
@@ -44,7 +50,7 @@ impl Session {
             connection_id: self.id.to_string(),
             user: quote_string(&format!("{}@{}", self.user, self.host)),
             current_user: (!own_backend_account).then(|| quote_string(&format!("{}@%", self.user))),
-            tracking: TRACKING_VARIABLES.map(|name| self.tracking.value_sql(name)),
+            tracking: self.tracking.values_sql(),
         }
     }
 }

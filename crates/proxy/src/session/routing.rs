@@ -10,7 +10,6 @@ use crate::gtid::Gtid;
 use crate::pool::PooledConn;
 use crate::route::{plan, Plan, Role, RouteInput, Target};
 use std::sync::atomic::Ordering;
-use tessera_protocol::response::SessionChange;
 
 /// The session variable a client sets to choose its read consistency.
 pub const CONSISTENCY_VARIABLE: &str = "tessera_read_consistency";
@@ -196,14 +195,8 @@ impl Session {
 
     /// Remembers the GTID of a write (MariaDB reports `last_gtid` through session tracking).
     pub fn note_write(&mut self, outcome: &Outcome) {
-        for change in &outcome.changes {
-            if let SessionChange::SystemVariable { name, value } = change {
-                if name.eq_ignore_ascii_case("last_gtid") {
-                    if let Some(g) = Gtid::parse(value) {
-                        self.routing.last_write = Some(g);
-                    }
-                }
-            }
+        if let Some(g) = crate::gtid::written_gtid(&outcome.changes) {
+            self.routing.last_write = Some(g);
         }
     }
 

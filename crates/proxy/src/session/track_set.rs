@@ -56,12 +56,8 @@ impl Session {
             [t] if matches!(t.kind, TokenKind::Word | TokenKind::Number) => return Ok(Some(t.text.to_string())),
             _ => {}
         }
-        let values = TRACKING_VARIABLES.map(|name| tracking.value_sql(name));
-        let terms: Vec<Term<'_>> = TRACKING_VARIABLES
-            .iter()
-            .zip(&values)
-            .map(|(name, value)| Term::SessionVar(name, value))
-            .collect();
+        let values = tracking.values_sql();
+        let terms: Vec<Term<'_>> = super::info::tracking_terms(&values).collect();
         let expr = replace_terms(expr, &terms).unwrap_or_else(|| expr.to_string());
         let sql = format!("SELECT {expr}");
         // The held connection when there is one (a transaction or pin may hold the only one).
