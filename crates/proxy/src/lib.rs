@@ -34,4 +34,5 @@ pub mod server;
 pub mod session;
 pub mod state;
 pub mod tls;
+pub mod topology;
 pub mod tracking;

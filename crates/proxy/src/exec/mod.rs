@@ -3,5 +3,7 @@
 //! capabilities (EOF vs DEPRECATE_EOF, session tracking in OK packets).
 
 pub mod forward;
+pub mod merge;
+pub mod row;
 
 pub use forward::{forward, ClientSide, Mode, Outcome};

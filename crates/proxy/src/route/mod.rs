@@ -3,6 +3,8 @@
 //! the primary, chosen by weight and health when the statement runs, see
 //! [`crate::cluster::Group::choose_read`]). Sharding adds multi-group plans here.
 
+pub mod shard_fn;
+
 use crate::cluster::Consistency;
 use tessera_sql::{Classification, Flags, RouteHint, StatementKind};
 

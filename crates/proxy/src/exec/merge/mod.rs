@@ -1,0 +1,1 @@
+//! Merge stages between shard sources and the client sink (sort, limit, aggregate, distinct, having).

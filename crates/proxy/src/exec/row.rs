@@ -1,0 +1,1 @@
+//! Decoded rows for merges: values from text and binary result rows, their order, and encoding back.

@@ -1,0 +1,1 @@
+//! Shard functions: which logical shard a shard-key value lives on (see the README's sharding section).
