@@ -1,0 +1,116 @@
+//! Statement analysis with sqlparser (MySQL dialect), done once per fingerprint behind the plan
+//! cache: parsing, and byte offsets of AST nodes in the statement text (for per-shard edits).
+
+use sqlparser::ast::{Spanned, Statement};
+use sqlparser::dialect::MySqlDialect;
+use sqlparser::parser::Parser;
+use sqlparser::tokenizer::{Location, Span};
+use std::ops::Range;
+
+/// Why a statement could not be analyzed.
+#[derive(Debug, thiserror::Error)]
+pub enum AnalyzeError {
+    #[error("{0}")]
+    Parse(String),
+    #[error("expected one statement, found {0}")]
+    NotOne(usize),
+}
+
+/// Parses exactly one statement.
+pub fn parse_one(sql: &str) -> Result<Statement, AnalyzeError> {
+    let mut statements =
+        Parser::parse_sql(&MySqlDialect {}, sql).map_err(|e| AnalyzeError::Parse(e.to_string()))?;
+    match statements.len() {
+        1 => Ok(statements.remove(0)),
+        n => Err(AnalyzeError::NotOne(n)),
+    }
+}
+
+/// Converts sqlparser locations (line and character column, 1-based) to byte offsets.
+pub struct Offsets<'a> {
+    sql: &'a str,
+    line_starts: Vec<usize>,
+}
+
+impl<'a> Offsets<'a> {
+    pub fn new(sql: &'a str) -> Self {
+        let mut line_starts = vec![0];
+        line_starts.extend(sql.match_indices('\n').map(|(i, _)| i + 1));
+        Offsets { sql, line_starts }
+    }
+
+    /// The byte offset of a location (clamped to the text).
+    pub fn at(&self, loc: Location) -> usize {
+        let line = (loc.line as usize).max(1) - 1;
+        let Some(&start) = self.line_starts.get(line) else {
+            return self.sql.len();
+        };
+        let column = (loc.column as usize).max(1) - 1;
+        self.sql[start..]
+            .char_indices()
+            .nth(column)
+            .map_or(self.sql.len(), |(i, _)| start + i)
+    }
+
+    /// The byte range of a span; None for an empty (unknown) span.
+    pub fn range(&self, span: Span) -> Option<Range<usize>> {
+        if span == Span::empty() {
+            return None;
+        }
+        Some(self.at(span.start)..self.at(span.end))
+    }
+
+    /// The byte range of any AST node. sqlparser's spans of calls stop before their closing
+    /// parenthesis: the range is extended until its parentheses balance.
+    pub fn of(&self, node: &impl Spanned) -> Option<Range<usize>> {
+        let r = self.range(node.span())?;
+        Some(r.start..self.balanced_end(r.clone()))
+    }
+
+    fn balanced_end(&self, r: Range<usize>) -> usize {
+        use crate::lexer::{Lexer, TokenKind};
+        let Some(text) = self.sql.get(r.start..) else {
+            return r.end;
+        };
+        let mut depth = 0i32;
+        let mut end = r.end;
+        for t in Lexer::new(text) {
+            let at = r.start + t.offset;
+            if at >= r.end && depth <= 0 {
+                break;
+            }
+            match t.kind {
+                TokenKind::LParen => depth += 1,
+                TokenKind::RParen => depth -= 1,
+                _ => {}
+            }
+            end = end.max(r.start + t.end());
+        }
+        end
+    }
+
+    /// The text of a node as written.
+    pub fn text(&self, node: &impl Spanned) -> Option<&'a str> {
+        self.of(node).and_then(|r| self.sql.get(r))
+    }
+
+    pub fn sql(&self) -> &'a str {
+        self.sql
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sqlparser::ast::{SetExpr, Statement};
+
+    #[test]
+    fn node_offsets_point_at_the_text_as_written() {
+        let sql = "SELECT a,\n  count(*)  AS n, 'é', SUM(x+1) FROM t";
+        let Statement::Query(q) = parse_one(sql).unwrap() else { panic!() };
+        let SetExpr::Select(s) = &*q.body else { panic!() };
+        let o = Offsets::new(sql);
+        let texts: Vec<_> = s.projection.iter().map(|p| o.text(p).unwrap()).collect();
+        assert_eq!(texts, ["a", "count(*)  AS n", "'é'", "SUM(x+1)"]);
+    }
+}
