@@ -1,8 +1,10 @@
 //! Tessera configuration: the typed model ([`model`]), loading from a TOML file and validation
-//! with errors that name the file, the key and the fix ([`load`]).
+//! with errors that name the file, the key and the fix ([`load`]); the sharding model ([`schema`]).
 
 pub mod load;
 pub mod model;
+pub mod schema;
 
 pub use load::{load_file, parse_str, ConfigError, CONSISTENCY_LEVELS};
 pub use model::*;
+pub use schema::*;

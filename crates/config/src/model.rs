@@ -1,5 +1,6 @@
 //! The typed configuration model. Every key has a default except users and groups.
 
+use crate::schema::SchemaConfig;
 use serde::Deserialize;
 use std::time::Duration;
 
@@ -17,6 +18,9 @@ pub struct Config {
     pub groups: Vec<GroupConfig>,
     #[serde(default)]
     pub admin: AdminConfig,
+    /// Sharded logical databases (none: every statement goes to the first group as is).
+    #[serde(default)]
+    pub schemas: Vec<SchemaConfig>,
 }
 
 /// The client-facing listener and per-connection limits.
