@@ -5,6 +5,6 @@ pub mod load;
 pub mod model;
 pub mod schema;
 
-pub use load::{load_file, parse_str, ConfigError, CONSISTENCY_LEVELS};
+pub use load::{load_file, parse_str, validate_schemas, ConfigError, CONSISTENCY_LEVELS};
 pub use model::*;
 pub use schema::*;
