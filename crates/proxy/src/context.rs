@@ -46,6 +46,10 @@ pub struct Context {
     pub sessions: SessionRegistry,
     pub metrics: Metrics,
     pub shutdown: watch::Receiver<bool>,
+    /// Logical schemas and their shards.
+    pub topology: Arc<crate::topology::Topology>,
+    /// Sharded plans by fingerprint.
+    pub plans: crate::route::sharded::cache::PlanCache,
     next_id: AtomicU32,
 }
 
@@ -62,6 +66,8 @@ impl Context {
             .iter()
             .map(|g| build_group(&config, g))
             .collect::<Result<_, _>>()?;
+        let topology =
+            Arc::new(crate::topology::Topology::from_config(&config).map_err(|e| ProxyError::Config(e.to_string()))?);
         Ok(Context {
             config,
             groups,
@@ -70,6 +76,8 @@ impl Context {
             sessions: SessionRegistry::default(),
             metrics: Metrics::default(),
             shutdown,
+            topology,
+            plans: Default::default(),
             next_id: AtomicU32::new(1),
         })
     }
@@ -87,6 +95,13 @@ impl Context {
     /// A group by index (an unknown index falls back to the first group).
     pub fn group(&self, index: usize) -> &Arc<Group> {
         self.groups.get(index).unwrap_or(&self.groups[0])
+    }
+
+    /// A group by index; an unknown index is an error (never another group).
+    pub fn group_checked(&self, index: usize) -> Result<&Arc<Group>, ProxyError> {
+        self.groups
+            .get(index)
+            .ok_or_else(|| ProxyError::Config(format!("no group with index {index}")))
     }
 
     /// The first group's current primary: session-level commands (login schema) go there.

@@ -54,6 +54,12 @@ pub enum ProxyError {
     UnknownThread(u64),
     #[error("Tessera: {0}")]
     Config(String),
+    /// A merge needed more memory than `sharding.merge_memory_cap` allows.
+    #[error("Tessera: {0}")]
+    MergeLimit(String),
+    /// A sharded execution failed in a way no single backend error describes.
+    #[error("Tessera: {0}")]
+    Sharding(String),
 }
 
 impl ProxyError {
@@ -73,7 +79,8 @@ impl ProxyError {
             ProxyError::ShuttingDown => (1053, "08S01"),
             ProxyError::NotOwnerOfThread(_) => (1095, "HY000"),
             ProxyError::UnknownThread(_) => (1094, "HY000"),
-            ProxyError::Config(_) => (1105, "HY000"),
+            ProxyError::Config(_) | ProxyError::Sharding(_) => (1105, "HY000"),
+            ProxyError::MergeLimit(_) => (1038, "HY001"),
         };
         ErrPacket::new(code, state, self.to_string())
     }

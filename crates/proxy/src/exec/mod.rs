@@ -5,5 +5,6 @@
 pub mod forward;
 pub mod merge;
 pub mod row;
+pub mod scatter;
 
 pub use forward::{forward, ClientSide, Mode, Outcome};

@@ -4,6 +4,7 @@
 //! [`crate::cluster::Group::choose_read`]). Sharding adds multi-group plans here.
 
 pub mod shard_fn;
+pub mod sharded;
 
 use crate::cluster::Consistency;
 use tessera_sql::{Classification, Flags, RouteHint, StatementKind};

@@ -61,6 +61,9 @@ impl Session {
             tracking: Default::default(),
             scramble: authed.scramble,
             diagnostics: Default::default(),
+            held_shard: None,
+            shard_held: Default::default(),
+            target_schema: None,
         };
         match session.enter_schema(authed.database).await {
             Ok(()) => Some(session),
@@ -74,7 +77,9 @@ impl Session {
 
     /// Validates the schema asked for at login (1049 if unknown), then sends the login OK.
     async fn enter_schema(&mut self, database: Option<String>) -> Result<(), ProxyError> {
-        if let Some(db) = database {
+        if let Some(db) = database.as_ref().filter(|d| self.ctx.topology.schema(d).is_some()) {
+            self.state.schema = Some(db.clone());
+        } else if let Some(db) = database {
             let pool = self.ctx.groups[0].primary().pool_for(&self.user).clone();
             let mut conn = pool.checkout(self.flavour(), false).await?;
             if conn.state.schema.as_deref() != Some(db.as_str()) {
@@ -101,7 +106,11 @@ impl Session {
         Ok(Next::Continue)
     }
 
-    pub async fn init_db(&mut self, _db: &[u8], payload: &[u8]) -> Result<Next, ProxyError> {
+    pub async fn init_db(&mut self, db: &[u8], payload: &[u8]) -> Result<Next, ProxyError> {
+        let name = String::from_utf8_lossy(db).into_owned();
+        if self.ctx.topology.schema(&name).is_some() || self.logical_schema().is_some() {
+            return self.use_schema(&crate::state::quote_ident(&name)).await;
+        }
         self.forward_command(payload, Mode::Text).await
     }
 

@@ -78,10 +78,25 @@ impl Session {
         Ok(conn)
     }
 
+    /// The database a backend connection must have selected for the next statement: a shard's
+    /// database on a sharded schema (the default shard's for statements of no shard), else the
+    /// client's.
+    pub fn backend_schema(&self) -> Option<String> {
+        if let Some(t) = &self.target_schema {
+            return Some(t.clone());
+        }
+        let name = self.state.schema.as_deref()?;
+        match self.ctx.topology.schema(name) {
+            Some(s) => s.shards.get(s.default_shard).map(|d| d.database.clone()),
+            None => Some(name.to_string()),
+        }
+    }
+
     /// Sends only the differences (one SET and/or one COM_INIT_DB, pipelined).
     async fn sync(&mut self, conn: &mut PooledConn, scope: SyncScope) -> Result<(), ProxyError> {
         let set = self.state.set_statement_from(&conn.state, scope);
-        let schema = self.state.schema_change_from(&conn.state).map(str::to_owned);
+        let want = self.backend_schema();
+        let schema = want.clone().filter(|w| conn.state.schema.as_ref() != Some(w));
         if set.is_none() && schema.is_none() {
             return Ok(());
         }
@@ -116,6 +131,9 @@ impl Session {
                     conn.forget_prepared();
                 }
                 conn.state.sync_to(&self.state, scope);
+                if want.is_some() {
+                    conn.state.schema = want;
+                }
                 Ok(())
             }
         }

@@ -11,11 +11,13 @@ pub mod commands;
 pub mod diagnostics;
 pub mod execute;
 pub mod info;
+pub mod params;
 pub mod pins;
 pub mod prepared;
 pub mod query;
 pub mod rewrite;
 pub mod routing;
+pub mod sharded;
 pub mod track_set;
 pub mod uservars;
 
@@ -87,6 +89,12 @@ pub struct Session {
     pub scramble: Vec<u8>,
     /// The client's diagnostics area, when it outlived the connection that produced it.
     pub diagnostics: diagnostics::Diagnostics,
+    /// On a sharded schema: the shard `held` belongs to.
+    pub held_shard: Option<usize>,
+    /// On a sharded schema: the other shards' connections of an open transaction.
+    pub shard_held: std::collections::BTreeMap<usize, PooledConn>,
+    /// The database the next checkout must select (a shard's), instead of the client's.
+    pub target_schema: Option<String>,
 }
 
 /// Serves one accepted TCP connection to the end.

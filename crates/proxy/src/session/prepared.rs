@@ -37,6 +37,15 @@ pub struct ClientStmt {
     /// COM_STMT_SEND_LONG_DATA chunks per parameter, until the next execution.
     pub long_data: BTreeMap<u16, Vec<Bytes>>,
     pub long_data_size: usize,
+    /// On a sharded schema: the plan, made once at prepare.
+    pub sharded: Option<Arc<ShardedStmt>>,
+}
+
+/// A prepared statement's sharded plan.
+pub struct ShardedStmt {
+    pub schema: usize,
+    pub plan: Arc<crate::route::sharded::ShardPlan>,
+    pub fp: tessera_sql::Fingerprint,
 }
 
 /// One execution of a client statement, ready for a backend.
@@ -49,6 +58,7 @@ struct Execution<'p> {
     class: Classification,
     scope: SyncScope,
     session_functions: bool,
+    sharded: Option<Arc<ShardedStmt>>,
 }
 
 /// The client's prepared statements.
@@ -122,10 +132,13 @@ impl Session {
             sql: &text,
             class: class.clone(),
         }]);
+        let sharded = self.plan_prepared(&text, &class)?;
+        let (target, backend_sql) = self.prepare_target(&text, &class, sharded.as_deref(), &sql).await?;
         let was_held = self.held.is_some();
-        let target = self.plan_target([(text.as_ref(), &class)]);
-        let mut conn = self.acquire(target, scope).await?;
-        let prepared = conn.prepare(&sql).await;
+        let acquired = self.acquire(target, scope).await;
+        self.target_schema = None;
+        let mut conn = acquired?;
+        let prepared = conn.prepare(&backend_sql).await;
         self.handle.set_running(None);
         let stmt = match prepared {
             Ok(s) => s,
@@ -151,6 +164,7 @@ impl Session {
             types: None,
             long_data: BTreeMap::new(),
             long_data_size: 0,
+            sharded,
         };
         let id = self.stmts.add(entry)?;
         self.write_prepare_response(id, &stmt).await?;
@@ -210,6 +224,9 @@ impl Session {
             sql: &run.text,
             class: run.class.clone(),
         }];
+        if let Some(sharded) = run.sharded.clone() {
+            return self.execute_sharded(stmt_id, &run, &stmts, &sharded).await;
+        }
         let opens_cursor = run.request.flags & CURSOR_TYPE_READ_ONLY != 0;
         // A cursor pins its connection: keep it on the primary, where the session can also write.
         let target = super::routing::pinned_target(self.plan_target([(stmts[0].sql, &stmts[0].class)]), opens_cursor);
@@ -316,7 +333,111 @@ impl Session {
             class: entry.class.clone(),
             scope: entry.scope,
             session_functions: entry.session_functions,
+            sharded: entry.sharded.clone(),
         })
+    }
+
+    /// The sharded plan of a statement prepared on a logical schema (made once, here).
+    fn plan_prepared(&self, text: &str, class: &Classification) -> Result<Option<Arc<ShardedStmt>>, ProxyError> {
+        let Some((schema, topology)) = self.logical_schema() else {
+            return Ok(None);
+        };
+        if !Self::is_sharded_kind(&class.kind) {
+            return Ok(None);
+        }
+        let fp = tessera_sql::fingerprint(text);
+        let plan = self.ctx.plans.get(text, &fp, &topology.schemas[schema]);
+        if let crate::route::sharded::ShardPlan::Reject(m) = &*plan {
+            return Err(ProxyError::Unsupported(m.clone()));
+        }
+        Ok(Some(Arc::new(ShardedStmt { schema, plan, fp })))
+    }
+
+    /// Where a PREPARE runs (a logical schema's: the session's shard, else the default shard)
+    /// and the SQL the backend prepares there.
+    async fn prepare_target(
+        &mut self,
+        text: &str,
+        class: &Classification,
+        sharded: Option<&ShardedStmt>,
+        sql: &SqlText,
+    ) -> Result<(crate::route::Target, SqlText), ProxyError> {
+        let Some((index, topology)) = self.logical_schema() else {
+            return Ok((self.plan_target([(text, class)]), sql.clone()));
+        };
+        let schema = &topology.schemas[index];
+        let shard = self.held_shard.unwrap_or(schema.default_shard);
+        self.bind_shard(shard).await?;
+        let s = &schema.shards[shard];
+        self.target_schema = Some(s.database.clone());
+        let role = self.plan_target([(text, class)]).role;
+        let target = crate::route::Target { group: s.group, role };
+        let backend_sql = match sharded.and_then(|p| p.plan.one_shard_sql(text, &p.fp.literals)) {
+            Some(one) if one != text => {
+                let q = crate::state::quote_ident(&s.database);
+                Arc::from(one.replace(crate::route::sharded::DATABASE_MARKER, &q).as_bytes())
+            }
+            _ => sql.clone(),
+        };
+        Ok((target, backend_sql))
+    }
+
+    /// An execution on a sharded schema: one shard runs the prepared statement as usual;
+    /// several run it as text with the parameters inlined, merged into binary rows.
+    async fn execute_sharded(
+        &mut self,
+        stmt_id: u32,
+        run: &Execution<'_>,
+        stmts: &[Stmt<'_>],
+        sharded: &ShardedStmt,
+    ) -> Result<Next, ProxyError> {
+        let params = super::params::decode(run.request.null_bitmap, &run.types, run.request.values, &run.long_data)
+            .ok_or(ProxyError::Client(tessera_protocol::ProtocolError::Malformed("COM_STMT_EXECUTE parameters")))?;
+        let keys: Vec<_> = params.iter().map(|p| p.key.clone()).collect();
+        let topology = self.ctx.topology.clone();
+        let schema = &topology.schemas[sharded.schema];
+        let values = crate::route::sharded::values::Values { sql: &run.text, literals: &sharded.fp.literals, params: &keys };
+        let shards = sharded
+            .plan
+            .shards_for(schema, &values)
+            .map_err(|m| ProxyError::Backend(ErrPacket::new(1526, "HY000", m)))?;
+        let [shard] = shards.as_slice() else {
+            let text = super::params::inline(&run.text, &params);
+            return self.run_sharded_as(&text, &stmts[0], sharded.schema, true).await;
+        };
+        self.bind_shard(*shard).await?;
+        let s = &schema.shards[*shard];
+        let role = self.plan_target([(stmts[0].sql, &stmts[0].class)]).role;
+        let target = crate::route::Target { group: s.group, role: if matches!(sharded.plan.as_ref(), crate::route::sharded::ShardPlan::Read { .. }) { role } else { crate::route::Role::Primary } };
+        let sql = match sharded.plan.one_shard_sql(&run.text, &sharded.fp.literals) {
+            Some(one) if one.as_str() != &*run.text => {
+                let q = crate::state::quote_ident(&s.database);
+                Arc::from(one.replace(crate::route::sharded::DATABASE_MARKER, &q).as_bytes())
+            }
+            _ => run.sql.clone(),
+        };
+        let local = Execution {
+            request: run.request.clone(),
+            types: run.types.clone(),
+            long_data: run.long_data.clone(),
+            sql,
+            text: run.text.clone(),
+            class: run.class.clone(),
+            scope: run.scope,
+            session_functions: run.session_functions,
+            sharded: None,
+        };
+        let mut exclude = None;
+        loop {
+            self.target_schema = Some(s.database.clone());
+            let was_held = self.held.is_some();
+            let result = self.execute_on(target, exclude, stmt_id, &local, stmts).await;
+            self.target_schema = None;
+            match result {
+                Ok(()) => return Ok(Next::Continue),
+                Err(e) => exclude = Some(self.retry_or_fail(target, was_held, exclude, e)?),
+            }
+        }
     }
 
     /// SET of the hidden variables that stand for ROW_COUNT() and FOUND_ROWS().

@@ -40,10 +40,19 @@ impl Session {
                 };
             }
         }
+        if let [s] = stmts.as_slice() {
+            if let Some(statement) = crate::route::sharded::explain::explained_statement(s.sql) {
+                return self.explain_route(statement).await;
+            }
+        }
         if let Some(next) = self.answer_locally(&stmts).await? {
             return Ok(next);
         }
         let rewritten = self.rewrite(&text, matches!(text, Cow::Borrowed(_)), &stmts);
+        if let Some((index, _)) = self.logical_schema() {
+            let sql = rewritten.as_deref().unwrap_or(&text);
+            return self.query_sharded(sql, &stmts, index).await;
+        }
         let sql: &[u8] = rewritten.as_deref().map_or(raw, str::as_bytes);
         let target = self.plan_target(stmts.iter().map(|s| (s.sql, &s.class)));
         let mut exclude = None;
@@ -51,6 +60,23 @@ impl Session {
             let was_held = self.held.is_some();
             match self.run_query(target, exclude, sql, &stmts).await {
                 Ok(()) => return Ok(Next::Continue),
+                Err(e) => exclude = Some(self.retry_or_fail(target, was_held, exclude, e)?),
+            }
+        }
+    }
+
+    /// Runs a COM_QUERY on a target (with the one retry of a failed read).
+    pub async fn run_on_target(
+        &mut self,
+        target: crate::route::Target,
+        sql: &[u8],
+        stmts: &[Stmt<'_>],
+    ) -> Result<(), ProxyError> {
+        let mut exclude = None;
+        loop {
+            let was_held = self.held.is_some();
+            match self.run_query(target, exclude, sql, stmts).await {
+                Ok(()) => return Ok(()),
                 Err(e) => exclude = Some(self.retry_or_fail(target, was_held, exclude, e)?),
             }
         }

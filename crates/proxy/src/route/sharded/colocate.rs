@@ -1,0 +1,129 @@
+//! Co-location: a query over several sharded tables (joins, subqueries, derived tables) runs
+//! shard by shard only when every row it combines lives on one shard: the tables share a shard
+//! function and are joined by equality on their keys. Anything else is refused by name.
+
+use super::select::{contains_aggregate, has_limit};
+use super::tables::{resolve, Place, TableRef};
+use super::Planner;
+use std::ops::ControlFlow;
+use tessera_sql::sqlparser::ast::{
+    visit_expressions, BinaryOperator, Expr, GroupByExpr, Query, SetExpr, TableFactor, TableWithJoins,
+};
+
+/// Checks the whole query; Err names the construct.
+pub fn check_colocated(p: &Planner, query: &Query, tables: &[TableRef]) -> Result<(), String> {
+    let functions: Vec<_> = tables
+        .iter()
+        .filter_map(|t| match &t.place {
+            Place::Sharded { function, .. } => Some(function),
+            _ => None,
+        })
+        .collect();
+    if functions.windows(2).any(|w| w[0] != w[1]) {
+        return Err("a statement over sharded tables with different shard functions".into());
+    }
+    let sharded_refs = count_sharded_refs(p, query);
+    if sharded_refs <= 1 {
+        return check_derived(p, query);
+    }
+    let equalities = key_equalities(p, query);
+    if equalities + 1 < sharded_refs {
+        return Err(
+            "a join or subquery over sharded tables that is not an equality on their shard keys".into(),
+        );
+    }
+    check_derived(p, query)
+}
+
+/// How many references to sharded tables the query makes (a table joined to itself counts
+/// twice).
+fn count_sharded_refs(p: &Planner, query: &Query) -> usize {
+    let mut n = 0;
+    let mut edits = Vec::new();
+    let _ = tessera_sql::sqlparser::ast::visit_relations(query, |name| {
+        if matches!(resolve(name, p.schema, &p.offsets, &mut edits).place, Place::Sharded { .. }) {
+            n += 1;
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    n
+}
+
+/// Equalities between two shard-key columns anywhere in the query (ON, WHERE, subqueries),
+/// plus `key IN (SELECT key ...)`.
+fn key_equalities(p: &Planner, query: &Query) -> usize {
+    let keys = p.all_keys();
+    let is_key = |e: &Expr| match e {
+        Expr::Identifier(i) => keys.iter().any(|k| k.eq_ignore_ascii_case(&i.value)),
+        Expr::CompoundIdentifier(parts) => parts
+            .last()
+            .is_some_and(|i| keys.iter().any(|k| k.eq_ignore_ascii_case(&i.value))),
+        _ => false,
+    };
+    let mut n = 0;
+    let _ = visit_expressions(query, |e| {
+        match e {
+            Expr::BinaryOp { left, op: BinaryOperator::Eq, right } if is_key(left) && is_key(right) => n += 1,
+            Expr::InSubquery { expr, subquery, negated: false } if is_key(expr) => {
+                if let SetExpr::Select(s) = &*subquery.body {
+                    if let [tessera_sql::sqlparser::ast::SelectItem::UnnamedExpr(x)] = s.projection.as_slice() {
+                        if is_key(x) {
+                            n += 1;
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    n
+}
+
+/// Derived tables over sharded tables must be shard-local: no LIMIT, and aggregates only when
+/// grouped by a shard key.
+fn check_derived(p: &Planner, query: &Query) -> Result<(), String> {
+    let SetExpr::Select(select) = &*query.body else {
+        return Ok(());
+    };
+    for twj in &select.from {
+        for factor in factors(twj) {
+            if let TableFactor::Derived { subquery, .. } = factor {
+                derived_is_local(p, subquery)?;
+                check_derived(p, subquery)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn factors(twj: &TableWithJoins) -> impl Iterator<Item = &TableFactor> {
+    std::iter::once(&twj.relation).chain(twj.joins.iter().map(|j| &j.relation))
+}
+
+fn derived_is_local(p: &Planner, q: &Query) -> Result<(), String> {
+    if count_sharded_refs(p, q) == 0 {
+        return Ok(());
+    }
+    if has_limit(q) {
+        return Err("a derived table with LIMIT over a sharded table".into());
+    }
+    let SetExpr::Select(s) = &*q.body else {
+        return Err("a derived table with UNION over a sharded table".into());
+    };
+    let keys = p.all_keys();
+    let grouped_by_key = matches!(&s.group_by, GroupByExpr::Expressions(list, _) if list.iter().any(|e| match e {
+        Expr::Identifier(i) => keys.iter().any(|k| k.eq_ignore_ascii_case(&i.value)),
+        Expr::CompoundIdentifier(parts) => parts.last().is_some_and(|i| keys.iter().any(|k| k.eq_ignore_ascii_case(&i.value))),
+        _ => false,
+    }));
+    let aggregates = s.projection.iter().any(|i| match i {
+        tessera_sql::sqlparser::ast::SelectItem::UnnamedExpr(e)
+        | tessera_sql::sqlparser::ast::SelectItem::ExprWithAlias { expr: e, .. } => contains_aggregate(e),
+        _ => false,
+    }) || matches!(&s.group_by, GroupByExpr::Expressions(l, _) if !l.is_empty());
+    if (aggregates || s.distinct.is_some()) && !grouped_by_key {
+        return Err("a derived table that aggregates a sharded table without grouping by its shard key".into());
+    }
+    Ok(())
+}

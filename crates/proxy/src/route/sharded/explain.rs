@@ -1,0 +1,102 @@
+//! `EXPLAIN ROUTE <statement>`: what Tessera would do with a statement, as rows: the plan and
+//! why, the SQL each shard gets (group and database named), and the merge steps.
+
+use super::values::Values;
+use super::{ShardPlan, DATABASE_MARKER};
+use crate::topology::ShardedSchema;
+use tessera_sql::Fingerprint;
+
+/// One row of EXPLAIN ROUTE: step, shard, group, database, detail.
+pub type Row = [Option<String>; 5];
+
+pub const COLUMNS: [&str; 5] = ["step", "shard", "group", "database", "detail"];
+
+/// `EXPLAIN ROUTE ...` -> the statement after it.
+pub fn explained_statement(sql: &str) -> Option<&str> {
+    let trimmed = sql.trim_start();
+    let mut words = trimmed.splitn(3, char::is_whitespace);
+    let (a, b) = (words.next()?, words.next()?);
+    if !(a.eq_ignore_ascii_case("EXPLAIN") && b.eq_ignore_ascii_case("ROUTE")) {
+        return None;
+    }
+    Some(words.next().unwrap_or("").trim())
+}
+
+/// The rows for `plan` of `sql`.
+pub fn rows(plan: &ShardPlan, schema: &ShardedSchema, group_names: &[String], sql: &str, fp: &Fingerprint) -> Vec<Row> {
+    let values = Values { sql, literals: &fp.literals, params: &[] };
+    let mut out: Vec<Row> = Vec::new();
+    let step = |s: &str, detail: String| -> Row { [Some(s.into()), None, None, None, Some(detail)] };
+    let shard_row = |shard: usize, text: &str| -> Row {
+        let s = &schema.shards[shard];
+        let group = group_names.get(s.group).cloned().unwrap_or_else(|| format!("#{}", s.group));
+        let quoted = crate::state::quote_ident(&s.database);
+        [
+            Some("query".into()),
+            Some(shard.to_string()),
+            Some(group),
+            Some(s.database.clone()),
+            Some(text.replace(DATABASE_MARKER, &quoted)),
+        ]
+    };
+    match plan {
+        ShardPlan::Reject(m) => out.push(step("refuse", format!("Tessera does not support {m}"))),
+        ShardPlan::Read { shards, one, many, reason } => match ShardPlan::resolve(shards, schema, &values) {
+            Err(e) => out.push(step("error", e)),
+            Ok(list) if list.len() == 1 => {
+                out.push(step("route", format!("one shard ({reason}); the response passes through")));
+                out.push(shard_row(list[0], &one.render(sql, &fp.literals)));
+            }
+            Ok(list) => match many {
+                Err(m) => out.push(step("refuse", format!("{} shards ({reason}): Tessera does not support {m}", list.len()))),
+                Ok(s) => {
+                    out.push(step("route", format!("scatter to {} shards ({reason})", list.len())));
+                    let text = s.sql.render(sql, &fp.literals);
+                    out.extend(list.iter().map(|&i| shard_row(i, &text)));
+                    out.extend(s.merge.describe().into_iter().map(|d| step("merge", d)));
+                }
+            },
+        },
+        ShardPlan::Write { shards, sql: t, reason, one_shard_only } => match ShardPlan::resolve(shards, schema, &values) {
+            Err(e) => out.push(step("error", e)),
+            Ok(list) => {
+                if list.len() > 1 {
+                    if let Some(m) = one_shard_only {
+                        out.push(step("refuse", format!("Tessera does not support {m}")));
+                        return out;
+                    }
+                }
+                let how = if list.len() > 1 { "atomically on every shard listed; affected rows summed" } else { "one shard" };
+                out.push(step("route", format!("write ({reason}): {how}")));
+                let text = t.render(sql, &fp.literals);
+                out.extend(list.iter().map(|&i| shard_row(i, &text)));
+            }
+        },
+        ShardPlan::Insert(p) => {
+            out.push(step("route", format!("{}: rows grouped by shard, atomically", p.reason)));
+            let n = schema.shard_count();
+            for (row, source) in &p.rows {
+                let shard = values
+                    .get(source)
+                    .and_then(|v| p.function.shard_of(&v, n).map_err(|e| e.to_string()));
+                match shard {
+                    Ok(s) => out.push(shard_row(s, &row.render(sql, &fp.literals))),
+                    Err(e) => out.push(step("error", e)),
+                }
+            }
+        }
+        ShardPlan::Ddl { shards, sql: t, reason } => {
+            out.push(step("route", reason.clone()));
+            let text = t.render(sql, &fp.literals);
+            out.extend(shards.iter().map(|&i| shard_row(i, &text)));
+        }
+        ShardPlan::CreateDatabase { .. } => {
+            out.push(step("route", plan.reason().to_string()));
+            for i in 0..schema.shard_count() {
+                let db = crate::state::quote_ident(&schema.shards[i].database);
+                out.push(shard_row(i, &format!("CREATE DATABASE {db}")));
+            }
+        }
+    }
+    out
+}

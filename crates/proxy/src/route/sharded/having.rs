@@ -1,0 +1,118 @@
+//! HAVING after the merge: the client's HAVING expression as a [`Filter`] over merged output
+//! rows (aggregates and aliases become output columns, literals become values).
+
+use super::Planner;
+use crate::exec::merge::{ArithOp, CmpOp, Filter, Operand};
+use crate::exec::row::Value;
+use tessera_sql::sqlparser::ast::{BinaryOperator, Expr, UnaryOperator, Value as SqlValue};
+
+/// Translates `e`; `output` maps an aggregate, alias or group column to its output index.
+pub fn translate(
+    e: &Expr,
+    output: &mut dyn FnMut(&Expr) -> Result<usize, String>,
+    p: &mut Planner,
+) -> Result<Filter, String> {
+    match e {
+        Expr::Nested(inner) => translate(inner, output, p),
+        Expr::UnaryOp { op: UnaryOperator::Not, expr } => Ok(Filter::Not(Box::new(translate(expr, output, p)?))),
+        Expr::BinaryOp { left, op, right } => match op {
+            BinaryOperator::And => Ok(Filter::And(vec![translate(left, output, p)?, translate(right, output, p)?])),
+            BinaryOperator::Or => Ok(Filter::Or(vec![translate(left, output, p)?, translate(right, output, p)?])),
+            _ => {
+                let op = compare_op(op).ok_or_else(|| format!("the operator {op} in HAVING across shards"))?;
+                Ok(Filter::Compare {
+                    left: operand(left, output, p)?,
+                    op,
+                    right: operand(right, output, p)?,
+                })
+            }
+        },
+        Expr::IsNull(x) => Ok(Filter::IsNull { operand: operand(x, output, p)?, negated: false }),
+        Expr::IsNotNull(x) => Ok(Filter::IsNull { operand: operand(x, output, p)?, negated: true }),
+        Expr::Between { expr, negated, low, high } => {
+            let f = Filter::Between {
+                operand: operand(expr, output, p)?,
+                low: operand(low, output, p)?,
+                high: operand(high, output, p)?,
+            };
+            Ok(if *negated { Filter::Not(Box::new(f)) } else { f })
+        }
+        Expr::InList { expr, list, negated } => {
+            let f = Filter::In {
+                operand: operand(expr, output, p)?,
+                list: list.iter().map(|x| operand(x, output, p)).collect::<Result<_, _>>()?,
+            };
+            Ok(if *negated { Filter::Not(Box::new(f)) } else { f })
+        }
+        other => {
+            // A bare operand is true when it is a non-zero number.
+            let o = operand(other, output, p)?;
+            Ok(Filter::Compare { left: o, op: CmpOp::Ne, right: Operand::Literal(Value::Int(0)) })
+        }
+    }
+}
+
+fn operand(e: &Expr, output: &mut dyn FnMut(&Expr) -> Result<usize, String>, p: &mut Planner) -> Result<Operand, String> {
+    match e {
+        Expr::Nested(inner) => operand(inner, output, p),
+        Expr::Value(v) => {
+            p.bake(e);
+            literal(&v.value).map(Operand::Literal)
+        }
+        Expr::UnaryOp { op: UnaryOperator::Minus, expr } => match &**expr {
+            Expr::Value(v) => {
+                p.bake(expr);
+                literal(&v.value).map(|v| Operand::Literal(negate(v)))
+            }
+            _ => Err("a negated expression in HAVING across shards".into()),
+        },
+        Expr::BinaryOp { left, op, right } => {
+            let op = match op {
+                BinaryOperator::Plus => ArithOp::Add,
+                BinaryOperator::Minus => ArithOp::Sub,
+                BinaryOperator::Multiply => ArithOp::Mul,
+                BinaryOperator::Divide => ArithOp::Div,
+                other => return Err(format!("the operator {other} in HAVING across shards")),
+            };
+            Ok(Operand::Arith(Box::new(operand(left, output, p)?), op, Box::new(operand(right, output, p)?)))
+        }
+        other => output(other).map(Operand::Output),
+    }
+}
+
+fn compare_op(op: &BinaryOperator) -> Option<CmpOp> {
+    Some(match op {
+        BinaryOperator::Eq => CmpOp::Eq,
+        BinaryOperator::NotEq => CmpOp::Ne,
+        BinaryOperator::Lt => CmpOp::Lt,
+        BinaryOperator::LtEq => CmpOp::Le,
+        BinaryOperator::Gt => CmpOp::Gt,
+        BinaryOperator::GtEq => CmpOp::Ge,
+        _ => return None,
+    })
+}
+
+/// A SQL literal as a merge value.
+pub fn literal(v: &SqlValue) -> Result<Value, String> {
+    match v {
+        SqlValue::Null => Ok(Value::Null),
+        SqlValue::Number(n, _) => Ok(n
+            .parse::<i64>()
+            .map(Value::Int)
+            .or_else(|_| n.parse::<f64>().map(Value::Double))
+            .map_err(|_| format!("the number {n}"))?),
+        SqlValue::SingleQuotedString(s) | SqlValue::DoubleQuotedString(s) => {
+            Ok(Value::Bytes(bytes::Bytes::from(s.clone().into_bytes())))
+        }
+        SqlValue::Boolean(b) => Ok(Value::Int(*b as i64)),
+        other => Err(format!("the literal {other} in HAVING across shards")),
+    }
+}
+
+fn negate(v: Value) -> Value {
+    match v {
+        Value::Int(i) => Value::Int(-i),
+        Value::Double(d) => Value::Double(-d),
+        other => other,
+    }
+}

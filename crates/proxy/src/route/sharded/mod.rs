@@ -1,0 +1,516 @@
+//! Sharded planning: statement + logical schema -> [`ShardPlan`], once per fingerprint. The
+//! planner is pure (no connections): a plan names the shards (or how to find them from key
+//! values at execution), the SQL each shard runs, and the merge that turns shard results into
+//! the one answer a single MariaDB would give.
+//!
+//! - [`keys`]: shard-key predicates (`=`, `IN`, ranges, `IS NULL`, `AND`/`OR`) -> [`KeyExpr`].
+//! - [`select`]: reads, their per-shard rewrite and merge. [`write`]: INSERT/UPDATE/DELETE/DDL.
+//! - [`values`]: literal text and bound parameters -> shard-key values.
+//! - [`cache`]: the plan cache.
+
+pub mod cache;
+pub mod keys;
+pub mod select;
+pub mod values;
+pub mod write;
+
+use crate::exec::merge::MergeSpec;
+use crate::route::shard_fn::{KeyValue, ShardFunction};
+use crate::topology::ShardedSchema;
+use std::collections::BTreeSet;
+use tessera_sql::SqlTemplate;
+
+pub use keys::{KeyExpr, ValueSource};
+
+/// The marker a template carries where a shard's physical database name goes.
+pub const DATABASE_MARKER: &str = "\u{1}tessera-db\u{1}";
+
+/// Which shards a statement runs on.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ShardSet {
+    /// Known at plan time.
+    Fixed(Vec<usize>),
+    /// From shard-key values read at execution (literals or bound parameters).
+    Key { function: ShardFunction, expr: KeyExpr },
+    /// Every shard of the schema.
+    All,
+}
+
+/// A read's shape on several shards: the rewritten SQL and the merge of its results.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scatter {
+    pub sql: SqlTemplate,
+    pub merge: MergeSpec,
+    /// Hidden columns the shard SQL appends after the client's (not sent to the client).
+    pub hidden: usize,
+    /// Sort/group keys whose comparison (value or collation weight) is decided by the type of
+    /// the value column once the shards described their columns: (key path, weight column).
+    pub weighted: Vec<WeightedKey>,
+    /// Visible columns whose metadata comes from another column (AVG's scale).
+    pub avg_columns: Vec<usize>,
+}
+
+/// A sort key that compares by WEIGHT_STRING() when its value column is a non-binary string.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WeightedKey {
+    /// The value column (shard column index; hidden ones are counted from the end, see
+    /// [`Col`]).
+    pub value: Col,
+    pub weight: Col,
+}
+
+/// A shard column: the n-th of the client's columns, or the n-th hidden one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Col {
+    Visible(usize),
+    Hidden(usize),
+}
+
+/// How a statement runs on a sharded schema.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ShardPlan {
+    /// A read (or a locking read). On one shard its SQL is `one` and the response passes
+    /// through; on several, `many` runs on each and is merged.
+    Read {
+        shards: ShardSet,
+        one: SqlTemplate,
+        /// Err: what makes the statement unsupported on several shards.
+        many: Result<Box<Scatter>, String>,
+        reason: String,
+    },
+    /// UPDATE/DELETE (and other writes by key): affected rows are summed; on several shards
+    /// the statement is atomic (all shards or none).
+    Write {
+        shards: ShardSet,
+        sql: SqlTemplate,
+        reason: String,
+        /// Some: refused when the shards resolve to more than one (the message says why).
+        one_shard_only: Option<String>,
+    },
+    /// INSERT/REPLACE whose rows are split by shard.
+    Insert(Box<write::InsertPlan>),
+    /// DDL: every listed shard, one after the other, failures named per shard.
+    Ddl { shards: Vec<usize>, sql: SqlTemplate, reason: String },
+    /// `CREATE DATABASE <logical>`: the shard databases.
+    CreateDatabase { if_not_exists: bool },
+    /// Refused: the message says what is not supported.
+    Reject(String),
+}
+
+impl ShardPlan {
+    /// The shards a plan runs on, from the statement's literals and parameters.
+    pub fn resolve(set: &ShardSet, schema: &ShardedSchema, values: &values::Values) -> Result<Vec<usize>, String> {
+        let n = schema.shard_count();
+        match set {
+            ShardSet::Fixed(v) => Ok(v.clone()),
+            ShardSet::All => Ok((0..n).collect()),
+            ShardSet::Key { function, expr } => match expr.shards(function, n, values)? {
+                Some(set) => Ok(set.into_iter().collect()),
+                None => Ok((0..n).collect()),
+            },
+        }
+    }
+
+    /// The statement as one shard runs it (its database qualifiers still [`DATABASE_MARKER`]);
+    /// None for a refusal.
+    pub fn one_shard_sql(&self, sql: &str, literals: &[std::ops::Range<usize>]) -> Option<String> {
+        match self {
+            ShardPlan::Read { one, .. } => Some(one.render(sql, literals)),
+            ShardPlan::Write { sql: t, .. } | ShardPlan::Ddl { sql: t, .. } => Some(t.render(sql, literals)),
+            ShardPlan::Insert(p) => {
+                let rows: Vec<String> = p.rows.iter().map(|(r, _)| r.render(sql, literals)).collect();
+                Some(format!("{}{}{}", p.head.render(sql, literals), rows.join(", "), p.tail.render(sql, literals)))
+            }
+            ShardPlan::CreateDatabase { .. } => Some(sql.to_string()),
+            ShardPlan::Reject(_) => None,
+        }
+    }
+
+    /// The shards one execution touches.
+    pub fn shards_for(&self, schema: &ShardedSchema, values: &values::Values) -> Result<Vec<usize>, String> {
+        match self {
+            ShardPlan::Read { shards, .. } | ShardPlan::Write { shards, .. } => Self::resolve(shards, schema, values),
+            ShardPlan::Ddl { shards, .. } => Ok(shards.clone()),
+            ShardPlan::Insert(p) => {
+                let mut set = BTreeSet::new();
+                for (_, source) in &p.rows {
+                    let v = values.get(source)?;
+                    set.insert(p.function.shard_of(&v, schema.shard_count()).map_err(|e| e.to_string())?);
+                }
+                Ok(set.into_iter().collect())
+            }
+            ShardPlan::CreateDatabase { .. } => Ok((0..schema.shard_count()).collect()),
+            ShardPlan::Reject(m) => Err(m.clone()),
+        }
+    }
+
+    /// The one-line reason (for logs and EXPLAIN ROUTE).
+    pub fn reason(&self) -> &str {
+        match self {
+            ShardPlan::Read { reason, .. } | ShardPlan::Write { reason, .. } | ShardPlan::Ddl { reason, .. } => reason,
+            ShardPlan::Insert(p) => &p.reason,
+            ShardPlan::CreateDatabase { .. } => "CREATE DATABASE of a logical schema creates its shard databases",
+            ShardPlan::Reject(m) => m,
+        }
+    }
+}
+
+/// Shards from a set of key values.
+pub fn shards_of(function: &ShardFunction, values: &[KeyValue], n: usize) -> Result<BTreeSet<usize>, String> {
+    values
+        .iter()
+        .map(|v| function.shard_of(v, n).map_err(|e| e.to_string()))
+        .collect()
+}
+
+pub mod colocate;
+pub mod explain;
+pub mod having;
+pub mod tables;
+
+use tessera_sql::analyze::Offsets;
+use tessera_sql::sqlparser::ast::{Expr, LimitClause, Query, Select, Statement};
+use tessera_sql::{Edit, Fingerprint};
+
+/// Planning state for one statement.
+pub struct Planner<'a> {
+    pub sql: &'a str,
+    pub offsets: Offsets<'a>,
+    pub fp: &'a Fingerprint,
+    pub schema: &'a ShardedSchema,
+    /// Edits every rendering gets (database qualifiers).
+    pub common_edits: Vec<Edit>,
+    /// Edits of the scatter SQL only.
+    pub shard_edits: Vec<Edit>,
+    /// Literals whose values the plan depends on (the cache checks them).
+    pub baked: Vec<usize>,
+    /// Shard keys of the sharded tables the statement references.
+    pub keys: Vec<String>,
+}
+
+impl<'a> Planner<'a> {
+    pub fn new(sql: &'a str, fp: &'a Fingerprint, schema: &'a ShardedSchema) -> Self {
+        Planner {
+            sql,
+            offsets: Offsets::new(sql),
+            fp,
+            schema,
+            common_edits: Vec::new(),
+            shard_edits: Vec::new(),
+            baked: Vec::new(),
+            keys: Vec::new(),
+        }
+    }
+
+    /// A node's text as written (its printed form when the place is unknown).
+    pub fn text(&self, e: &Expr) -> String {
+        self.offsets.text(e).map_or_else(|| e.to_string(), str::to_string)
+    }
+
+    /// The plan depends on this literal's value.
+    pub fn bake(&mut self, e: &Expr) {
+        if let Some(i) = self.offsets.of(e).and_then(|r| self.literal_at(r.start)) {
+            if !self.baked.contains(&i) {
+                self.baked.push(i);
+            }
+        }
+    }
+
+    pub fn literal_at(&self, offset: usize) -> Option<usize> {
+        self.fp.literals.binary_search_by_key(&offset, |r| r.start).ok()
+    }
+
+    pub fn placeholder_at(&self, offset: usize) -> Option<usize> {
+        self.fp.placeholders.binary_search(&offset).ok()
+    }
+
+    pub fn all_keys(&self) -> Vec<String> {
+        self.keys.clone()
+    }
+
+    /// Whether `e` names the shard key of one of `sharded` ((name or alias, key) pairs).
+    pub fn is_key(&self, e: &Expr, sharded: &[(String, String)]) -> bool {
+        match e {
+            Expr::Identifier(i) => sharded.iter().any(|(_, k)| k.eq_ignore_ascii_case(&i.value)),
+            Expr::CompoundIdentifier(parts) => match parts.as_slice() {
+                [t, c] => sharded
+                    .iter()
+                    .any(|(n, k)| n == &t.value && k.eq_ignore_ascii_case(&c.value)),
+                [d, t, c] => {
+                    d.value == self.schema.name
+                        && sharded.iter().any(|(n, k)| n == &t.value && k.eq_ignore_ascii_case(&c.value))
+                }
+                _ => false,
+            },
+            _ => false,
+        }
+    }
+
+    /// The template of the SQL as the client wrote it (qualifiers renamed).
+    pub fn one_template(&self) -> SqlTemplate {
+        SqlTemplate::build(self.sql, &self.fp.literals, &self.common_edits)
+    }
+
+    /// The template of the scatter SQL.
+    pub fn template(&self) -> SqlTemplate {
+        let mut edits = self.common_edits.clone();
+        edits.extend(self.shard_edits.iter().cloned());
+        SqlTemplate::build(self.sql, &self.fp.literals, &edits)
+    }
+
+    /// LIMIT offset,count -> (offset, count, the edit that sends `LIMIT offset+count`).
+    pub fn limit(&mut self, q: &Query) -> Result<Option<(u64, u64, Edit)>, String> {
+        let (offset, limit) = match &q.limit_clause {
+            None => return Ok(None),
+            Some(LimitClause::LimitOffset { limit: None, .. }) => return Ok(None),
+            Some(LimitClause::LimitOffset { limit: Some(l), offset, .. }) => (offset.as_ref().map(|o| &o.value), l),
+            Some(LimitClause::OffsetCommaLimit { offset, limit }) => (Some(offset), limit),
+        };
+        let count = self.number(limit)?;
+        let skip = match offset {
+            Some(o) => self.number(o)?,
+            None => 0,
+        };
+        let first = offset
+            .and_then(|o| self.offsets.of(o))
+            .map_or(usize::MAX, |r| r.start)
+            .min(self.offsets.of(limit).map_or(usize::MAX, |r| r.start));
+        let last = offset
+            .and_then(|o| self.offsets.of(o))
+            .map_or(0, |r| r.end)
+            .max(self.offsets.of(limit).map_or(0, |r| r.end));
+        let start = self.keyword_before(first, "LIMIT").ok_or("LIMIT whose place is unknown")?;
+        let edit = Edit::replace(start..last, format!("LIMIT {}", skip.saturating_add(count)));
+        Ok(Some((skip, count, edit)))
+    }
+
+    fn number(&mut self, e: &Expr) -> Result<u64, String> {
+        use tessera_sql::sqlparser::ast::Value;
+        match e {
+            Expr::Value(v) => match &v.value {
+                Value::Number(n, _) => {
+                    self.bake(e);
+                    n.parse().map_err(|_| format!("LIMIT {n}"))
+                }
+                Value::Placeholder(_) => Err("LIMIT with a parameter across shards".into()),
+                other => Err(format!("LIMIT {other}")),
+            },
+            other => Err(format!("LIMIT {other}")),
+        }
+    }
+
+    /// The offset of the last `keyword` token that starts before `pos`.
+    pub fn keyword_before(&self, pos: usize, keyword: &str) -> Option<usize> {
+        tessera_sql::Lexer::new(self.sql)
+            .take_while(|t| t.offset < pos)
+            .filter(|t| t.is_word(keyword))
+            .last()
+            .map(|t| t.offset)
+    }
+
+    /// From `ORDER` to the end of the last ORDER BY item (with its ASC/DESC).
+    pub fn order_by_range(&self, q: &Query) -> Option<std::ops::Range<usize>> {
+        let exprs = select::order_exprs(q);
+        let first = self.offsets.of(&exprs.first()?.0)?.start;
+        let last = self.offsets.of(&exprs.last()?.0)?.end;
+        let start = self.keyword_before(first, "ORDER")?;
+        Some(start..self.skip_words(last, &["ASC", "DESC", "NULLS", "FIRST", "LAST"]))
+    }
+
+    fn skip_words(&self, mut pos: usize, words: &[&str]) -> usize {
+        for t in tessera_sql::Lexer::new(&self.sql[pos..]) {
+            if t.kind == tessera_sql::TokenKind::Comment {
+                continue;
+            }
+            if words.iter().any(|w| t.is_word(w)) {
+                pos += t.end();
+                return self.skip_words(pos, words);
+            }
+            break;
+        }
+        pos
+    }
+
+    pub fn having_range(&self, s: &Select) -> Option<std::ops::Range<usize>> {
+        let r = self.offsets.of(s.having.as_ref()?)?;
+        Some(self.keyword_before(r.start, "HAVING")?..r.end)
+    }
+
+    pub fn group_by_end(&self, s: &Select) -> Option<usize> {
+        match &s.group_by {
+            tessera_sql::sqlparser::ast::GroupByExpr::Expressions(list, _) => Some(self.offsets.of(list.last()?)?.end),
+            _ => None,
+        }
+    }
+
+    /// Just after WHERE (or FROM when there is no WHERE).
+    pub fn after_where(&self, s: &Select) -> usize {
+        if let Some(r) = s.selection.as_ref().and_then(|w| self.offsets.of(w)) {
+            return r.end;
+        }
+        s.from
+            .last()
+            .and_then(|t| self.offsets.of(t))
+            .map_or(self.sql.len(), |r| r.end)
+    }
+
+    /// Just after HAVING, GROUP BY or WHERE, whichever comes last.
+    pub fn after_where_group_having(&self, s: &Select) -> usize {
+        if let Some(r) = s.having.as_ref().and_then(|h| self.offsets.of(h)) {
+            return r.end;
+        }
+        self.group_by_end(s).unwrap_or_else(|| self.after_where(s))
+    }
+}
+
+/// What a plan is for the cache: the plan and the literals it depends on.
+pub struct Planned {
+    pub plan: ShardPlan,
+    pub baked: Vec<usize>,
+}
+
+/// Plans one statement on a sharded schema.
+pub fn plan(sql: &str, fp: &Fingerprint, schema: &ShardedSchema) -> Planned {
+    let mut p = Planner::new(sql, fp, schema);
+    let plan = match tessera_sql::analyze::parse_one(sql) {
+        Ok(stmt) => plan_statement(&mut p, &stmt),
+        Err(e) => unparsed(&p, &e.to_string()),
+    };
+    Planned { plan, baked: p.baked }
+}
+
+/// A statement Tessera cannot parse: it may still run on the default shard when it names none
+/// of the schema's sharded or broadcast tables.
+fn unparsed(p: &Planner, error: &str) -> ShardPlan {
+    let mentions_table = tessera_sql::Lexer::new(p.sql).any(|t| {
+        let name = tessera_sql::unquote(t.text);
+        matches!(t.kind, tessera_sql::TokenKind::Word | tessera_sql::TokenKind::QuotedIdent)
+            && !matches!(p.schema.table(&name), crate::topology::TablePlacement::Single(_))
+    });
+    if mentions_table {
+        return ShardPlan::Reject(format!(
+            "Tessera cannot analyze this statement over sharded tables ({error})"
+        ));
+    }
+    ShardPlan::Read {
+        shards: ShardSet::Fixed(vec![p.schema.default_shard]),
+        one: p.one_template(),
+        many: Err("a statement Tessera cannot analyze".into()),
+        reason: "not analyzed; names no sharded or broadcast table: default shard".into(),
+    }
+}
+
+fn plan_statement(p: &mut Planner, stmt: &Statement) -> ShardPlan {
+    if let Some(forced) = hint(p.sql, p.schema.shard_count()) {
+        let _ = tables::all_tables(stmt, p.schema, &p.offsets, &mut p.common_edits);
+        return match forced {
+            Ok(shards) => match stmt {
+                Statement::Query(_) => ShardPlan::Read {
+                    shards: ShardSet::Fixed(shards),
+                    one: p.one_template(),
+                    many: Ok(Box::new(Scatter {
+                        sql: p.one_template(),
+                        merge: crate::exec::merge::MergeSpec::passthrough(0),
+                        hidden: 0,
+                        weighted: Vec::new(),
+                        avg_columns: Vec::new(),
+                    })),
+                    reason: "a routing hint".into(),
+                },
+                _ => ShardPlan::Write {
+                    shards: ShardSet::Fixed(shards),
+                    sql: p.one_template(),
+                    reason: "a routing hint".into(),
+                    one_shard_only: None,
+                },
+            },
+            Err(e) => ShardPlan::Reject(e),
+        };
+    }
+    match stmt {
+        Statement::Query(q) => read(p, stmt, q),
+        _ => write::plan(p, stmt),
+    }
+}
+
+/// `/*+ tessera:shard=N */`, `/*+ tessera:all */`, `/*# group="all" */`.
+fn hint(sql: &str, n: usize) -> Option<Result<Vec<usize>, String>> {
+    if !sql.contains("tessera:") && !sql.contains("/*#") {
+        return None;
+    }
+    if sql.contains("tessera:all") || sql.contains("group=\"all\"") {
+        return Some(Ok((0..n).collect()));
+    }
+    let at = sql.find("tessera:shard=")? + "tessera:shard=".len();
+    let digits: String = sql[at..].chars().take_while(char::is_ascii_digit).collect();
+    Some(match digits.parse::<usize>() {
+        Ok(s) if s < n => Ok(vec![s]),
+        _ => Err(format!("the hint tessera:shard={digits} names no shard (the schema has {n})")),
+    })
+}
+
+/// Plans a SELECT (or any query).
+fn read(p: &mut Planner, stmt: &Statement, q: &Query) -> ShardPlan {
+    let tables = tables::all_tables(stmt, p.schema, &p.offsets, &mut p.common_edits);
+    match tables::spread(&tables, p.schema.default_shard) {
+        tables::Spread::Conflict(m) => return ShardPlan::Reject(m),
+        tables::Spread::OneShard(s) => {
+            return ShardPlan::Read {
+                shards: ShardSet::Fixed(vec![s]),
+                one: p.one_template(),
+                many: Err("a statement on one shard".into()),
+                reason: "no sharded table: one shard".into(),
+            }
+        }
+        tables::Spread::Sharded => {}
+    }
+    let sharded: Vec<(String, String)> = top_sharded(p, q);
+    p.keys = tables
+        .iter()
+        .filter_map(|t| match &t.place {
+            tables::Place::Sharded { key, .. } => Some(key.clone()),
+            _ => None,
+        })
+        .collect();
+    let function = tables.iter().find_map(|t| match &t.place {
+        tables::Place::Sharded { function, .. } => Some(function.clone()),
+        _ => None,
+    });
+    let expr = match &*q.body {
+        tessera_sql::sqlparser::ast::SetExpr::Select(s) => select::key_expr(p, s, &sharded),
+        _ => KeyExpr::Any,
+    };
+    let reason = expr.describe(sharded.first().map_or("key", |(_, k)| k.as_str()));
+    let one = p.one_template();
+    let many = select::scatter(p, q, &tables);
+    let shards = match function {
+        Some(function) if expr.narrows() => ShardSet::Key { function, expr },
+        _ => ShardSet::All,
+    };
+    match many {
+        Ok(s) => ShardPlan::Read { shards, one, many: Ok(Box::new(s)), reason },
+        Err(m) => ShardPlan::Read { shards, one, many: Err(m), reason },
+    }
+}
+
+/// (name or alias, key) of the sharded tables in the top-level FROM.
+fn top_sharded(p: &Planner, q: &Query) -> Vec<(String, String)> {
+    use tessera_sql::sqlparser::ast::{SetExpr, TableFactor};
+    let SetExpr::Select(s) = &*q.body else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let mut scratch = Vec::new();
+    for twj in &s.from {
+        for f in std::iter::once(&twj.relation).chain(twj.joins.iter().map(|j| &j.relation)) {
+            if let TableFactor::Table { name, alias, .. } = f {
+                let t = tables::resolve(name, p.schema, &p.offsets, &mut scratch);
+                if let tables::Place::Sharded { key, .. } = t.place {
+                    let n = alias.as_ref().map_or(t.table.clone(), |a| a.name.value.clone());
+                    out.push((n, key));
+                }
+            }
+        }
+    }
+    out
+}

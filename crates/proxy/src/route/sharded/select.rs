@@ -1,0 +1,607 @@
+//! Reads over a sharded schema: which shards (from key predicates), and for several shards the
+//! per-shard rewrite (hidden sort/weight/partial-aggregate columns, LIMIT offset+count, HAVING
+//! and ORDER BY moved to the merge) and the [`MergeSpec`] that gives one server's answer.
+
+use super::colocate::check_colocated;
+use super::keys::{KeyExpr, KeyReader};
+use super::tables::{Place, TableRef};
+use super::{Col, Planner, Scatter, WeightedKey};
+use crate::exec::merge::{AggregateSpec, Filter, MergeSpec, Output, SortBy, SortKey};
+use tessera_sql::sqlparser::ast::{
+    Distinct, Expr, GroupByExpr, LimitClause, OrderByKind, Query, Select, SelectItem, SetExpr, Value,
+};
+use tessera_sql::Edit;
+
+/// The key predicates of a query's top-level WHERE (and join conditions).
+pub fn key_expr(p: &Planner, select: &Select, sharded: &[(String, String)]) -> KeyExpr {
+    let Some(w) = &select.selection else {
+        return KeyExpr::Any;
+    };
+    let is_key = |e: &Expr| p.is_key(e, sharded);
+    let literal_at = |o: usize| p.literal_at(o);
+    let placeholder_at = |o: usize| p.placeholder_at(o);
+    let reader = KeyReader {
+        offsets: &p.offsets,
+        is_key: &is_key,
+        literal_at: &literal_at,
+        placeholder_at: &placeholder_at,
+    };
+    reader.read(w)
+}
+
+/// Plans the merge of a query that runs on several shards; Err says what is not supported.
+pub fn scatter(p: &mut Planner, query: &Query, tables: &[TableRef]) -> Result<Scatter, String> {
+    check_colocated(p, query, tables)?;
+    match &*query.body {
+        SetExpr::Select(select) => ScatterBuilder::new(p, query, select).build(),
+        SetExpr::SetOperation { .. } => union_all(p, query),
+        _ => Err("this query form across shards".into()),
+    }
+}
+
+/// UNION ALL of row-local branches: every shard runs the whole union, results concatenate.
+fn union_all(p: &mut Planner, query: &Query) -> Result<Scatter, String> {
+    use tessera_sql::sqlparser::ast::{SetOperator, SetQuantifier};
+    fn check(e: &SetExpr) -> Result<(), String> {
+        match e {
+            SetExpr::SetOperation { op, set_quantifier, left, right } => {
+                if *op != SetOperator::Union || *set_quantifier != SetQuantifier::All {
+                    return Err("UNION without ALL (or INTERSECT/EXCEPT) across shards".into());
+                }
+                check(left)?;
+                check(right)
+            }
+            SetExpr::Select(s) => {
+                if s.distinct.is_some() || has_aggregates(s) {
+                    return Err("a UNION ALL branch with DISTINCT or aggregates across shards".into());
+                }
+                Ok(())
+            }
+            SetExpr::Query(q) => check(&q.body),
+            _ => Err("this UNION branch across shards".into()),
+        }
+    }
+    check(&query.body)?;
+    if query.order_by.is_some() {
+        return Err("ORDER BY on a UNION across shards".into());
+    }
+    let mut b = MergeSpec::passthrough(0);
+    if let Some((offset, limit, edit)) = p.limit(query)? {
+        b.offset = offset;
+        b.limit = Some(limit);
+        p.shard_edits.push(edit);
+    }
+    Ok(Scatter {
+        sql: p.template(),
+        merge: b,
+        hidden: 0,
+        weighted: Vec::new(),
+        avg_columns: Vec::new(),
+    })
+}
+
+/// Whether the select list or HAVING uses aggregate functions, or it has GROUP BY.
+pub fn has_aggregates(s: &Select) -> bool {
+    let grouped = matches!(&s.group_by, GroupByExpr::Expressions(e, _) if !e.is_empty());
+    grouped
+        || s.having.is_some()
+        || s.projection.iter().any(|i| match i {
+            SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => contains_aggregate(e),
+            _ => false,
+        })
+}
+
+/// Aggregate function names Tessera merges.
+const AGGREGATES: [&str; 5] = ["COUNT", "SUM", "MIN", "MAX", "AVG"];
+/// Aggregates it recognises but refuses across shards.
+const OTHER_AGGREGATES: [&str; 12] = [
+    "GROUP_CONCAT", "BIT_AND", "BIT_OR", "BIT_XOR", "STD", "STDDEV", "STDDEV_POP", "STDDEV_SAMP", "VARIANCE",
+    "VAR_POP", "VAR_SAMP", "JSON_ARRAYAGG",
+];
+
+pub fn aggregate_name(e: &Expr) -> Option<String> {
+    match e {
+        Expr::Function(f) => {
+            let name = f.name.to_string().to_ascii_uppercase();
+            let known = AGGREGATES.contains(&name.as_str()) || OTHER_AGGREGATES.contains(&name.as_str());
+            (known && f.over.is_none()).then_some(name)
+        }
+        _ => None,
+    }
+}
+
+pub fn contains_aggregate(e: &Expr) -> bool {
+    use std::ops::ControlFlow;
+    use tessera_sql::sqlparser::ast::visit_expressions;
+    visit_expressions(e, |x| {
+        if aggregate_name(x).is_some() {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    })
+    .is_break()
+}
+
+/// One item of the select list.
+struct Item {
+    expr: Option<Expr>,
+    alias: Option<String>,
+    /// The expression's text as written (for hidden columns and matching).
+    text: String,
+}
+
+/// Builds the scatter of one SELECT.
+struct ScatterBuilder<'p, 'a> {
+    p: &'p mut Planner<'a>,
+    query: &'p Query,
+    select: &'p Select,
+    items: Vec<Item>,
+    /// Hidden columns appended to the shard SQL: their expressions.
+    hidden: Vec<String>,
+    weighted: Vec<WeightedKey>,
+    wildcard: bool,
+}
+
+impl<'p, 'a> ScatterBuilder<'p, 'a> {
+    fn new(p: &'p mut Planner<'a>, query: &'p Query, select: &'p Select) -> Self {
+        let mut wildcard = false;
+        let items = select
+            .projection
+            .iter()
+            .map(|i| match i {
+                SelectItem::UnnamedExpr(e) => Item {
+                    expr: Some(e.clone()),
+                    alias: None,
+                    text: p.text(e),
+                },
+                SelectItem::ExprWithAlias { expr, alias } => Item {
+                    expr: Some(expr.clone()),
+                    alias: Some(alias.value.clone()),
+                    text: p.text(expr),
+                },
+                _ => {
+                    wildcard = true;
+                    Item {
+                        expr: None,
+                        alias: None,
+                        text: String::new(),
+                    }
+                }
+            })
+            .collect();
+        ScatterBuilder {
+            p,
+            query,
+            select,
+            items,
+            hidden: Vec::new(),
+            weighted: Vec::new(),
+            wildcard,
+        }
+    }
+
+    fn build(mut self) -> Result<Scatter, String> {
+        if self.select.into.is_some() {
+            return Err("SELECT ... INTO across shards".into());
+        }
+        let mut spec = if has_aggregates(self.select) {
+            self.aggregate()?
+        } else {
+            self.plain()?
+        };
+        if let Some((offset, limit, edit)) = self.p.limit(self.query)? {
+            spec.offset = offset;
+            spec.limit = Some(limit);
+            self.p.shard_edits.push(edit);
+        }
+        self.append_hidden()?;
+        let avg_columns = match &spec.aggregate {
+            Some(a) => a
+                .outputs
+                .iter()
+                .enumerate()
+                .filter(|(_, o)| matches!(o, Output::Avg { .. }))
+                .map(|(i, _)| i)
+                .collect(),
+            None => Vec::new(),
+        };
+        Ok(Scatter {
+            sql: self.p.template(),
+            merge: spec,
+            hidden: self.hidden.len(),
+            weighted: self.weighted,
+            avg_columns,
+        })
+    }
+
+    /// A hidden shard column for `expr`; returns its column.
+    fn hide(&mut self, expr: String) -> Col {
+        if let Some(i) = self.hidden.iter().position(|h| *h == expr) {
+            return Col::Hidden(i);
+        }
+        self.hidden.push(expr);
+        Col::Hidden(self.hidden.len() - 1)
+    }
+
+    /// A sort key on `value` (with a hidden weight column of `text`): compares by collation
+    /// weight when the value turns out to be a non-binary string.
+    fn weighted_key(&mut self, value: Col, text: &str, descending: bool) -> SortKey {
+        let weight = self.hide(format!("WEIGHT_STRING({text})"));
+        self.weighted.push(WeightedKey { value, weight });
+        SortKey {
+            column: col_index(value),
+            descending,
+            by: SortBy::Value,
+        }
+    }
+
+    /// Resolves an ORDER BY / GROUP BY expression to a select item: a position, an alias, or
+    /// the same text; None when it is not in the select list.
+    fn find_item(&mut self, e: &Expr) -> Result<Option<usize>, String> {
+        if let Expr::Value(v) = e {
+            if let Value::Number(n, _) = &v.value {
+                self.p.bake(e);
+                let pos: usize = n.parse().map_err(|_| format!("position {n}"))?;
+                if self.wildcard && self.items[..pos.min(self.items.len())].iter().any(|i| i.expr.is_none()) {
+                    return Err("ORDER BY or GROUP BY a position after * across shards".into());
+                }
+                return Ok(pos.checked_sub(1).filter(|&i| i < self.items.len()));
+            }
+        }
+        let text = self.p.text(e);
+        let found = self.items.iter().position(|i| {
+            matches!(e, Expr::Identifier(id) if i.alias.as_deref().is_some_and(|a| a.eq_ignore_ascii_case(&id.value)))
+        });
+        let found = found.or_else(|| self.items.iter().position(|i| same_text(&i.text, &text)));
+        if let Some(i) = found {
+            if self.wildcard && self.items[..i].iter().any(|x| x.expr.is_none()) {
+                return Ok(None);
+            }
+        }
+        Ok(found)
+    }
+
+    fn plain(&mut self) -> Result<MergeSpec, String> {
+        let mut spec = MergeSpec::passthrough(0);
+        let order = order_exprs(self.query);
+        for (e, desc) in &order {
+            let key = match self.find_item(e)? {
+                Some(i) => {
+                    let text = self.items[i].text.clone();
+                    self.weighted_key(Col::Visible(i), &text, *desc)
+                }
+                None => {
+                    let text = self.p.text(e);
+                    let value = self.hide(text.clone());
+                    self.weighted_key(value, &text, *desc)
+                }
+            };
+            spec.order.push(key);
+        }
+        if matches!(self.select.distinct, Some(Distinct::Distinct)) {
+            if self.wildcard {
+                return Err("SELECT DISTINCT * across shards".into());
+            }
+            for i in 0..self.items.len() {
+                let text = self.items[i].text.clone();
+                let key = self.weighted_key(Col::Visible(i), &text, false);
+                spec.order.push(key);
+            }
+            spec.distinct = true;
+            self.reorder_shards(&spec.order)?;
+        } else if matches!(self.select.distinct, Some(Distinct::On(_))) {
+            return Err("DISTINCT ON".into());
+        }
+        Ok(spec)
+    }
+
+    /// Replaces the shard SQL's ORDER BY with one on the merge keys (by hidden aliases and
+    /// positions).
+    fn reorder_shards(&mut self, keys: &[SortKey]) -> Result<(), String> {
+        let _ = keys;
+        let clause = self
+            .sort_clause_for(&self.order_cols())
+            .ok_or("ORDER BY across shards needs the select list")?;
+        self.set_order_by(clause);
+        Ok(())
+    }
+
+    fn order_cols(&self) -> Vec<(Col, bool)> {
+        self.weighted.iter().map(|w| (w.value, false)).collect()
+    }
+
+    /// `ORDER BY` text over columns: visible ones by position, hidden ones by alias.
+    fn sort_clause_for(&self, cols: &[(Col, bool)]) -> Option<String> {
+        let parts: Vec<String> = cols
+            .iter()
+            .map(|(c, desc)| {
+                let name = match c {
+                    Col::Visible(i) => (i + 1).to_string(),
+                    Col::Hidden(i) => hidden_alias(*i),
+                };
+                if *desc {
+                    format!("{name} DESC")
+                } else {
+                    name
+                }
+            })
+            .collect();
+        (!parts.is_empty()).then(|| format!(" ORDER BY {}", parts.join(", ")))
+    }
+
+    fn set_order_by(&mut self, clause: String) {
+        match self.p.order_by_range(self.query) {
+            Some(r) => self.p.shard_edits.push(Edit::replace(r, clause)),
+            None => {
+                let at = self.p.after_where_group_having(self.select);
+                self.p.shard_edits.push(Edit::insert(at, clause));
+            }
+        }
+    }
+
+    /// Appends the hidden columns after the last select item.
+    fn append_hidden(&mut self) -> Result<(), String> {
+        if self.hidden.is_empty() {
+            return Ok(());
+        }
+        let last = self.select.projection.last().ok_or("an empty select list")?;
+        let end = self.p.offsets.of(last).ok_or("a select item whose place is unknown")?.end;
+        let text: String = self
+            .hidden
+            .iter()
+            .enumerate()
+            .map(|(i, h)| format!(", {h} AS {}", hidden_alias(i)))
+            .collect();
+        self.p.shard_edits.push(Edit::insert(end, text));
+        Ok(())
+    }
+
+    fn aggregate(&mut self) -> Result<MergeSpec, String> {
+        if self.wildcard {
+            return Err("* with aggregates across shards".into());
+        }
+        if self.select.distinct.is_some() {
+            return Err("SELECT DISTINCT with aggregates across shards".into());
+        }
+        let mut group_keys = Vec::new();
+        let mut group_cols = Vec::new();
+        let group_exprs = match &self.select.group_by {
+            GroupByExpr::Expressions(e, m) if m.is_empty() => e.clone(),
+            GroupByExpr::Expressions(_, _) => return Err("GROUP BY ... WITH ROLLUP across shards".into()),
+            GroupByExpr::All(_) => return Err("GROUP BY ALL".into()),
+        };
+        for e in &group_exprs {
+            let (col, text) = match self.find_item(e)? {
+                Some(i) => (Col::Visible(i), self.items[i].text.clone()),
+                None => {
+                    let t = self.p.text(e);
+                    (self.hide(t.clone()), t)
+                }
+            };
+            let key = self.weighted_key(col, &text, false);
+            group_keys.push(key);
+            group_cols.push((col, false));
+        }
+        let mut outputs = Vec::new();
+        let mut distinct: Option<String> = None;
+        for i in 0..self.items.len() {
+            let out = self.output_of(i, &mut distinct)?;
+            outputs.push(out);
+        }
+        let mut sort_cols = group_cols.clone();
+        if let Some(d) = &distinct {
+            let col = self.hide(d.clone());
+            sort_cols.push((col, false));
+            let gb = self.p.group_by_end(self.select);
+            match gb {
+                Some(end) => self.p.shard_edits.push(Edit::insert(end, format!(", {}", hidden_alias_of(col)))),
+                None => {
+                    let at = self.p.after_where(self.select);
+                    self.p.shard_edits.push(Edit::insert(at, format!(" GROUP BY {}", hidden_alias_of(col))));
+                }
+            }
+            // The distinct column's weight is a key of the group merge too.
+            let key = self.weighted_key(col, &d.clone(), false);
+            for o in outputs.iter_mut() {
+                if let Output::CountDistinct { column } | Output::SumDistinct { column, .. } = o {
+                    *column = key.clone();
+                }
+            }
+        }
+        let having = match self.select.having.clone() {
+            Some(h) => {
+                if let Some(r) = self.p.having_range(self.select) {
+                    self.p.shard_edits.push(Edit::replace(r, ""));
+                }
+                Some(self.filter(&h, &mut outputs)?)
+            }
+            None => None,
+        };
+        let final_order = self.final_order(&group_exprs, &mut outputs)?;
+        match self.sort_clause_for(&sort_cols) {
+            Some(clause) => self.set_order_by(clause),
+            None => {
+                if let Some(r) = self.p.order_by_range(self.query) {
+                    self.p.shard_edits.push(Edit::replace(r, ""));
+                }
+            }
+        }
+        let mut spec = MergeSpec::passthrough(self.items.len());
+        spec.aggregate = Some(AggregateSpec {
+            group_by: group_keys,
+            outputs,
+        });
+        spec.having = having;
+        spec.final_order = final_order;
+        Ok(spec)
+    }
+
+    /// The merge output of select item `i`.
+    fn output_of(&mut self, i: usize, distinct: &mut Option<String>) -> Result<Output, String> {
+        let Some(e) = self.items[i].expr.clone() else {
+            return Err("* with aggregates across shards".into());
+        };
+        self.aggregate_output(&e, Col::Visible(i), distinct)
+    }
+
+    /// The output for an expression whose shard value is in `col`.
+    fn aggregate_output(&mut self, e: &Expr, col: Col, distinct: &mut Option<String>) -> Result<Output, String> {
+        let Some(name) = aggregate_name(e) else {
+            if contains_aggregate(e) {
+                return Err(format!("the expression {} over aggregates across shards", self.p.text(e)));
+            }
+            return Ok(Output::First(col_index(col)));
+        };
+        let Expr::Function(f) = e else { unreachable_output()? };
+        let (is_distinct, arg) = function_arg(self.p, f)?;
+        if is_distinct {
+            let arg = arg.ok_or("DISTINCT without an argument")?;
+            if distinct.as_ref().is_some_and(|d| !same_text(d, &arg)) {
+                return Err("aggregates over two different DISTINCT expressions across shards".into());
+            }
+            *distinct = Some(arg);
+            let placeholder = SortKey { column: 0, descending: false, by: SortBy::Value };
+            return match name.as_str() {
+                "COUNT" => Ok(Output::CountDistinct { column: placeholder }),
+                "SUM" => Ok(Output::SumDistinct { column: placeholder, value: 0 }),
+                "MIN" => self.min_max(e, col, false),
+                "MAX" => self.min_max(e, col, true),
+                _ => Err(format!("{name}(DISTINCT ...) across shards")),
+            };
+        }
+        match name.as_str() {
+            "COUNT" => Ok(Output::Count(col_index(col))),
+            "SUM" => Ok(Output::Sum(col_index(col))),
+            "MIN" => self.min_max(e, col, false),
+            "MAX" => self.min_max(e, col, true),
+            "AVG" => {
+                let arg = arg.ok_or("AVG without an argument")?;
+                let sum = self.hide(format!("SUM({arg})"));
+                let count = self.hide(format!("COUNT({arg})"));
+                Ok(Output::Avg { sum: col_index(sum), count: col_index(count), scale: 0, double: false })
+            }
+            other => Err(format!("{other}() across shards")),
+        }
+    }
+
+    fn min_max(&mut self, e: &Expr, col: Col, max: bool) -> Result<Output, String> {
+        let text = self.p.text(e);
+        let key = self.weighted_key(col, &text, false);
+        Ok(if max { Output::Max(key) } else { Output::Min(key) })
+    }
+
+    /// The output index of an expression used by HAVING or ORDER BY: a select item, or a new
+    /// hidden output.
+    fn output_for(&mut self, e: &Expr, outputs: &mut Vec<Output>) -> Result<usize, String> {
+        if let Some(i) = self.find_item(e)? {
+            return Ok(i);
+        }
+        let text = self.p.text(e);
+        let col = self.hide(text);
+        let mut distinct = None;
+        let out = self.aggregate_output(e, col, &mut distinct)?;
+        if distinct.is_some() {
+            return Err("DISTINCT aggregates outside the select list across shards".into());
+        }
+        outputs.push(out);
+        Ok(outputs.len() - 1)
+    }
+
+    fn filter(&mut self, e: &Expr, outputs: &mut Vec<Output>) -> Result<Filter, String> {
+        super::having::translate(e, &mut |x: &Expr| self.output_for(x, outputs), self.p)
+    }
+
+    /// ORDER BY of a grouped query, applied after aggregation when it is not the group order.
+    fn final_order(&mut self, group: &[Expr], outputs: &mut Vec<Output>) -> Result<Vec<SortKey>, String> {
+        let order = order_exprs(self.query);
+        let same_as_groups = order.len() <= group.len()
+            && order
+                .iter()
+                .zip(group)
+                .all(|((o, desc), g)| !desc && same_text(&self.p.text(o), &self.p.text(g)));
+        if same_as_groups {
+            return Ok(Vec::new());
+        }
+        let mut keys = Vec::new();
+        for (e, desc) in order {
+            let column = self.output_for(&e, outputs)?;
+            keys.push(SortKey { column, descending: desc, by: SortBy::Value });
+        }
+        Ok(keys)
+    }
+}
+
+fn unreachable_output() -> Result<std::convert::Infallible, String> {
+    Err("an aggregate that is not a function call".into())
+}
+
+/// (DISTINCT?, the single argument's text) of an aggregate call; COUNT(*) has no argument.
+fn function_arg(p: &Planner, f: &tessera_sql::sqlparser::ast::Function) -> Result<(bool, Option<String>), String> {
+    use tessera_sql::sqlparser::ast::{DuplicateTreatment, FunctionArg, FunctionArgExpr, FunctionArguments};
+    let FunctionArguments::List(list) = &f.args else {
+        return Err(format!("{}() without arguments", f.name));
+    };
+    if !list.clauses.is_empty() {
+        return Err(format!("{}() with ORDER BY or other clauses across shards", f.name));
+    }
+    let distinct = list.duplicate_treatment == Some(DuplicateTreatment::Distinct);
+    match list.args.as_slice() {
+        [FunctionArg::Unnamed(FunctionArgExpr::Wildcard)] => Ok((distinct, None)),
+        [FunctionArg::Unnamed(FunctionArgExpr::Expr(e))] => Ok((distinct, Some(p.text(e)))),
+        _ => Err(format!("{}() with several arguments across shards", f.name)),
+    }
+}
+
+/// ORDER BY expressions with their direction.
+pub fn order_exprs(q: &Query) -> Vec<(Expr, bool)> {
+    match &q.order_by {
+        Some(o) => match &o.kind {
+            OrderByKind::Expressions(list) => list
+                .iter()
+                .map(|x| (x.expr.clone(), x.options.asc == Some(false)))
+                .collect(),
+            OrderByKind::All(_) => Vec::new(),
+        },
+        None => Vec::new(),
+    }
+}
+
+/// Whether a query has a LIMIT.
+pub fn has_limit(q: &Query) -> bool {
+    matches!(&q.limit_clause, Some(LimitClause::LimitOffset { limit: Some(_), .. }) | Some(LimitClause::OffsetCommaLimit { .. }))
+}
+
+pub fn hidden_alias(i: usize) -> String {
+    format!("`__tessera_{i}`")
+}
+
+fn hidden_alias_of(c: Col) -> String {
+    match c {
+        Col::Hidden(i) => hidden_alias(i),
+        Col::Visible(i) => (i + 1).to_string(),
+    }
+}
+
+/// The column index a [`Col`] has in a shard row before the visible count is known: visible
+/// ones as is, hidden ones offset by [`HIDDEN_BASE`] (resolved at execution).
+pub fn col_index(c: Col) -> usize {
+    match c {
+        Col::Visible(i) => i,
+        Col::Hidden(i) => HIDDEN_BASE + i,
+    }
+}
+
+/// Marks hidden column indices in a plan's merge spec until the shard column count is known.
+pub const HIDDEN_BASE: usize = 1 << 20;
+
+/// Same expression text, ignoring case and spaces.
+pub fn same_text(a: &str, b: &str) -> bool {
+    let norm = |s: &str| s.chars().filter(|c| !c.is_whitespace()).flat_map(char::to_lowercase).collect::<String>();
+    norm(a) == norm(b)
+}
+
+/// Whether the only sharded tables are those in `tables` (helper for callers).
+pub fn sharded_tables(tables: &[TableRef]) -> Vec<&TableRef> {
+    tables.iter().filter(|t| matches!(t.place, Place::Sharded { .. })).collect()
+}

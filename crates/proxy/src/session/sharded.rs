@@ -1,0 +1,606 @@
+//! Statements on a sharded schema: plan (cached by fingerprint), resolve the shards from the
+//! statement's key values, then run: one shard through the ordinary forwarding path (its
+//! response passes through), several shards as a scatter with a merge, writes on several
+//! shards atomically (all or none), DDL on every shard with per-shard failures named.
+//!
+//! The session binds one backend connection per shard: `held` is the current shard's,
+//! `shard_held` keeps the others of an open transaction.
+
+use super::execute::Stmt;
+use super::{Next, Session};
+use crate::error::ProxyError;
+use crate::pool::PooledConn;
+use crate::route::sharded::values::Values;
+use crate::route::sharded::{ShardPlan, ShardSet};
+use crate::route::{Role, Target};
+use crate::topology::ShardedSchema;
+use std::sync::Arc;
+use tessera_protocol::command::COM_QUERY;
+use tessera_protocol::response::OkPacket;
+use tessera_sql::{Fingerprint, StatementKind};
+
+/// The result of one statement on one shard, for sums.
+#[derive(Default)]
+struct Summed {
+    affected: u64,
+    warnings: u16,
+    insert_id: u64,
+}
+
+impl Session {
+    /// The logical schema the session's default database names, if it is one.
+    pub fn logical_schema(&self) -> Option<(usize, Arc<crate::topology::Topology>)> {
+        let topology = self.ctx.topology.clone();
+        let name = self.state.schema.as_deref()?;
+        let index = topology.schemas.iter().position(|s| s.name == name)?;
+        Some((index, topology))
+    }
+
+    /// Whether a statement kind is planned by the sharding planner.
+    pub fn is_sharded_kind(kind: &StatementKind) -> bool {
+        matches!(
+            kind,
+            StatementKind::Select
+                | StatementKind::Insert
+                | StatementKind::Replace
+                | StatementKind::Update
+                | StatementKind::Delete
+                | StatementKind::Ddl
+        )
+    }
+
+    /// Runs one statement on the session's sharded schema.
+    pub async fn run_sharded(&mut self, sql: &str, stmt: &Stmt<'_>, schema_index: usize) -> Result<Next, ProxyError> {
+        self.run_sharded_as(sql, stmt, schema_index, false).await
+    }
+
+    /// [`Session::run_sharded`]; `binary`: the client executed a prepared statement (its
+    /// parameters are inlined in `sql`) and takes binary rows.
+    pub async fn run_sharded_as(
+        &mut self,
+        sql: &str,
+        stmt: &Stmt<'_>,
+        schema_index: usize,
+        binary: bool,
+    ) -> Result<Next, ProxyError> {
+        let topology = self.ctx.topology.clone();
+        let schema = &topology.schemas[schema_index];
+        let fp = tessera_sql::fingerprint(sql);
+        let plan = self.ctx.plans.get(sql, &fp, schema);
+        let values = Values { sql, literals: &fp.literals, params: &[] };
+        match &*plan {
+            ShardPlan::Reject(m) => Err(unsupported(m)),
+            ShardPlan::Read { shards, one, many, .. } => {
+                let shards = resolve(shards, schema, &values)?;
+                if let ([shard], false) = (shards.as_slice(), binary) {
+                    let role = self.plan_target([(stmt.sql, &stmt.class)]).role;
+                    return self.on_shard(schema, *shard, role, &one.render(sql, &fp.literals), stmt).await;
+                }
+                let scatter = many.as_ref().map_err(|m| unsupported(m))?;
+                self.scatter_read(schema, &shards, scatter, sql, &fp, binary).await
+            }
+            ShardPlan::Write { shards, sql: template, one_shard_only, .. } => {
+                let shards = resolve(shards, schema, &values)?;
+                let text = template.render(sql, &fp.literals);
+                if let [shard] = shards.as_slice() {
+                    return self.on_shard(schema, *shard, Role::Primary, &text, stmt).await;
+                }
+                if let Some(m) = one_shard_only {
+                    return Err(unsupported(m));
+                }
+                let per_shard: Vec<(usize, String)> = shards.into_iter().map(|s| (s, text.clone())).collect();
+                self.atomic_write(schema, per_shard).await
+            }
+            ShardPlan::Insert(p) => {
+                let per_shard = split_insert(p, schema, sql, &fp, &values)?;
+                if let [(shard, text)] = per_shard.as_slice() {
+                    return self.on_shard(schema, *shard, Role::Primary, text, stmt).await;
+                }
+                self.atomic_write(schema, per_shard).await
+            }
+            ShardPlan::Ddl { shards, sql: template, .. } => {
+                let text = template.render(sql, &fp.literals);
+                self.ddl_on_shards(schema, shards, &text).await
+            }
+            ShardPlan::CreateDatabase { if_not_exists } => self.create_shard_databases(schema, *if_not_exists).await,
+        }
+    }
+
+    /// COM_QUERY on a session whose default database is a logical schema.
+    pub async fn query_sharded(&mut self, sql: &str, stmts: &[Stmt<'_>], index: usize) -> Result<Next, ProxyError> {
+        let [stmt] = stmts else {
+            return Err(unsupported("several statements in one query on a sharded schema"));
+        };
+        let topology = self.ctx.topology.clone();
+        let schema = &topology.schemas[index];
+        if let Some(replaced) = logical_database_calls(sql, &schema.name) {
+            let stmt = Stmt { sql: &replaced, class: stmt.class.clone() };
+            return Box::pin(self.query_sharded(&replaced, &[stmt], index)).await;
+        }
+        match &stmt.class.kind {
+            StatementKind::Use(db) => return self.use_schema(db).await,
+            k if Self::is_sharded_kind(k) => return self.run_sharded(sql, stmt, index).await,
+            StatementKind::Commit | StatementKind::Rollback => self.end_other_shards(sql).await?,
+            _ => {}
+        }
+        let shard = self.held_shard.unwrap_or(schema.default_shard);
+        let role = self.plan_target([(stmt.sql, &stmt.class)]).role;
+        self.on_shard(schema, shard, role, sql, stmt).await
+    }
+
+    /// `USE db` / COM_INIT_DB: a logical schema is the session's own state (no backend has a
+    /// database of that name); another database is selected on a backend as before.
+    pub async fn use_schema(&mut self, db: &str) -> Result<Next, ProxyError> {
+        let db = tessera_sql::unquote(db).into_owned();
+        if self.ctx.topology.schema(&db).is_some() {
+            self.state.schema = Some(db);
+            return self.ok_with(0, 0, 0).await;
+        }
+        let sql = format!("USE {}", crate::state::quote_ident(&db));
+        self.target_schema = None;
+        let stmts = [Stmt { sql: &sql, class: tessera_sql::classify(&sql) }];
+        self.held_shard = None;
+        let group = 0;
+        let result = self.run_on_target(Target::primary(group), sql.as_bytes(), &stmts).await;
+        result.map(|()| Next::Continue)
+    }
+
+    /// One shard: the ordinary path (pass-through, pins, transactions) on that shard's group
+    /// and database.
+    async fn on_shard(
+        &mut self,
+        schema: &ShardedSchema,
+        shard: usize,
+        role: Role,
+        sql: &str,
+        stmt: &Stmt<'_>,
+    ) -> Result<Next, ProxyError> {
+        let s = &schema.shards[shard];
+        self.bind_shard(shard).await?;
+        self.target_schema = Some(s.database.clone());
+        let target = Target { group: s.group, role };
+        let stmts = [Stmt { sql, class: stmt.class.clone() }];
+        let result = self.run_on_target(target, sql.as_bytes(), &stmts).await;
+        self.target_schema = None;
+        result.map(|()| Next::Continue)
+    }
+
+    /// Makes `held` the connection of `shard` (parking another shard's in `shard_held`), and
+    /// opens the client's transaction there when it has one open elsewhere.
+    pub async fn bind_shard(&mut self, shard: usize) -> Result<(), ProxyError> {
+        if self.held_shard == Some(shard) {
+            return Ok(());
+        }
+        if let (Some(conn), Some(prev)) = (self.held.take(), self.held_shard) {
+            self.shard_held.insert(prev, conn);
+        }
+        self.held = self.shard_held.remove(&shard);
+        self.held_shard = Some(shard);
+        Ok(())
+    }
+
+    /// Whether any shard connection holds an open transaction.
+    pub fn sharded_transaction_open(&self) -> bool {
+        self.shard_held.values().any(|c| c.in_transaction) || self.held.as_ref().is_some_and(|c| c.in_transaction)
+    }
+
+    /// COMMIT / ROLLBACK reach every shard connection the session holds besides the current
+    /// one; failures name the shards.
+    pub async fn end_other_shards(&mut self, sql: &str) -> Result<(), ProxyError> {
+        let others: Vec<(usize, PooledConn)> = std::mem::take(&mut self.shard_held).into_iter().collect();
+        let mut failed = Vec::new();
+        let mut done = Vec::new();
+        for (shard, mut conn) in others {
+            match conn.simple_command(sql).await {
+                Ok(ok) => {
+                    conn.in_transaction = ok.status & tessera_protocol::flags::SERVER_STATUS_IN_TRANS != 0;
+                    done.push(shard);
+                    if conn.in_transaction {
+                        self.shard_held.insert(shard, conn);
+                    }
+                }
+                Err(e) => {
+                    conn.broken = true;
+                    failed.push(format!("shard {shard}: {e}"));
+                }
+            }
+        }
+        if failed.is_empty() {
+            return Ok(());
+        }
+        tracing::error!(session = self.id, statement = sql, done = ?done, failed = ?failed, "a statement ending a transaction failed on some shards");
+        Err(ProxyError::Backend(tessera_protocol::response::ErrPacket::new(
+            1180,
+            "HY000",
+            format!("Tessera: {sql} failed on {} (done on shards {done:?})", failed.join("; ")),
+        )))
+    }
+
+    /// A write on several shards in one step: inside the client's transaction under a
+    /// savepoint, else in a transaction per shard committed only when every shard succeeded.
+    async fn atomic_write(&mut self, schema: &ShardedSchema, per_shard: Vec<(usize, String)>) -> Result<Next, ProxyError> {
+        let in_txn = self.sharded_transaction_open();
+        let (begin, commit, undo) = if in_txn {
+            ("SAVEPOINT tessera_statement", None, "ROLLBACK TO SAVEPOINT tessera_statement")
+        } else {
+            ("START TRANSACTION", Some("COMMIT"), "ROLLBACK")
+        };
+        let mut conns: Vec<(usize, PooledConn)> = Vec::new();
+        let mut sum = Summed::default();
+        let mut failure = None;
+        for (shard, sql) in &per_shard {
+            let mut conn = match self.shard_conn(schema, *shard).await {
+                Ok(c) => c,
+                Err(e) => {
+                    failure = Some(e);
+                    break;
+                }
+            };
+            let step = async {
+                conn.simple_command(begin).await?;
+                conn.simple_command(sql).await
+            }
+            .await;
+            match step {
+                Ok(ok) => {
+                    sum.affected += ok.affected_rows;
+                    sum.warnings = sum.warnings.saturating_add(ok.warnings);
+                    if sum.insert_id == 0 {
+                        sum.insert_id = ok.last_insert_id;
+                    }
+                    conns.push((*shard, conn));
+                }
+                Err(e) => {
+                    conns.push((*shard, conn));
+                    failure = Some(e);
+                    break;
+                }
+            }
+        }
+        let finish = if failure.is_some() { Some(undo) } else { commit };
+        let mut commit_failures = Vec::new();
+        for (shard, conn) in conns.iter_mut() {
+            if let Some(f) = finish {
+                if let Err(e) = conn.simple_command(f).await {
+                    conn.broken = true;
+                    commit_failures.push(format!("shard {shard}: {e}"));
+                }
+            }
+        }
+        for (shard, conn) in conns {
+            self.park_shard(shard, conn, in_txn);
+        }
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        if !commit_failures.is_empty() {
+            tracing::error!(session = self.id, failed = ?commit_failures, "a write across shards did not commit everywhere");
+            return Err(ProxyError::Backend(tessera_protocol::response::ErrPacket::new(
+                1180,
+                "HY000",
+                format!("Tessera: COMMIT failed on {}; the other shards committed", commit_failures.join("; ")),
+            )));
+        }
+        self.last.row_count = sum.affected as i64;
+        if sum.insert_id != 0 {
+            self.state.last_insert_id = sum.insert_id;
+        }
+        self.ok_with(sum.affected, sum.insert_id, sum.warnings).await
+    }
+
+    /// A connection for `shard` with the session's state (the one held for it, or a new one).
+    pub async fn shard_conn(&mut self, schema: &ShardedSchema, shard: usize) -> Result<PooledConn, ProxyError> {
+        let s = &schema.shards[shard];
+        if self.held_shard == Some(shard) {
+            if let Some(c) = self.held.take() {
+                return Ok(c);
+            }
+        }
+        if let Some(c) = self.shard_held.remove(&shard) {
+            return Ok(c);
+        }
+        self.target_schema = Some(s.database.clone());
+        let result = self.acquire_fresh(Target::primary(s.group)).await;
+        self.target_schema = None;
+        let mut conn = result?;
+        if self.sharded_transaction_open() && !conn.in_transaction {
+            conn.simple_command("START TRANSACTION").await?;
+            conn.in_transaction = true;
+        }
+        Ok(conn)
+    }
+
+    /// A checkout for `target` that leaves the connection held for another shard alone.
+    async fn acquire_fresh(&mut self, target: Target) -> Result<PooledConn, ProxyError> {
+        let held = self.held.take();
+        let result = self.acquire(target, crate::state::SyncScope::default()).await;
+        self.held = held;
+        result
+    }
+
+    /// Keeps a shard connection while a transaction is open on it, else returns it.
+    pub fn park_shard(&mut self, shard: usize, conn: PooledConn, keep: bool) {
+        if conn.broken {
+            return;
+        }
+        if keep || conn.in_transaction {
+            if self.held_shard == Some(shard) && self.held.is_none() {
+                self.held = Some(conn);
+            } else {
+                self.shard_held.insert(shard, conn);
+            }
+        }
+    }
+
+    async fn ddl_on_shards(&mut self, schema: &ShardedSchema, shards: &[usize], sql: &str) -> Result<Next, ProxyError> {
+        let mut failed = Vec::new();
+        let mut done = Vec::new();
+        let mut first_error = None;
+        for &shard in shards {
+            let mut conn = self.shard_conn(schema, shard).await?;
+            match conn.simple_command(sql).await {
+                Ok(_) => done.push(shard),
+                Err(e) => {
+                    failed.push(format!("shard {shard} ({}): {e}", schema.shards[shard].database));
+                    first_error.get_or_insert(e);
+                }
+            }
+            self.park_shard(shard, conn, false);
+        }
+        match first_error {
+            None => self.ok_with(0, 0, 0).await,
+            Some(e) if done.is_empty() => Err(e),
+            Some(_) => Err(ProxyError::Backend(tessera_protocol::response::ErrPacket::new(
+                1180,
+                "HY000",
+                format!("Tessera: the DDL failed on {} and succeeded on shards {done:?}", failed.join("; ")),
+            ))),
+        }
+    }
+
+    async fn create_shard_databases(&mut self, schema: &ShardedSchema, if_not_exists: bool) -> Result<Next, ProxyError> {
+        let mut first_error = None;
+        for shard in 0..schema.shard_count() {
+            let s = &schema.shards[shard];
+            let group = self.ctx.group_checked(s.group)?.clone();
+            let mut conn = group.primary().pool_for(&self.user).checkout(self.flavour(), true).await?;
+            let sql = format!(
+                "CREATE DATABASE {}{}",
+                if if_not_exists { "IF NOT EXISTS " } else { "" },
+                crate::state::quote_ident(&s.database)
+            );
+            if let Err(e) = conn.simple_command(&sql).await {
+                first_error.get_or_insert(e);
+            }
+        }
+        match first_error {
+            Some(e) => Err(e),
+            None => self.ok_with(1, 0, 0).await,
+        }
+    }
+
+    /// An OK packet with these counts.
+    pub async fn ok_with(&mut self, affected: u64, insert_id: u64, warnings: u16) -> Result<Next, ProxyError> {
+        let ok = OkPacket {
+            affected_rows: affected,
+            last_insert_id: insert_id,
+            status: self.status_flags(),
+            warnings,
+            ..Default::default()
+        };
+        self.client.write_with(|b| ok.encode(b, self.capabilities));
+        self.client.flush().await?;
+        Ok(Next::Continue)
+    }
+}
+
+/// `DATABASE()` / `SCHEMA()` answer the logical schema (shards have databases of their own).
+fn logical_database_calls(sql: &str, schema: &str) -> Option<String> {
+    let has = |needle: &[u8]| sql.as_bytes().windows(needle.len()).any(|w| w.eq_ignore_ascii_case(needle));
+    if !(has(b"database") || has(b"schema")) {
+        return None;
+    }
+    let literal = crate::state::quote_string(schema);
+    use super::rewrite::Term;
+    super::rewrite::replace_terms(sql, &[Term::Call("DATABASE", &literal), Term::Call("SCHEMA", &literal)])
+}
+
+fn unsupported(m: &str) -> ProxyError {
+    ProxyError::Unsupported(m.to_string())
+}
+
+fn resolve(set: &ShardSet, schema: &ShardedSchema, values: &Values) -> Result<Vec<usize>, ProxyError> {
+    ShardPlan::resolve(set, schema, values).map_err(|m| {
+        ProxyError::Backend(tessera_protocol::response::ErrPacket::new(1526, "HY000", m))
+    })
+}
+
+/// The per-shard INSERT statements of a split INSERT.
+fn split_insert(
+    p: &crate::route::sharded::write::InsertPlan,
+    schema: &ShardedSchema,
+    sql: &str,
+    fp: &Fingerprint,
+    values: &Values,
+) -> Result<Vec<(usize, String)>, ProxyError> {
+    let n = schema.shard_count();
+    let mut by_shard: std::collections::BTreeMap<usize, Vec<String>> = Default::default();
+    for (row, source) in &p.rows {
+        let v = values.get(source).map_err(|m| unsupported(&m))?;
+        let shard = p.function.shard_of(&v, n).map_err(|e| {
+            let (code, state) = e.mysql_code();
+            ProxyError::Backend(tessera_protocol::response::ErrPacket::new(code, state, e.to_string()))
+        })?;
+        by_shard.entry(shard).or_default().push(row.render(sql, &fp.literals));
+    }
+    let head = p.head.render(sql, &fp.literals);
+    let tail = p.tail.render(sql, &fp.literals);
+    Ok(by_shard
+        .into_iter()
+        .map(|(s, rows)| (s, format!("{head}{}{tail}", rows.join(", "))))
+        .collect())
+}
+
+/// Sends a text query on a connection (used by scatter).
+pub fn queue_query(conn: &mut PooledConn, sql: &str) {
+    conn.begin_command(|b| {
+        b.extend_from_slice(&[COM_QUERY]);
+        b.extend_from_slice(sql.as_bytes());
+    });
+}
+
+impl Session {
+    /// A read on several shards: send to all, read their headers, merge their rows.
+    async fn scatter_read(
+        &mut self,
+        schema: &ShardedSchema,
+        shards: &[usize],
+        scatter: &crate::route::sharded::Scatter,
+        sql: &str,
+        fp: &Fingerprint,
+        binary: bool,
+    ) -> Result<Next, ProxyError> {
+        use crate::exec::scatter::{read_header, resolve_merge, ShardSource, TextSink};
+        let text = scatter.sql.render(sql, &fp.literals);
+        let mut conns: Vec<(usize, PooledConn)> = Vec::with_capacity(shards.len());
+        for &shard in shards {
+            let mut conn = self.shard_conn(schema, shard).await?;
+            let per_shard = text.replace(
+                crate::route::sharded::DATABASE_MARKER,
+                &crate::state::quote_ident(&schema.shards[shard].database),
+            );
+            queue_query(&mut conn, &per_shard);
+            if let Err(e) = conn.flush().await {
+                conn.broken = true;
+                return Err(e);
+            }
+            conns.push((shard, conn));
+        }
+        let mut headers = Vec::with_capacity(conns.len());
+        let mut failure = None;
+        for (_, conn) in conns.iter_mut() {
+            match read_header(conn).await {
+                Ok(h) => headers.push(h),
+                Err(e) => {
+                    conn.broken = true;
+                    failure.get_or_insert(e);
+                    headers.push((Vec::new(), Vec::new()));
+                }
+            }
+        }
+        if let Some(e) = failure {
+            // Connections with unread results are not reused.
+            for (_, c) in conns.iter_mut() {
+                c.broken = true;
+            }
+            return Err(e);
+        }
+        let (columns, raw) = headers[0].clone();
+        let spec = resolve_merge(scatter, &columns)?;
+        let visible = spec.visible;
+        self.write_header(&raw[..visible]);
+        let in_txn = self.sharded_transaction_open();
+        let mut sources: Vec<ShardSource<'_>> = conns
+            .iter_mut()
+            .zip(headers.iter())
+            .map(|((_, c), (cols, _))| ShardSource { conn: c, columns: cols, done: false, status: 0, warnings: 0 })
+            .collect();
+        let binary_columns = binary.then(|| columns[..visible].to_vec());
+        let mut sink = TextSink { client: &mut self.client, visible, buf: bytes::BytesMut::new(), binary_columns };
+        let merged = crate::exec::merge::run(&spec, sources.iter_mut().collect::<Vec<_>>(), &mut sink).await;
+        let mut warnings = 0u16;
+        for s in sources.iter_mut() {
+            if s.drain().await.is_err() {
+                s.conn.broken = true;
+            }
+            warnings = warnings.saturating_add(s.warnings);
+        }
+        drop(sources);
+        let result = match merged {
+            Ok(stats) => {
+                self.last.found_rows = stats.rows_sent;
+                self.last.row_count = -1;
+                self.write_result_end(warnings).await
+            }
+            Err(e) => Err(merge_error(e)),
+        };
+        for (shard, conn) in conns {
+            self.park_shard(shard, conn, in_txn);
+        }
+        result
+    }
+
+    fn write_header(&mut self, raw_columns: &[bytes::Bytes]) {
+        let mut count = bytes::BytesMut::new();
+        tessera_protocol::codec::put_lenenc_int(&mut count, raw_columns.len() as u64);
+        self.client.write_packet(&count);
+        for c in raw_columns {
+            self.client.write_packet(c);
+        }
+        if self.capabilities & tessera_protocol::flags::CLIENT_DEPRECATE_EOF == 0 {
+            let mut eof = bytes::BytesMut::new();
+            tessera_protocol::response::encode_eof(&mut eof, 0, self.status_flags());
+            self.client.write_packet(&eof);
+        }
+    }
+
+    async fn write_result_end(&mut self, warnings: u16) -> Result<Next, ProxyError> {
+        let status = self.status_flags();
+        let mut end = bytes::BytesMut::new();
+        tessera_protocol::response::encode_result_end(&mut end, warnings, status, self.capabilities);
+        self.client.write_packet(&end);
+        self.client.flush().await?;
+        Ok(Next::Continue)
+    }
+}
+
+fn merge_error(e: crate::exec::merge::MergeError) -> ProxyError {
+    use crate::exec::merge::MergeError;
+    match e {
+        MergeError::Shard(code, state, message) => {
+            ProxyError::Backend(tessera_protocol::response::ErrPacket::new(code, &state, message))
+        }
+        other @ MergeError::MemoryCap { .. } => ProxyError::MergeLimit(other.to_string()),
+        other => ProxyError::Sharding(other.to_string()),
+    }
+}
+
+impl Session {
+    /// `EXPLAIN ROUTE <statement>`: the plan as rows (see [`crate::route::sharded::explain`]).
+    pub async fn explain_route(&mut self, statement: &str) -> Result<Next, ProxyError> {
+        use crate::route::sharded::explain;
+        use tessera_protocol::resultset::{write_text_result, ColumnDefinition};
+        let group_names: Vec<String> = self.ctx.config.groups.iter().map(|g| g.name.clone()).collect();
+        let rows: Vec<explain::Row> = match self.logical_schema() {
+            Some((index, topology)) => {
+                let schema = &topology.schemas[index];
+                let fp = tessera_sql::fingerprint(statement);
+                let class = tessera_sql::classify(statement);
+                if Self::is_sharded_kind(&class.kind) {
+                    let plan = self.ctx.plans.get(statement, &fp, schema);
+                    explain::rows(&plan, schema, &group_names, statement, &fp)
+                } else {
+                    let shard = self.held_shard.unwrap_or(schema.default_shard);
+                    vec![[
+                        Some("route".into()),
+                        Some(shard.to_string()),
+                        group_names.get(schema.shards[shard].group).cloned(),
+                        Some(schema.shards[shard].database.clone()),
+                        Some("a session statement: the shard the session is on (the default shard when none)".into()),
+                    ]]
+                }
+            }
+            None => {
+                let class = tessera_sql::classify(statement);
+                let target = self.plan_target([(statement, &class)]);
+                let plan = crate::route::Plan::Direct(target);
+                vec![[Some("route".into()), None, group_names.get(target.group).cloned(), self.state.schema.clone(), Some(plan.describe(&group_names))]]
+            }
+        };
+        let columns: Vec<ColumnDefinition> = explain::COLUMNS.iter().map(|c| ColumnDefinition::text(c)).collect();
+        let status = self.status_flags();
+        write_text_result(&mut self.client, &columns, &rows, status, self.capabilities);
+        self.client.flush().await?;
+        Ok(Next::Continue)
+    }
+}
