@@ -10,9 +10,11 @@
 //! - [`response`]: OK / ERR / EOF packets, session-state tracking payloads.
 //! - [`resultset`]: column definitions and text rows, for results Tessera builds itself.
 //! - [`stmt`]: prepared-statement packets (PREPARE_OK, EXECUTE rewriting).
+//! - [`binrow`]: binary-protocol result rows and temporal values' text form.
 //! - [`error`]: the codec's error enum.
 
 pub mod auth;
+pub mod binrow;
 pub mod codec;
 pub mod command;
 pub mod error;
