@@ -8,7 +8,8 @@ use std::ops::Range;
 /// A statement's fingerprint and where its literals are.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Fingerprint {
-    /// Tokens as written (comments dropped, one space between tokens), literals as `?`.
+    /// Tokens as written (comments dropped, one space between tokens), literals as `?` and
+    /// placeholders as `??` (a plan made for literals must not serve a prepared statement).
     pub key: String,
     /// Byte ranges of the literals in the statement text, in order.
     pub literals: Vec<Range<usize>>,
@@ -39,10 +40,10 @@ pub fn fingerprint(sql: &str) -> Fingerprint {
         if is_literal(token.kind) {
             literals.push(token.offset..token.end());
             key.push('?');
+        } else if token.kind == TokenKind::Placeholder {
+            placeholders.push(token.offset);
+            key.push_str("??");
         } else {
-            if token.kind == TokenKind::Placeholder {
-                placeholders.push(token.offset);
-            }
             key.push_str(token.text);
         }
     }
@@ -61,7 +62,7 @@ mod tests {
     fn literals_become_placeholders_and_their_places_are_kept() {
         let sql = "SELECT c FROM t WHERE id = 42 AND s = 'a b' /* x */ AND p = ?";
         let f = fingerprint(sql);
-        assert_eq!(f.key, "SELECT c FROM t WHERE id = ? AND s = ? AND p = ?");
+        assert_eq!(f.key, "SELECT c FROM t WHERE id = ? AND s = ? AND p = ??");
         assert_eq!(&sql[f.literals[0].clone()], "42");
         assert_eq!(&sql[f.literals[1].clone()], "'a b'");
         assert_eq!(f.placeholders.len(), 1);

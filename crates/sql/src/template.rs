@@ -142,3 +142,17 @@ mod tests {
         assert_eq!(plain.render(other, &g.literals), other);
     }
 }
+
+#[cfg(test)]
+mod placeholder_tests {
+    use super::*;
+    use crate::fingerprint::fingerprint;
+
+    #[test]
+    fn placeholders_stay() {
+        let sql = "SELECT note FROM orders WHERE customer_id = ?";
+        let f = fingerprint(sql);
+        let t = SqlTemplate::build(sql, &f.literals, &[]);
+        assert_eq!(t.render(sql, &f.literals), sql);
+    }
+}

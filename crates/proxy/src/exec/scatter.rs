@@ -5,7 +5,7 @@
 
 use crate::error::ProxyError;
 use crate::exec::merge::{self, MergeError, MergeSpec, Output, RowSink, RowSource, SortBy, SortKey};
-use crate::exec::row::{decode_text_row, encode_text_row, Value};
+use crate::exec::row::{decode_text_row, encode_text_row_for, Value};
 use crate::pool::PooledConn;
 use crate::route::sharded::select::HIDDEN_BASE;
 use crate::route::sharded::{Col, Scatter};
@@ -14,16 +14,26 @@ use tessera_protocol::response::{is_eof, is_err, is_result_end_ok, ErrPacket};
 use tessera_protocol::resultset::ColumnDefinition;
 
 /// One shard's result set, read row by row.
-pub struct ShardSource<'a> {
-    pub conn: &'a mut PooledConn,
-    pub columns: &'a [ColumnDefinition],
+pub struct ShardState {
+    pub shard: usize,
+    pub conn: PooledConn,
+    pub columns: Vec<ColumnDefinition>,
     pub done: bool,
     /// Status flags of the shard's last packet.
     pub status: u16,
     pub warnings: u16,
 }
 
+/// A merge's view of one shard's result set.
+pub struct ShardSource<'a>(pub &'a mut ShardState);
+
 impl RowSource for ShardSource<'_> {
+    async fn next_row(&mut self) -> Result<Option<Vec<Value>>, MergeError> {
+        self.0.next_row().await
+    }
+}
+
+impl ShardState {
     async fn next_row(&mut self) -> Result<Option<Vec<Value>>, MergeError> {
         if self.done {
             return Ok(None);
@@ -39,13 +49,11 @@ impl RowSource for ShardSource<'_> {
             self.note_end(&p);
             return Ok(None);
         }
-        decode_text_row(self.columns, &p)
+        decode_text_row(&self.columns, &p)
             .map(Some)
             .map_err(|e| MergeError::Source(e.to_string()))
     }
-}
 
-impl ShardSource<'_> {
     fn note_end(&mut self, p: &[u8]) {
         // EOF: 0xfe, warnings u16, status u16 (also the OK-as-EOF layout's first fields differ,
         // but both carry status after the counts; read it leniently).
@@ -76,19 +84,20 @@ impl ShardSource<'_> {
 /// Writes merged rows to the client: text rows, or binary rows for a prepared statement.
 pub struct TextSink<'a, S> {
     pub client: &'a mut tessera_protocol::PacketStream<S>,
-    pub visible: usize,
+    /// The client's columns.
+    pub columns: Vec<ColumnDefinition>,
     pub buf: BytesMut,
-    /// Some: binary rows of these columns.
-    pub binary_columns: Option<Vec<ColumnDefinition>>,
+    pub binary: bool,
 }
 
-impl<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin> RowSink for TextSink<'_, S> {
+impl<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> RowSink for TextSink<'_, S> {
     async fn send_row(&mut self, row: &[Value]) -> Result<(), MergeError> {
         self.buf.clear();
-        let row = &row[..self.visible.min(row.len())];
-        match &self.binary_columns {
-            Some(columns) => crate::exec::row::encode_binary_row(columns, row, &mut self.buf),
-            None => encode_text_row(row, &mut self.buf),
+        let row = &row[..self.columns.len().min(row.len())];
+        if self.binary {
+            crate::exec::row::encode_binary_row(&self.columns, row, &mut self.buf);
+        } else {
+            encode_text_row_for(&self.columns, row, &mut self.buf);
         }
         self.client.write_packet(&self.buf);
         if self.client.pending_write() > 64 * 1024 {
@@ -177,7 +186,6 @@ pub fn resolve_merge(s: &Scatter, columns: &[ColumnDefinition]) -> Result<MergeS
                     let value = k.column;
                     Output::SumDistinct { column: k, value }
                 }
-                other => other,
             };
         }
     }

@@ -367,7 +367,7 @@ impl Session {
         };
         let schema = &topology.schemas[index];
         let shard = self.held_shard.unwrap_or(schema.default_shard);
-        self.bind_shard(shard).await?;
+        self.bind_shard(schema, shard).await?;
         let s = &schema.shards[shard];
         self.target_schema = Some(s.database.clone());
         let role = self.plan_target([(text, class)]).role;
@@ -405,7 +405,7 @@ impl Session {
             let text = super::params::inline(&run.text, &params);
             return self.run_sharded_as(&text, &stmts[0], sharded.schema, true).await;
         };
-        self.bind_shard(*shard).await?;
+        self.bind_shard(schema, *shard).await?;
         let s = &schema.shards[*shard];
         let role = self.plan_target([(stmts[0].sql, &stmts[0].class)]).role;
         let target = crate::route::Target { group: s.group, role: if matches!(sharded.plan.as_ref(), crate::route::sharded::ShardPlan::Read { .. }) { role } else { crate::route::Role::Primary } };

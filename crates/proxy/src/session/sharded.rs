@@ -156,10 +156,11 @@ impl Session {
         stmt: &Stmt<'_>,
     ) -> Result<Next, ProxyError> {
         let s = &schema.shards[shard];
-        self.bind_shard(shard).await?;
+        self.bind_shard(schema, shard).await?;
         self.target_schema = Some(s.database.clone());
         let target = Target { group: s.group, role };
-        let stmts = [Stmt { sql, class: stmt.class.clone() }];
+        let sql = for_shard(sql, schema, shard);
+        let stmts = [Stmt { sql: &sql, class: stmt.class.clone() }];
         let result = self.run_on_target(target, sql.as_bytes(), &stmts).await;
         self.target_schema = None;
         result.map(|()| Next::Continue)
@@ -167,7 +168,7 @@ impl Session {
 
     /// Makes `held` the connection of `shard` (parking another shard's in `shard_held`), and
     /// opens the client's transaction there when it has one open elsewhere.
-    pub async fn bind_shard(&mut self, shard: usize) -> Result<(), ProxyError> {
+    pub async fn bind_shard(&mut self, schema: &ShardedSchema, shard: usize) -> Result<(), ProxyError> {
         if self.held_shard == Some(shard) {
             return Ok(());
         }
@@ -176,6 +177,10 @@ impl Session {
         }
         self.held = self.shard_held.remove(&shard);
         self.held_shard = Some(shard);
+        if self.held.is_none() && self.sharded_transaction_open() {
+            let conn = self.shard_conn(schema, shard).await?;
+            self.held = Some(conn);
+        }
         Ok(())
     }
 
@@ -236,9 +241,10 @@ impl Session {
                     break;
                 }
             };
+            let sql = for_shard(sql, schema, *shard);
             let step = async {
                 conn.simple_command(begin).await?;
-                conn.simple_command(sql).await
+                conn.simple_command(&sql).await
             }
             .await;
             match step {
@@ -338,7 +344,7 @@ impl Session {
         let mut first_error = None;
         for &shard in shards {
             let mut conn = self.shard_conn(schema, shard).await?;
-            match conn.simple_command(sql).await {
+            match conn.simple_command(&for_shard(sql, schema, shard)).await {
                 Ok(_) => done.push(shard),
                 Err(e) => {
                     failed.push(format!("shard {shard} ({}): {e}", schema.shards[shard].database));
@@ -405,6 +411,16 @@ fn logical_database_calls(sql: &str, schema: &str) -> Option<String> {
     super::rewrite::replace_terms(sql, &[Term::Call("DATABASE", &literal), Term::Call("SCHEMA", &literal)])
 }
 
+/// The SQL with the logical schema's qualifiers naming shard `shard`'s database.
+fn for_shard<'s>(sql: &'s str, schema: &ShardedSchema, shard: usize) -> std::borrow::Cow<'s, str> {
+    use crate::route::sharded::DATABASE_MARKER;
+    if !sql.contains(DATABASE_MARKER) {
+        return std::borrow::Cow::Borrowed(sql);
+    }
+    let db = crate::state::quote_ident(&schema.shards[shard].database);
+    std::borrow::Cow::Owned(sql.replace(DATABASE_MARKER, &db))
+}
+
 fn unsupported(m: &str) -> ProxyError {
     ProxyError::Unsupported(m.to_string())
 }
@@ -460,9 +476,9 @@ impl Session {
         fp: &Fingerprint,
         binary: bool,
     ) -> Result<Next, ProxyError> {
-        use crate::exec::scatter::{read_header, resolve_merge, ShardSource, TextSink};
+        use crate::exec::scatter::{read_header, resolve_merge, ShardSource, ShardState, TextSink};
         let text = scatter.sql.render(sql, &fp.literals);
-        let mut conns: Vec<(usize, PooledConn)> = Vec::with_capacity(shards.len());
+        let mut states: Vec<ShardState> = Vec::with_capacity(shards.len());
         for &shard in shards {
             let mut conn = self.shard_conn(schema, shard).await?;
             let per_shard = text.replace(
@@ -474,48 +490,45 @@ impl Session {
                 conn.broken = true;
                 return Err(e);
             }
-            conns.push((shard, conn));
+            states.push(ShardState { shard, conn, columns: Vec::new(), done: false, status: 0, warnings: 0 });
         }
-        let mut headers = Vec::with_capacity(conns.len());
+        let mut raw = Vec::new();
         let mut failure = None;
-        for (_, conn) in conns.iter_mut() {
-            match read_header(conn).await {
-                Ok(h) => headers.push(h),
+        for (i, st) in states.iter_mut().enumerate() {
+            match read_header(&mut st.conn).await {
+                Ok((columns, r)) => {
+                    st.columns = columns;
+                    if i == 0 {
+                        raw = r;
+                    }
+                }
                 Err(e) => {
-                    conn.broken = true;
                     failure.get_or_insert(e);
-                    headers.push((Vec::new(), Vec::new()));
                 }
             }
         }
         if let Some(e) = failure {
             // Connections with unread results are not reused.
-            for (_, c) in conns.iter_mut() {
-                c.broken = true;
+            for st in states.iter_mut() {
+                st.conn.broken = true;
             }
             return Err(e);
         }
-        let (columns, raw) = headers[0].clone();
-        let spec = resolve_merge(scatter, &columns)?;
+        let spec = resolve_merge(scatter, &states[0].columns)?;
         let visible = spec.visible;
         self.write_header(&raw[..visible]);
         let in_txn = self.sharded_transaction_open();
-        let mut sources: Vec<ShardSource<'_>> = conns
-            .iter_mut()
-            .zip(headers.iter())
-            .map(|((_, c), (cols, _))| ShardSource { conn: c, columns: cols, done: false, status: 0, warnings: 0 })
-            .collect();
-        let binary_columns = binary.then(|| columns[..visible].to_vec());
-        let mut sink = TextSink { client: &mut self.client, visible, buf: bytes::BytesMut::new(), binary_columns };
-        let merged = crate::exec::merge::run(&spec, sources.iter_mut().collect::<Vec<_>>(), &mut sink).await;
+        let columns = states[0].columns[..visible].to_vec();
+        let mut sink = TextSink { client: &mut self.client, columns, buf: bytes::BytesMut::new(), binary };
+        let sources: Vec<ShardSource<'_>> = states.iter_mut().map(ShardSource).collect();
+        let merged = crate::exec::merge::run(&spec, sources, &mut sink).await;
         let mut warnings = 0u16;
-        for s in sources.iter_mut() {
-            if s.drain().await.is_err() {
-                s.conn.broken = true;
+        for st in states.iter_mut() {
+            if st.drain().await.is_err() {
+                st.conn.broken = true;
             }
-            warnings = warnings.saturating_add(s.warnings);
+            warnings = warnings.saturating_add(st.warnings);
         }
-        drop(sources);
         let result = match merged {
             Ok(stats) => {
                 self.last.found_rows = stats.rows_sent;
@@ -524,8 +537,8 @@ impl Session {
             }
             Err(e) => Err(merge_error(e)),
         };
-        for (shard, conn) in conns {
-            self.park_shard(shard, conn, in_txn);
+        for st in states {
+            self.park_shard(st.shard, st.conn, in_txn);
         }
         result
     }
@@ -599,6 +612,7 @@ impl Session {
         };
         let columns: Vec<ColumnDefinition> = explain::COLUMNS.iter().map(|c| ColumnDefinition::text(c)).collect();
         let status = self.status_flags();
+        let rows: Vec<Vec<Option<String>>> = rows.into_iter().map(Vec::from).collect();
         write_text_result(&mut self.client, &columns, &rows, status, self.capabilities);
         self.client.flush().await?;
         Ok(Next::Continue)

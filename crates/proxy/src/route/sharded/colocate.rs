@@ -49,22 +49,49 @@ fn count_sharded_refs(p: &Planner, query: &Query) -> usize {
     n
 }
 
+/// (name or alias, key) of every sharded table reference in the query, subqueries included.
+fn keyed_refs(p: &Planner, query: &Query) -> Vec<(String, String)> {
+    use tessera_sql::sqlparser::ast::{Visit, Visitor};
+    struct Refs<'p, 'a> {
+        p: &'p Planner<'a>,
+        out: Vec<(String, String)>,
+    }
+    impl Visitor for Refs<'_, '_> {
+        type Break = ();
+        fn pre_visit_table_factor(&mut self, f: &TableFactor) -> ControlFlow<()> {
+            if let TableFactor::Table { name, alias, .. } = f {
+                let t = resolve(name, self.p.schema, &self.p.offsets, &mut Vec::new());
+                if let Place::Sharded { key, .. } = t.place {
+                    let n = alias.as_ref().map_or(t.table.clone(), |a| a.name.value.clone());
+                    self.out.push((n, key));
+                }
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let mut v = Refs { p, out: Vec::new() };
+    let _ = query.visit(&mut v);
+    v.out
+}
+
 /// Equalities between two shard-key columns anywhere in the query (ON, WHERE, subqueries),
-/// plus `key IN (SELECT key ...)`.
+/// plus `key IN (SELECT key ...)`. A qualified column must be its table's key; an unqualified
+/// one any sharded table's key.
 fn key_equalities(p: &Planner, query: &Query) -> usize {
-    let keys = p.all_keys();
+    let refs = keyed_refs(p, query);
     let is_key = |e: &Expr| match e {
-        Expr::Identifier(i) => keys.iter().any(|k| k.eq_ignore_ascii_case(&i.value)),
-        Expr::CompoundIdentifier(parts) => parts
-            .last()
-            .is_some_and(|i| keys.iter().any(|k| k.eq_ignore_ascii_case(&i.value))),
+        Expr::Identifier(i) => refs.iter().any(|(_, k)| k.eq_ignore_ascii_case(&i.value)),
+        Expr::CompoundIdentifier(parts) => match parts.as_slice() {
+            [.., t, c] => refs.iter().any(|(n, k)| n == &t.value && k.eq_ignore_ascii_case(&c.value)),
+            _ => false,
+        },
         _ => false,
     };
     let mut n = 0;
     let _ = visit_expressions(query, |e| {
         match e {
-            Expr::BinaryOp { left, op: BinaryOperator::Eq, right } if is_key(left) && is_key(right) => n += 1,
-            Expr::InSubquery { expr, subquery, negated: false } if is_key(expr) => {
+            Expr::BinaryOp { left, op: BinaryOperator::Eq, right } if is_key(left.as_ref()) && is_key(right.as_ref()) => n += 1,
+            Expr::InSubquery { expr, subquery, negated: false } if is_key(expr.as_ref()) => {
                 if let SetExpr::Select(s) = &*subquery.body {
                     if let [tessera_sql::sqlparser::ast::SelectItem::UnnamedExpr(x)] = s.projection.as_slice() {
                         if is_key(x) {

@@ -75,14 +75,22 @@ pub fn rows(plan: &ShardPlan, schema: &ShardedSchema, group_names: &[String], sq
         ShardPlan::Insert(p) => {
             out.push(step("route", format!("{}: rows grouped by shard, atomically", p.reason)));
             let n = schema.shard_count();
+            let mut by_shard: std::collections::BTreeMap<usize, Vec<String>> = Default::default();
             for (row, source) in &p.rows {
                 let shard = values
                     .get(source)
                     .and_then(|v| p.function.shard_of(&v, n).map_err(|e| e.to_string()));
                 match shard {
-                    Ok(s) => out.push(shard_row(s, &row.render(sql, &fp.literals))),
-                    Err(e) => out.push(step("error", e)),
+                    Ok(s) => by_shard.entry(s).or_default().push(row.render(sql, &fp.literals)),
+                    Err(e) => {
+                        out.push(step("error", e));
+                        return out;
+                    }
                 }
+            }
+            let (head, tail) = (p.head.render(sql, &fp.literals), p.tail.render(sql, &fp.literals));
+            for (s, rows) in by_shard {
+                out.push(shard_row(s, &format!("{head}{}{tail}", rows.join(", "))));
             }
         }
         ShardPlan::Ddl { shards, sql: t, reason } => {

@@ -1,60 +1,63 @@
 //! HAVING after the merge: the client's HAVING expression as a [`Filter`] over merged output
 //! rows (aggregates and aliases become output columns, literals become values).
 
-use super::Planner;
 use crate::exec::merge::{ArithOp, CmpOp, Filter, Operand};
 use crate::exec::row::Value;
 use tessera_sql::sqlparser::ast::{BinaryOperator, Expr, UnaryOperator, Value as SqlValue};
 
-/// Translates `e`; `output` maps an aggregate, alias or group column to its output index.
-pub fn translate(
-    e: &Expr,
-    output: &mut dyn FnMut(&Expr) -> Result<usize, String>,
-    p: &mut Planner,
-) -> Result<Filter, String> {
+/// What translation needs from the planner.
+pub trait Resolver {
+    /// The output index of an aggregate, alias or group column.
+    fn output(&mut self, e: &Expr) -> Result<usize, String>;
+    /// The plan depends on this literal's value.
+    fn bake(&mut self, e: &Expr);
+}
+
+/// Translates `e`.
+pub fn translate(e: &Expr, p: &mut dyn Resolver) -> Result<Filter, String> {
     match e {
-        Expr::Nested(inner) => translate(inner, output, p),
-        Expr::UnaryOp { op: UnaryOperator::Not, expr } => Ok(Filter::Not(Box::new(translate(expr, output, p)?))),
+        Expr::Nested(inner) => translate(inner, p),
+        Expr::UnaryOp { op: UnaryOperator::Not, expr } => Ok(Filter::Not(Box::new(translate(expr, p)?))),
         Expr::BinaryOp { left, op, right } => match op {
-            BinaryOperator::And => Ok(Filter::And(vec![translate(left, output, p)?, translate(right, output, p)?])),
-            BinaryOperator::Or => Ok(Filter::Or(vec![translate(left, output, p)?, translate(right, output, p)?])),
+            BinaryOperator::And => Ok(Filter::And(vec![translate(left, p)?, translate(right, p)?])),
+            BinaryOperator::Or => Ok(Filter::Or(vec![translate(left, p)?, translate(right, p)?])),
             _ => {
                 let op = compare_op(op).ok_or_else(|| format!("the operator {op} in HAVING across shards"))?;
                 Ok(Filter::Compare {
-                    left: operand(left, output, p)?,
+                    left: operand(left, p)?,
                     op,
-                    right: operand(right, output, p)?,
+                    right: operand(right, p)?,
                 })
             }
         },
-        Expr::IsNull(x) => Ok(Filter::IsNull { operand: operand(x, output, p)?, negated: false }),
-        Expr::IsNotNull(x) => Ok(Filter::IsNull { operand: operand(x, output, p)?, negated: true }),
+        Expr::IsNull(x) => Ok(Filter::IsNull { operand: operand(x, p)?, negated: false }),
+        Expr::IsNotNull(x) => Ok(Filter::IsNull { operand: operand(x, p)?, negated: true }),
         Expr::Between { expr, negated, low, high } => {
             let f = Filter::Between {
-                operand: operand(expr, output, p)?,
-                low: operand(low, output, p)?,
-                high: operand(high, output, p)?,
+                operand: operand(expr, p)?,
+                low: operand(low, p)?,
+                high: operand(high, p)?,
             };
             Ok(if *negated { Filter::Not(Box::new(f)) } else { f })
         }
         Expr::InList { expr, list, negated } => {
             let f = Filter::In {
-                operand: operand(expr, output, p)?,
-                list: list.iter().map(|x| operand(x, output, p)).collect::<Result<_, _>>()?,
+                operand: operand(expr, p)?,
+                list: list.iter().map(|x| operand(x, p)).collect::<Result<_, _>>()?,
             };
             Ok(if *negated { Filter::Not(Box::new(f)) } else { f })
         }
         other => {
             // A bare operand is true when it is a non-zero number.
-            let o = operand(other, output, p)?;
+            let o = operand(other, p)?;
             Ok(Filter::Compare { left: o, op: CmpOp::Ne, right: Operand::Literal(Value::Int(0)) })
         }
     }
 }
 
-fn operand(e: &Expr, output: &mut dyn FnMut(&Expr) -> Result<usize, String>, p: &mut Planner) -> Result<Operand, String> {
+fn operand(e: &Expr, p: &mut dyn Resolver) -> Result<Operand, String> {
     match e {
-        Expr::Nested(inner) => operand(inner, output, p),
+        Expr::Nested(inner) => operand(inner, p),
         Expr::Value(v) => {
             p.bake(e);
             literal(&v.value).map(Operand::Literal)
@@ -74,9 +77,9 @@ fn operand(e: &Expr, output: &mut dyn FnMut(&Expr) -> Result<usize, String>, p: 
                 BinaryOperator::Divide => ArithOp::Div,
                 other => return Err(format!("the operator {other} in HAVING across shards")),
             };
-            Ok(Operand::Arith(Box::new(operand(left, output, p)?), op, Box::new(operand(right, output, p)?)))
+            Ok(Operand::Arith(Box::new(operand(left, p)?), op, Box::new(operand(right, p)?)))
         }
-        other => output(other).map(Operand::Output),
+        other => p.output(other).map(Operand::Output),
     }
 }
 

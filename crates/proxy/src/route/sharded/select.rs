@@ -31,9 +31,12 @@ pub fn key_expr(p: &Planner, select: &Select, sharded: &[(String, String)]) -> K
 
 /// Plans the merge of a query that runs on several shards; Err says what is not supported.
 pub fn scatter(p: &mut Planner, query: &Query, tables: &[TableRef]) -> Result<Scatter, String> {
-    check_colocated(p, query, tables)?;
     match &*query.body {
-        SetExpr::Select(select) => ScatterBuilder::new(p, query, select).build(),
+        SetExpr::Select(select) => {
+            check_colocated(p, query, tables)?;
+            ScatterBuilder::new(p, query, select).build()
+        }
+        // Each branch runs on every shard on its own: no co-location between branches needed.
         SetExpr::SetOperation { .. } => union_all(p, query),
         _ => Err("this query form across shards".into()),
     }
@@ -41,27 +44,38 @@ pub fn scatter(p: &mut Planner, query: &Query, tables: &[TableRef]) -> Result<Sc
 
 /// UNION ALL of row-local branches: every shard runs the whole union, results concatenate.
 fn union_all(p: &mut Planner, query: &Query) -> Result<Scatter, String> {
-    use tessera_sql::sqlparser::ast::{SetOperator, SetQuantifier};
-    fn check(e: &SetExpr) -> Result<(), String> {
+    use tessera_sql::sqlparser::ast::{SetOperator, SetQuantifier, TableFactor};
+    fn check(p: &Planner, e: &SetExpr) -> Result<(), String> {
         match e {
             SetExpr::SetOperation { op, set_quantifier, left, right } => {
                 if *op != SetOperator::Union || *set_quantifier != SetQuantifier::All {
                     return Err("UNION without ALL (or INTERSECT/EXCEPT) across shards".into());
                 }
-                check(left)?;
-                check(right)
+                check(p, left)?;
+                check(p, right)
             }
             SetExpr::Select(s) => {
                 if s.distinct.is_some() || has_aggregates(s) {
                     return Err("a UNION ALL branch with DISTINCT or aggregates across shards".into());
                 }
+                // A branch over no sharded table would be answered once per shard.
+                let sharded = s.from.iter().any(|t| match &t.relation {
+                    TableFactor::Table { name, .. } => matches!(
+                        super::tables::resolve(name, p.schema, &p.offsets, &mut Vec::new()).place,
+                        Place::Sharded { .. }
+                    ),
+                    _ => false,
+                });
+                if !sharded || s.from.iter().any(|t| !t.joins.is_empty()) {
+                    return Err("a UNION ALL branch that is not a plain select of one sharded table across shards".into());
+                }
                 Ok(())
             }
-            SetExpr::Query(q) => check(&q.body),
+            SetExpr::Query(q) => check(p, &q.body),
             _ => Err("this UNION branch across shards".into()),
         }
     }
-    check(&query.body)?;
+    check(p, &query.body)?;
     if query.order_by.is_some() {
         return Err("ORDER BY on a UNION across shards".into());
     }
@@ -185,14 +199,15 @@ impl<'p, 'a> ScatterBuilder<'p, 'a> {
         if self.select.into.is_some() {
             return Err("SELECT ... INTO across shards".into());
         }
-        let mut spec = if has_aggregates(self.select) {
-            self.aggregate()?
-        } else {
-            self.plain()?
-        };
-        if let Some((offset, limit, edit)) = self.p.limit(self.query)? {
+        let aggregated = has_aggregates(self.select);
+        let mut spec = if aggregated { self.aggregate()? } else { self.plain()? };
+        if let Some((offset, limit, mut edit)) = self.p.limit(self.query)? {
             spec.offset = offset;
             spec.limit = Some(limit);
+            if aggregated {
+                // Groups merge across shards: every shard sends all of its groups.
+                edit.text.clear();
+            }
             self.p.shard_edits.push(edit);
         }
         self.append_hidden()?;
@@ -453,7 +468,9 @@ impl<'p, 'a> ScatterBuilder<'p, 'a> {
             }
             return Ok(Output::First(col_index(col)));
         };
-        let Expr::Function(f) = e else { unreachable_output()? };
+        let Expr::Function(f) = e else {
+            return Err("an aggregate that is not a function call".into());
+        };
         let (is_distinct, arg) = function_arg(self.p, f)?;
         if is_distinct {
             let arg = arg.ok_or("DISTINCT without an argument")?;
@@ -509,7 +526,8 @@ impl<'p, 'a> ScatterBuilder<'p, 'a> {
     }
 
     fn filter(&mut self, e: &Expr, outputs: &mut Vec<Output>) -> Result<Filter, String> {
-        super::having::translate(e, &mut |x: &Expr| self.output_for(x, outputs), self.p)
+        let mut ctx = HavingCtx { b: self, outputs };
+        super::having::translate(e, &mut ctx)
     }
 
     /// ORDER BY of a grouped query, applied after aggregation when it is not the group order.
@@ -532,8 +550,20 @@ impl<'p, 'a> ScatterBuilder<'p, 'a> {
     }
 }
 
-fn unreachable_output() -> Result<std::convert::Infallible, String> {
-    Err("an aggregate that is not a function call".into())
+/// HAVING's view of the builder: outputs are found or added, literals baked.
+struct HavingCtx<'b, 'p, 'a> {
+    b: &'b mut ScatterBuilder<'p, 'a>,
+    outputs: &'b mut Vec<Output>,
+}
+
+impl super::having::Resolver for HavingCtx<'_, '_, '_> {
+    fn output(&mut self, e: &Expr) -> Result<usize, String> {
+        self.b.output_for(e, self.outputs)
+    }
+
+    fn bake(&mut self, e: &Expr) {
+        self.b.p.bake(e);
+    }
 }
 
 /// (DISTINCT?, the single argument's text) of an aggregate call; COUNT(*) has no argument.
