@@ -181,9 +181,8 @@ impl DemoServers {
             .map_err(failed("accounts on g1".into()))?;
         for (shard, (group, database)) in shop::SHARDS.iter().enumerate() {
             let server = if *group == "g0" { g0 } else { self.g1.primary() };
-            server
-                .sql(&shop::shard_sql(shard))
-                .map_err(failed(format!("{group}:{database}")))?;
+            let sql = shop::shard_sql(shard).map_err(|e| ProxyError::Config(format!("sample rows: {e}")))?;
+            server.sql(&sql).map_err(failed(format!("{group}:{database}")))?;
         }
         self.g0
             .wait_for_replicas(std::time::Duration::from_secs(60))

@@ -1,4 +1,4 @@
-//! The demo's sharded sample schema `shop`: tables and rows, placed on shard databases by the hash formula.
+//! The demo's sharded sample schema `shop`: tables and rows, placed on shard databases by Tessera's `hash`.
 //!
 //! `customers` is sharded by `id` and `orders` by `customer_id`, both with `hash`
 //! (`CRC32(decimal text of the key) % shards`, as MariaDB's `CRC32(k) % 4`), so a customer's
@@ -6,6 +6,8 @@
 //! `products` is a broadcast table: every shard holds all of it.
 
 use std::fmt::Write as _;
+
+use crate::route::shard_fn::{KeyType, KeyValue, ShardError, ShardFunction};
 
 /// The logical schema clients see.
 pub const SCHEMA: &str = "shop";
@@ -64,26 +66,17 @@ const PRODUCTS: [(&str, i64); 8] = [
 /// How many sample orders there are (ids 1..=ORDERS).
 const ORDERS: i64 = 60;
 
-/// CRC-32 (IEEE 802.3, the one MariaDB's `CRC32()` computes) of `bytes`.
-pub fn crc32(bytes: &[u8]) -> u32 {
-    let mut crc = !0u32;
-    for &b in bytes {
-        crc ^= u32::from(b);
-        for _ in 0..8 {
-            crc = if crc & 1 == 1 {
-                (crc >> 1) ^ 0xEDB8_8320
-            } else {
-                crc >> 1
-            };
-        }
-    }
-    !crc
+/// The logical shard of an integer key under Tessera's `hash` function: `CRC32(k) % shards`
+/// (of the decimal text, as MariaDB's `CRC32(k)`).
+pub fn hash_shard(key: i64, shards: usize) -> Result<usize, ShardError> {
+    ShardFunction::Hash { key_type: KeyType::Int }.shard_of(&KeyValue::Int(i128::from(key)), shards)
 }
 
-/// The logical shard of an integer key under `hash`: `CRC32(k) % shards` (k as decimal text).
-pub fn hash_shard(key: i64, shards: usize) -> usize {
-    let shards = u32::try_from(shards.max(1)).unwrap_or(u32::MAX);
-    (crc32(key.to_string().as_bytes()) % shards) as usize
+/// The shard of every customer, by `id - 1`.
+fn customer_shards() -> Result<Vec<usize>, ShardError> {
+    (1..=NAMES.len() as i64)
+        .map(|id| hash_shard(id, SHARDS.len()))
+        .collect()
 }
 
 /// One sample order: `(id, customer_id, product_id, quantity)`. Orders 1..=48 give every
@@ -105,9 +98,14 @@ fn money(cents: i64) -> String {
     format!("{}.{:02}", cents / 100, cents % 100)
 }
 
-fn customer_rows(shard: usize) -> Vec<String> {
+/// Whether customer `id` lives on `shard` (`placement` from [`customer_shards`]).
+fn on_shard(placement: &[usize], id: i64, shard: usize) -> bool {
+    usize::try_from(id - 1).is_ok_and(|i| placement.get(i) == Some(&shard))
+}
+
+fn customer_rows(placement: &[usize], shard: usize) -> Vec<String> {
     (1..=NAMES.len() as i64)
-        .filter(|&id| hash_shard(id, SHARDS.len()) == shard)
+        .filter(|&id| on_shard(placement, id, shard))
         .map(|id| {
             let i = (id - 1) as usize;
             format!("({id}, '{}', '{}')", NAMES[i], CITIES[i % CITIES.len()])
@@ -115,10 +113,10 @@ fn customer_rows(shard: usize) -> Vec<String> {
         .collect()
 }
 
-fn order_rows(shard: usize) -> Vec<String> {
+fn order_rows(placement: &[usize], shard: usize) -> Vec<String> {
     (1..=ORDERS)
         .map(order)
-        .filter(|&(_, customer, _, _)| hash_shard(customer, SHARDS.len()) == shard)
+        .filter(|&(_, customer, _, _)| on_shard(placement, customer, shard))
         .map(|(id, customer, product, quantity)| {
             let price = PRODUCTS[(product - 1) as usize].1;
             let day = 1 + id % 28;
@@ -147,13 +145,14 @@ fn insert(out: &mut String, table: &str, rows: &[String]) {
 
 /// The SQL that fills shard `shard`'s database (created beforehand): the three tables, its
 /// customers and their orders, and every product.
-pub fn shard_sql(shard: usize) -> String {
+pub fn shard_sql(shard: usize) -> Result<String, ShardError> {
+    let placement = customer_shards()?;
     let database = SHARDS.get(shard).map_or("shop_x", |(_, db)| *db);
     let mut sql = format!("USE {database};{CREATE_TABLES}");
-    insert(&mut sql, "customers", &customer_rows(shard));
-    insert(&mut sql, "orders", &order_rows(shard));
+    insert(&mut sql, "customers", &customer_rows(&placement, shard));
+    insert(&mut sql, "orders", &order_rows(&placement, shard));
     insert(&mut sql, "products", &product_rows());
-    sql
+    Ok(sql)
 }
 
 /// The shard databases on `group`.
@@ -195,32 +194,40 @@ mod tests {
     use std::collections::HashMap;
 
     #[test]
-    fn crc32_is_mariadbs() {
-        // Check values: the IEEE standard's, and SELECT CRC32('7') / CRC32(123456789) on MariaDB.
-        assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
-        assert_eq!(crc32(b"7"), 1_790_921_346);
-        assert_eq!(crc32(b""), 0);
-        assert_eq!(hash_shard(7, 4), 2);
-        assert_eq!(hash_shard(1, 4), 3);
-        assert_eq!(hash_shard(2, 4), 1);
+    fn hash_places_keys_as_mariadb_does() {
+        // SELECT CRC32(k) % 4 on MariaDB: 1 -> 3, 2 -> 1, 3 -> 3, 7 -> 2 (CRC32('7') = 1790921346).
+        for (key, shard) in [(1, 3), (2, 1), (3, 3), (7, 2), (123_456_789, 2)] {
+            assert_eq!(hash_shard(key, 4).unwrap(), shard, "{key}");
+        }
     }
 
     #[test]
     fn every_customer_is_on_one_shard_with_all_its_orders() {
+        let placement = customer_shards().unwrap();
         let mut customers = HashMap::new();
         let mut orders = 0;
         for shard in 0..SHARDS.len() {
-            for row in customer_rows(shard) {
-                assert!(customers.insert(row, shard).is_none(), "a customer on two shards");
+            let here = customer_rows(&placement, shard);
+            assert!(!here.is_empty(), "shard {shard} has no customers");
+            for row in &here {
+                assert!(
+                    customers.insert(row.clone(), shard).is_none(),
+                    "a customer on two shards"
+                );
             }
             for (_, customer, _, _) in (1..=ORDERS).map(order) {
-                if hash_shard(customer, SHARDS.len()) == shard {
+                if hash_shard(customer, SHARDS.len()).unwrap() == shard {
                     orders += 1;
                     let prefix = format!("({customer}, ");
-                    assert!(customer_rows(shard).iter().any(|c| c.starts_with(&prefix)));
+                    assert!(here.iter().any(|c| c.starts_with(&prefix)));
                 }
             }
-            assert!(!customer_rows(shard).is_empty(), "shard {shard} has no customers");
+            assert_eq!(
+                order_rows(&placement, shard).len(),
+                (1..=ORDERS)
+                    .filter(|&n| on_shard(&placement, order(n).1, shard))
+                    .count()
+            );
         }
         assert_eq!(customers.len(), NAMES.len());
         assert_eq!(orders, ORDERS);
@@ -243,7 +250,7 @@ mod tests {
     #[test]
     fn shard_sql_uses_its_database_and_every_shard_has_all_products() {
         for (shard, (_, db)) in SHARDS.iter().enumerate() {
-            let sql = shard_sql(shard);
+            let sql = shard_sql(shard).unwrap();
             assert!(sql.starts_with(&format!("USE {db};")), "{sql}");
             assert!(sql.contains("(8, 'desk lamp', 26.50)"), "{sql}");
             assert!(!sql.contains("VALUES ;"));
