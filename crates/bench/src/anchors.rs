@@ -79,9 +79,13 @@ pub fn parse(text: &str) -> Result<Vec<PublishedRatio>> {
 }
 
 /// Whether a published system belongs next to a topology: replica set-ups are named
-/// `...master-slave` in the published reports.
+/// `...master-slave` in the published reports; none of them is sharded.
 pub fn matches_topology(system: &str, topology: &str) -> bool {
-    system.contains("master-slave") == (topology != "single")
+    match topology {
+        "sharded" => false,
+        "single" => !system.contains("master-slave"),
+        _ => system.contains("master-slave"),
+    }
 }
 
 #[cfg(test)]
@@ -115,6 +119,8 @@ mod tests {
         assert!(matches_topology("gaea-2.3.7", "single"));
         assert!(!matches_topology("gaea-2.3.7-master-slave", "single"));
         assert!(matches_topology("gaea-2.3.7-master-slave", "replica"));
+        assert!(!matches_topology("gaea-2.3.7", "sharded"));
+        assert!(!matches_topology("gaea-2.3.7-master-slave", "sharded"));
         assert!(parse("a,b\n1,2\n").is_err());
         assert!(parse("section,workload,system,threads,qps\n1,x,mysql,four,1\n").is_err());
     }

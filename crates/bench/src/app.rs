@@ -197,6 +197,7 @@ fn example_command(opts: &BenchOptions) -> String {
         db: crate::runner::SYSBENCH_DB.into(),
         tables: opts.tables,
         table_size: opts.table_size,
+        auto_inc: true,
     };
     let spec = RunSpec {
         workload: opts.workloads.first().copied().unwrap_or("oltp_read_only"),

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use crate::error::{BenchError, Result};
 use crate::sysbench::{canonical_workload, Endpoint};
-use crate::topology::Topology;
+use crate::topology::{Topology, DEFAULT_SHARD_GROUPS};
 
 pub const USAGE: &str = "\
 tessera-bench: sysbench and TPC-C, direct MariaDB vs through Tessera (and other proxies), side by side
@@ -20,7 +20,8 @@ Matrix:
   --threads LIST             e.g. 4,16,64
   --time SECS                length of each measured run
   --warmup SECS              unmeasured run per workload and target before measuring (default 3)
-  --topology LIST            single, replica, primary-reads
+  --topology LIST            single, replica, primary-reads, sharded
+  --shard-groups N           sharded: N MariaDB groups x 2 shards, sbtest* by id (hash) (default 2)
   --tables N                 sysbench tables (default 4)
   --table-size N             rows per table (default 10000)
   --scale F                  multiply the table size (e.g. 100 for a real run)
@@ -76,6 +77,8 @@ pub struct BenchOptions {
     pub seconds: u32,
     pub warmup: u32,
     pub topologies: Vec<Topology>,
+    /// `--shard-groups`: groups of the sharded topology (None: [`DEFAULT_SHARD_GROUPS`]).
+    pub shard_groups: Option<u32>,
     pub tables: u32,
     pub table_size: u64,
     pub externals: Vec<ExternalTarget>,
@@ -104,6 +107,7 @@ impl BenchOptions {
             seconds: 15,
             warmup: 3,
             topologies: vec![Topology::Single],
+            shard_groups: None,
             tables: 4,
             table_size: 10_000,
             externals: Vec::new(),
@@ -165,7 +169,18 @@ pub fn parse(args: &[String]) -> Result<BenchOptions> {
         apply(&mut opts, flag, &mut value)?;
     }
     validate(&opts)?;
+    set_shard_groups(&mut opts);
     Ok(opts)
+}
+
+/// Gives every sharded topology the `--shard-groups` count (whatever the order of the flags).
+fn set_shard_groups(opts: &mut BenchOptions) {
+    let count = opts.shard_groups.unwrap_or(DEFAULT_SHARD_GROUPS);
+    for t in &mut opts.topologies {
+        if let Topology::Sharded { groups } = t {
+            *groups = count;
+        }
+    }
 }
 
 fn preset_of(args: &[String]) -> Result<String> {
@@ -186,6 +201,7 @@ fn apply(opts: &mut BenchOptions, flag: &str, value: &mut dyn FnMut() -> Result<
         "--time" => opts.seconds = num(&value()?, flag)?,
         "--warmup" => opts.warmup = num(&value()?, flag)?,
         "--topology" => opts.topologies = list(&value()?, Topology::parse)?,
+        "--shard-groups" => opts.shard_groups = Some(num(&value()?, flag)?),
         "--tables" => opts.tables = num(&value()?, flag)?,
         "--table-size" => opts.table_size = num(&value()?, flag)?,
         "--scale" => opts.table_size = scale(opts.table_size, &value()?)?,
@@ -229,6 +245,9 @@ fn mysql_mut(opts: &mut BenchOptions) -> &mut Endpoint {
     })
 }
 
+/// The most groups `--shard-groups` starts (each is a MariaDB server on this machine).
+const MAX_SHARD_GROUPS: u32 = 16;
+
 fn validate(opts: &BenchOptions) -> Result<()> {
     let checks = [
         (
@@ -252,6 +271,14 @@ fn validate(opts: &BenchOptions) -> Result<()> {
         (
             opts.mysql.is_some() && opts.topologies.iter().any(|t| *t != Topology::Single),
             "--mysql works with --topology single only",
+        ),
+        (
+            opts.shard_groups.is_some_and(|n| !(1..=MAX_SHARD_GROUPS).contains(&n)),
+            "--shard-groups must be between 1 and 16",
+        ),
+        (
+            opts.shard_groups.is_some() && !opts.topologies.iter().any(|t| t.is_sharded()),
+            "--shard-groups needs --topology sharded",
         ),
     ];
     match checks.iter().find(|(bad, _)| *bad) {
@@ -404,6 +431,12 @@ mod tests {
             "--no-direct --no-tessera",
             "--mysql-user bob",
             "--mysql 127.0.0.1:3306 --topology replica",
+            "--mysql 127.0.0.1:3306 --topology sharded",
+            "--shard-groups 3",
+            "--topology sharded --shard-groups 0",
+            "--topology sharded --shard-groups 17",
+            "--topology sharded --shard-groups two",
+            "--topology sharded --shard-groups",
         ] {
             let err = parse(&args(bad)).unwrap_err();
             assert!(matches!(err, BenchError::Usage(_)), "{bad}: {err}");
@@ -422,5 +455,18 @@ mod tests {
         assert_eq!((m.host.as_str(), m.port, m.user.as_str()), ("10.0.0.1", 3307, "root"));
         let o = parse(&args("--tpcc-only")).unwrap();
         assert!(!o.sysbench && o.tpcc.is_some());
+    }
+
+    #[test]
+    fn sharded_topology_takes_the_group_count_in_any_order() {
+        let o = parse(&args("--topology sharded")).unwrap();
+        assert_eq!(o.topologies, [Topology::Sharded { groups: 2 }]);
+        let o = parse(&args("--shard-groups 3 --topology single,sharded")).unwrap();
+        assert_eq!(o.topologies, [Topology::Single, Topology::Sharded { groups: 3 }]);
+        let o = parse(&args("--topology sharded --shard-groups 1")).unwrap();
+        assert_eq!(o.topologies, [Topology::Sharded { groups: 1 }]);
+        assert_eq!(o.shard_groups, Some(1));
+        assert!(USAGE.contains("--shard-groups"));
+        assert!(!BenchOptions::full().topologies.iter().any(|t| t.is_sharded()));
     }
 }

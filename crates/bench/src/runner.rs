@@ -12,7 +12,7 @@ use crate::progress::Progress;
 use crate::record::{to_csv, RunRecord};
 use crate::sysbench::{common_args, parse_output, redact, run_args, DataSet, Endpoint, RunSpec};
 use crate::tessera::{TesseraProcess, TesseraSettings};
-use crate::topology::{deploy, Deployment, Topology};
+use crate::topology::{deploy, Deployment, Sharding, Topology, SHARDS_PER_GROUP};
 
 const SAMPLE_EVERY: Duration = Duration::from_millis(500);
 /// Planned seconds per run beyond its measured time (connecting, reporting).
@@ -71,11 +71,13 @@ pub struct MatrixEnv<'a> {
 }
 
 impl MatrixEnv<'_> {
-    fn data(&self) -> DataSet {
+    /// sysbench's data set in `topology` (sharded: ids written by sysbench, see [`DataSet::auto_inc`]).
+    fn data(&self, topology: Topology) -> DataSet {
         DataSet {
             db: SYSBENCH_DB.into(),
             tables: self.opts.tables,
             table_size: self.opts.table_size,
+            auto_inc: !topology.is_sharded(),
         }
     }
 
@@ -124,7 +126,8 @@ fn run_topology(
     outcome: &mut MatrixOutcome,
 ) -> Result<()> {
     let deployment = deploy(topology, env.opts.mysql.as_ref(), &[SYSBENCH_DB])?;
-    prepare_data(&deployment.direct, &env.data(), env.opts.tables)?;
+    let data = env.data(topology);
+    prepare_data(&deployment.direct, &data, env.opts.tables)?;
     deployment.wait_for_replicas()?;
     let tessera = match env.tessera {
         Some(settings) => Some(TesseraProcess::start(
@@ -135,52 +138,114 @@ fn run_topology(
         )?),
         None => None,
     };
+    let left_out = match (&tessera, &deployment.backends.sharding) {
+        (Some(proxy), Some(sharding)) => load_through_proxy(&proxy.endpoint, sharding, &data)
+            .err()
+            .map(|e| left_out_line(topology, &e)),
+        _ => None,
+    };
+    if let Some(line) = &left_out {
+        eprintln!("{line}");
+        outcome.failures.push(line.clone());
+    }
     let targets = targets_for(env.opts, &deployment, tessera.as_ref());
     if let Some(pin) = &env.pinning {
         pin_processes(pin, &deployment, &targets)?;
     }
-    let data = env.data();
+    let matrix = TopologyRuns {
+        env,
+        topology,
+        data: &data,
+        targets: &targets,
+        left_out: left_out.as_ref().map(|_| "tessera"),
+    };
     for &workload in &env.opts.workloads {
-        for target in &targets {
-            progress.starting(&format!("{} {workload} warm-up -> {}", topology.name(), target.name));
-            let spec = RunSpec {
-                workload,
-                threads: env.opts.threads[0],
-                seconds: env.opts.warmup.max(1),
-                endpoint: &target.endpoint,
-                data: &data,
-            };
-            if let Err(e) = run_sysbench(&spec, env.pinning.as_ref()) {
-                outcome
-                    .failures
-                    .push(format!("warm-up {workload} -> {}: {e}", target.name));
-            }
-            progress.finished(f64::from(env.opts.warmup) + RUN_OVERHEAD_SECS);
-        }
-        for &threads in &env.opts.threads {
-            for target in &targets {
-                let label = format!("{} {workload} {threads} threads -> {}", topology.name(), target.name);
-                progress.starting(&label);
-                let spec = RunSpec {
-                    workload,
-                    threads,
-                    seconds: env.opts.seconds,
-                    endpoint: &target.endpoint,
-                    data: &data,
-                };
-                match measure(&spec, target, topology, env.pinning.as_ref()) {
-                    Ok(record) => {
-                        outcome.records.push(record);
-                        write_csv(env.out_dir, &outcome.records)?;
-                    }
-                    Err(e) => outcome.failures.push(format!("{label}: {e}")),
-                }
-                progress.finished(f64::from(env.opts.seconds) + RUN_OVERHEAD_SECS);
-            }
-        }
+        matrix.run_workload(workload, progress, outcome)?;
     }
     drop(tessera);
     Ok(())
+}
+
+/// The failure line of a sharded topology whose data Tessera could not load.
+fn left_out_line(topology: Topology, e: &BenchError) -> String {
+    let layout = match topology {
+        Topology::Sharded { groups } => format!(" ({groups} groups x {SHARDS_PER_GROUP} shards)"),
+        _ => String::new(),
+    };
+    format!(
+        "topology `{}`{layout}: loading sysbench's tables through Tessera failed, so every run through Tessera \
+         is left out: {e}",
+        topology.name()
+    )
+}
+
+/// Loads sysbench's tables through the proxy (it must create them on every shard and split the
+/// multi-row INSERTs), then checks on the shards that every row arrived where it belongs.
+fn load_through_proxy(proxy: &Endpoint, sharding: &Sharding, data: &DataSet) -> Result<()> {
+    sysbench_data(proxy, data, data.tables, "prepare")?;
+    sharding.check_placement(data.tables, data.table_size)
+}
+
+/// One topology's runs: its targets, data set, and the target left out (if any).
+struct TopologyRuns<'a> {
+    env: &'a MatrixEnv<'a>,
+    topology: Topology,
+    data: &'a DataSet,
+    targets: &'a [Target],
+    /// A target that cannot run here (its failure is already recorded).
+    left_out: Option<&'a str>,
+}
+
+impl TopologyRuns<'_> {
+    /// A warm-up per target, then every thread count per target.
+    fn run_workload(&self, workload: &str, progress: &mut Progress, outcome: &mut MatrixOutcome) -> Result<()> {
+        let opts = self.env.opts;
+        let name = self.topology.name();
+        for target in self.targets {
+            progress.starting(&format!("{name} {workload} warm-up -> {}", target.name));
+            let spec = self.spec(workload, opts.threads[0], opts.warmup.max(1), target);
+            if self.left_out != Some(target.name.as_str()) {
+                if let Err(e) = run_sysbench(&spec, self.env.pinning.as_ref()) {
+                    outcome
+                        .failures
+                        .push(format!("warm-up {workload} -> {}: {e}", target.name));
+                }
+            }
+            progress.finished(f64::from(opts.warmup) + RUN_OVERHEAD_SECS);
+        }
+        for &threads in &opts.threads {
+            for target in self.targets {
+                let label = format!("{name} {workload} {threads} threads -> {}", target.name);
+                progress.starting(&label);
+                let spec = self.spec(workload, threads, opts.seconds, target);
+                if self.left_out == Some(target.name.as_str()) {
+                    outcome
+                        .failures
+                        .push(format!("{label}: not run (Tessera could not load the data, see above)"));
+                } else {
+                    match measure(&spec, target, self.topology, self.env.pinning.as_ref()) {
+                        Ok(record) => {
+                            outcome.records.push(record);
+                            write_csv(self.env.out_dir, &outcome.records)?;
+                        }
+                        Err(e) => outcome.failures.push(format!("{label}: {e}")),
+                    }
+                }
+                progress.finished(f64::from(opts.seconds) + RUN_OVERHEAD_SECS);
+            }
+        }
+        Ok(())
+    }
+
+    fn spec<'s>(&'s self, workload: &'s str, threads: u32, seconds: u32, target: &'s Target) -> RunSpec<'s> {
+        RunSpec {
+            workload,
+            threads,
+            seconds,
+            endpoint: &target.endpoint,
+            data: self.data,
+        }
+    }
 }
 
 fn targets_for(opts: &BenchOptions, deployment: &Deployment, tessera: Option<&TesseraProcess>) -> Vec<Target> {
@@ -223,23 +288,46 @@ fn targets_for(opts: &BenchOptions, deployment: &Deployment, tessera: Option<&Te
 /// `sysbench oltp_common cleanup` then `prepare`, directly against the primary.
 pub fn prepare_data(direct: &Endpoint, data: &DataSet, threads: u32) -> Result<()> {
     for action in ["cleanup", "prepare"] {
-        let mut args = vec!["oltp_common".to_string()];
-        args.extend(common_args(direct, data));
-        args.push(format!("--threads={}", threads.clamp(1, 16)));
-        args.push(action.to_string());
-        let out = Command::new("sysbench")
-            .args(&args)
-            .output()
-            .map_err(|e| BenchError::io("starting sysbench", e))?;
-        if !out.status.success() {
-            return Err(BenchError::Command {
-                what: redact(&args),
-                code: out.status.code(),
-                output: String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout),
-            });
-        }
+        sysbench_data(direct, data, threads, action)?;
     }
     Ok(())
+}
+
+/// `sysbench oltp_common <action>` (`prepare` or `cleanup`) against `endpoint`, with up to 16
+/// threads (one per table). sysbench 1.0 exits 0 when a thread of a parallel `prepare` dies
+/// with FATAL, so its output is checked too.
+fn sysbench_data(endpoint: &Endpoint, data: &DataSet, threads: u32, action: &str) -> Result<()> {
+    let mut args = vec!["oltp_common".to_string()];
+    args.extend(common_args(endpoint, data));
+    args.push(format!("--threads={}", threads.clamp(1, 16)));
+    args.push(action.to_string());
+    let out = Command::new("sysbench")
+        .args(&args)
+        .output()
+        .map_err(|e| BenchError::io("starting sysbench", e))?;
+    let output = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() || output.contains("FATAL:") {
+        return Err(BenchError::Command {
+            what: redact(&args),
+            code: out.status.code(),
+            output: fatal_lines(&output),
+        });
+    }
+    Ok(())
+}
+
+/// sysbench's FATAL lines, without repeats (the last lines of `output` if it has none).
+fn fatal_lines(output: &str) -> String {
+    let mut lines: Vec<&str> = Vec::new();
+    for line in output.lines().filter(|l| l.starts_with("FATAL:")) {
+        if !lines.contains(&line) {
+            lines.push(line);
+        }
+    }
+    if lines.is_empty() {
+        return tail(output, 20);
+    }
+    lines.join("\n")
 }
 
 fn pin_processes(pin: &Pinning, deployment: &Deployment, targets: &[Target]) -> Result<()> {
@@ -354,5 +442,19 @@ mod tests {
         let (steps, secs) = env.plan_per_topology();
         assert_eq!(steps, 2 * 3 * 4);
         assert_eq!(secs, 6.0 * (3.0 + 2.0) + 18.0 * (15.0 + 2.0));
+    }
+
+    #[test]
+    fn sysbench_failures_show_each_fatal_line_once() {
+        let output = "sysbench 1.0.20\nInitializing worker threads...\n\
+                      FATAL: unable to connect to MySQL server on host '127.0.0.1', port 1, aborting...\n\
+                      FATAL: error 2002: Can't connect\n\
+                      FATAL: unable to connect to MySQL server on host '127.0.0.1', port 1, aborting...\n";
+        assert_eq!(
+            fatal_lines(output),
+            "FATAL: unable to connect to MySQL server on host '127.0.0.1', port 1, aborting...\n\
+             FATAL: error 2002: Can't connect"
+        );
+        assert_eq!(fatal_lines("a\nb\n"), "a\nb");
     }
 }

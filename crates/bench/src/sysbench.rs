@@ -44,6 +44,9 @@ pub struct DataSet {
     pub db: String,
     pub tables: u32,
     pub table_size: u64,
+    /// sysbench's `--auto_inc` (its default, on): ids from AUTO_INCREMENT. Off, sysbench writes
+    /// the ids into its INSERTs, which a sharding proxy needs to place the rows.
+    pub auto_inc: bool,
 }
 
 /// One `sysbench <workload> ... run`.
@@ -59,15 +62,19 @@ pub struct RunSpec<'a> {
 /// The connection and data arguments every sysbench call shares. The password is last so
 /// that [`redact`] can drop it from what we print.
 pub fn common_args(endpoint: &Endpoint, data: &DataSet) -> Vec<String> {
-    vec![
+    let mut args = vec![
         format!("--mysql-host={}", endpoint.host),
         format!("--mysql-port={}", endpoint.port),
         format!("--mysql-user={}", endpoint.user),
         format!("--mysql-db={}", data.db),
         format!("--tables={}", data.tables),
         format!("--table-size={}", data.table_size),
-        format!("--mysql-password={}", endpoint.password),
-    ]
+    ];
+    if !data.auto_inc {
+        args.push("--auto_inc=off".to_string());
+    }
+    args.push(format!("--mysql-password={}", endpoint.password));
+    args
 }
 
 /// The arguments of a measured run (sysbench defaults otherwise: server-side prepared statements).
@@ -264,6 +271,7 @@ Threads fairness:
             db: "sbtest".into(),
             tables: 4,
             table_size: 10000,
+            auto_inc: true,
         };
         let spec = RunSpec {
             workload: "oltp_read_only",
@@ -278,5 +286,13 @@ Threads fairness:
         let shown = redact(&args);
         assert!(!shown.contains("secret"), "{shown}");
         assert!(shown.starts_with("sysbench oltp_read_only --mysql-host=127.0.0.1 --mysql-port=6033"));
+        assert!(!shown.contains("auto_inc"), "sysbench's default unless asked: {shown}");
+        let sharded = DataSet {
+            auto_inc: false,
+            ..data.clone()
+        };
+        let args = common_args(&ep, &sharded);
+        assert!(args.contains(&"--auto_inc=off".to_string()), "{args:?}");
+        assert!(args.last().is_some_and(|a| a.starts_with("--mysql-password=")));
     }
 }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::{BenchError, Result};
 use crate::sysbench::Endpoint;
-use crate::topology::Backends;
+use crate::topology::{Backends, Sharding, SHARDED_TABLES, SHARD_FUNCTION, SHARD_KEY};
 
 const READY_TIMEOUT: Duration = Duration::from_secs(15);
 const STOP_TIMEOUT: Duration = Duration::from_secs(10);
@@ -58,14 +58,25 @@ pub fn config_text(settings: &TesseraSettings, backends: &Backends, port: u16) -
     let mut text = format!(
         "[server]\nlisten = \"127.0.0.1:{port}\"\nworker_threads = {}\nmax_connections = 20000\n\n\
          [pool]\nmax_size = {}\ncheckout_timeout_ms = 30000\n\n\
-         [[users]]\nname = \"{CLIENT_USER}\"\npassword = \"{CLIENT_USER}\"\n{}\n\
-         [[groups]]\nname = \"main\"\nuser = {:?}\npassword = {:?}\nprimary = {{ address = {:?}{} }}\n",
+         [[users]]\nname = \"{CLIENT_USER}\"\npassword = \"{CLIENT_USER}\"\n{}\n",
         settings.workers,
         settings.pool_max,
         settings
             .consistency
             .as_ref()
             .map_or(String::new(), |c| format!("read_consistency = {c:?}\n")),
+    );
+    match &backends.sharding {
+        Some(sharding) => text.push_str(&sharded_groups_toml(backends, sharding)),
+        None => text.push_str(&group_toml(backends)),
+    }
+    text
+}
+
+/// The one group `main`: a primary and its replicas with their read weights.
+fn group_toml(backends: &Backends) -> String {
+    let mut text = format!(
+        "[[groups]]\nname = \"main\"\nuser = {:?}\npassword = {:?}\nprimary = {{ address = {:?}{} }}\n",
         backends.user,
         backends.password,
         backends.primary,
@@ -78,6 +89,29 @@ pub fn config_text(settings: &TesseraSettings, backends: &Backends, port: u16) -
             "[[groups.replicas]]\naddress = {address:?}\nweight = {weight}\n"
         ));
     }
+    text
+}
+
+/// Groups `g0`, `g1`, ... and the schema spread over them, `sbtest*` sharded by `id` (hash).
+fn sharded_groups_toml(backends: &Backends, sharding: &Sharding) -> String {
+    let mut text = String::new();
+    for (i, g) in sharding.groups.iter().enumerate() {
+        text.push_str(&format!(
+            "[[groups]]\nname = \"g{i}\"\nuser = {:?}\npassword = {:?}\nprimary = {{ address = \"{}:{}\" }}\n",
+            backends.user, backends.password, g.host, g.port
+        ));
+    }
+    let shards: Vec<String> = sharding
+        .shards()
+        .iter()
+        .map(|(group, db)| format!("\"g{group}:{db}\""))
+        .collect();
+    text.push_str(&format!(
+        "[[schemas]]\nname = {:?}\nshards = [{}]\ndefault_shard = 0\n\
+         [[schemas.tables]]\nname = \"{SHARDED_TABLES}\"\nshard_key = \"{SHARD_KEY}\"\nfunction = \"{SHARD_FUNCTION}\"\n",
+        sharding.schema,
+        shards.join(", ")
+    ));
     text
 }
 
@@ -191,6 +225,7 @@ mod tests {
             replicas: vec![("127.0.0.1:3307".into(), 2)],
             user: "tessera".into(),
             password: "p\"w".into(),
+            sharding: None,
         };
         let text = config_text(&settings, &backends, 6033);
         assert!(text.contains("listen = \"127.0.0.1:6033\""));
@@ -205,5 +240,67 @@ mod tests {
         assert!(text.contains("name = \"bench\""));
         assert!(text.contains("read_consistency = \"eventual\""), "{text}");
         tessera_config::parse_str(&text, "generated").expect("a valid config");
+    }
+
+    fn sharded_backends(groups: u16) -> Backends {
+        let endpoint = |port| Endpoint {
+            host: "127.0.0.1".into(),
+            port,
+            user: "tessera".into(),
+            password: "tessera".into(),
+        };
+        Backends {
+            primary: "127.0.0.1:4000".into(),
+            primary_weight: None,
+            replicas: Vec::new(),
+            user: "tessera".into(),
+            password: "tessera".into(),
+            sharding: Some(Sharding {
+                schema: "sbtest".into(),
+                groups: (0..groups).map(|g| endpoint(4000 + g)).collect(),
+                shards_per_group: 2,
+            }),
+        }
+    }
+
+    #[test]
+    fn sharded_config_has_a_group_per_server_and_sbtest_by_id() {
+        let settings = TesseraSettings {
+            bin: "tessera".into(),
+            workers: 1,
+            pool_max: 64,
+            consistency: None,
+        };
+        let text = config_text(&settings, &sharded_backends(2), 6033);
+        let expected = r#"[[groups]]
+name = "g0"
+user = "tessera"
+password = "tessera"
+primary = { address = "127.0.0.1:4000" }
+[[groups]]
+name = "g1"
+user = "tessera"
+password = "tessera"
+primary = { address = "127.0.0.1:4001" }
+[[schemas]]
+name = "sbtest"
+shards = ["g0:sbtest_0", "g0:sbtest_1", "g1:sbtest_2", "g1:sbtest_3"]
+default_shard = 0
+[[schemas.tables]]
+name = "sbtest*"
+shard_key = "id"
+function = "hash"
+"#;
+        assert!(text.ends_with(expected), "{text}");
+        assert!(!text.contains("name = \"main\""), "{text}");
+        let config = tessera_config::parse_str(&text, "generated").expect("a valid config");
+        assert_eq!(config.groups.len(), 2);
+
+        let three = config_text(&settings, &sharded_backends(3), 6033);
+        assert!(
+            three.contains(r#""g1:sbtest_3", "g2:sbtest_4", "g2:sbtest_5"]"#),
+            "{three}"
+        );
+        tessera_config::parse_str(&three, "generated").expect("a valid config");
     }
 }

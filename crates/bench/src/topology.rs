@@ -7,6 +7,15 @@ use tessera_sandbox::{Sandbox, SandboxOptions};
 use crate::error::{BenchError, Result};
 use crate::sysbench::Endpoint;
 
+/// Shards on each group of the `sharded` topology.
+pub const SHARDS_PER_GROUP: u32 = 2;
+/// Groups of the `sharded` topology unless `--shard-groups` says otherwise.
+pub const DEFAULT_SHARD_GROUPS: u32 = 2;
+/// The sharded tables of the `sharded` topology, their shard key and function.
+pub const SHARDED_TABLES: &str = "sbtest*";
+pub const SHARD_KEY: &str = "id";
+pub const SHARD_FUNCTION: &str = "hash";
+
 /// How the backend servers are laid out behind the proxy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Topology {
@@ -16,6 +25,9 @@ pub enum Topology {
     Replica,
     /// Primary + replica; the primary also takes a share of the reads.
     PrimaryReads,
+    /// `groups` single-server groups with [`SHARDS_PER_GROUP`] shards each, `sbtest*` sharded by
+    /// `id` (hash); direct clients use one more server holding all rows.
+    Sharded { groups: u32 },
 }
 
 impl Topology {
@@ -24,8 +36,11 @@ impl Topology {
             "single" => Ok(Topology::Single),
             "replica" => Ok(Topology::Replica),
             "primary-reads" => Ok(Topology::PrimaryReads),
+            "sharded" => Ok(Topology::Sharded {
+                groups: DEFAULT_SHARD_GROUPS,
+            }),
             other => Err(BenchError::Usage(format!(
-                "unknown topology {other:?} (single, replica, primary-reads)"
+                "unknown topology {other:?} (single, replica, primary-reads, sharded)"
             ))),
         }
     }
@@ -35,17 +50,30 @@ impl Topology {
             Topology::Single => "single",
             Topology::Replica => "replica",
             Topology::PrimaryReads => "primary-reads",
+            Topology::Sharded { .. } => "sharded",
         }
     }
 
+    /// Whether sysbench's tables are spread over shards behind Tessera.
+    pub fn is_sharded(self) -> bool {
+        matches!(self, Topology::Sharded { .. })
+    }
+
     /// One line for the report.
-    pub fn describe(self) -> &'static str {
+    pub fn describe(self) -> String {
         match self {
-            Topology::Single => "one MariaDB primary; direct and proxied clients use it alike",
+            Topology::Single => "one MariaDB primary; direct and proxied clients use it alike".into(),
             Topology::Replica => {
-                "primary + GTID replica; through Tessera reads go to the replica (primary read weight 0)"
+                "primary + GTID replica; through Tessera reads go to the replica (primary read weight 0)".into()
             }
-            Topology::PrimaryReads => "primary + GTID replica; the primary takes half of the reads (weights 1:1)",
+            Topology::PrimaryReads => {
+                "primary + GTID replica; the primary takes half of the reads (weights 1:1)".into()
+            }
+            Topology::Sharded { groups } => format!(
+                "{groups} groups x {SHARDS_PER_GROUP} shards, {SHARDED_TABLES} by {SHARD_KEY} ({SHARD_FUNCTION}); \
+                 direct is one MariaDB server with all rows; sysbench --auto_inc=off (ids in the INSERTs, \
+                 so that Tessera can place the rows)"
+            ),
         }
     }
 }
@@ -60,17 +88,119 @@ pub struct Backends {
     /// The account the proxy logs in to the servers with.
     pub user: String,
     pub password: String,
+    /// With the sharded topology: every group (the first one is `primary`) and the schema over them.
+    pub sharding: Option<Sharding>,
+}
+
+/// A logical database spread over groups: shard `i` is database `<schema>_<i>` on group
+/// `i / shards_per_group`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sharding {
+    /// The logical database (sysbench's `--mysql-db`).
+    pub schema: String,
+    /// Each group's primary, as direct clients reach it (group `i` is named `g<i>`).
+    pub groups: Vec<Endpoint>,
+    pub shards_per_group: u32,
+}
+
+impl Sharding {
+    /// `(group index, database)` of every logical shard, in shard order.
+    pub fn shards(&self) -> Vec<(usize, String)> {
+        let per_group = self.shards_per_group as usize;
+        (0..self.groups.len() * per_group)
+            .map(|i| (i / per_group, format!("{}_{i}", self.schema)))
+            .collect()
+    }
+
+    /// The shard databases of group `group`.
+    pub fn databases_of(&self, group: usize) -> Vec<String> {
+        let per_group = self.shards_per_group as usize;
+        (group * per_group..(group + 1) * per_group)
+            .map(|i| format!("{}_{i}", self.schema))
+            .collect()
+    }
+}
+
+impl Sharding {
+    /// Checks what was loaded through the proxy, on the shards themselves: each of `tables`
+    /// tables has `rows` rows over all shards, and every row is on shard `CRC32(id) % shards`.
+    pub fn check_placement(&self, tables: u32, rows: u64) -> Result<()> {
+        let shards = self.shards();
+        let mut totals = vec![0u64; tables as usize];
+        for (shard, (group, db)) in shards.iter().enumerate() {
+            let query = (1..=tables)
+                .map(|t| {
+                    format!(
+                        "SELECT COUNT(*), COALESCE(SUM(CRC32({SHARD_KEY}) % {} <> {shard}), 0) FROM `{db}`.sbtest{t}",
+                        shards.len()
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(" UNION ALL ");
+            let server = self
+                .groups
+                .get(*group)
+                .ok_or_else(|| placement(format!("no group {group}")))?;
+            let out = sql(server, &query).map_err(|e| {
+                placement(format!(
+                    "counting the rows of {db} on g{group} ({}:{}): {}",
+                    server.host,
+                    server.port,
+                    error_line(&e)
+                ))
+            })?;
+            for (t, line) in out.lines().enumerate() {
+                let (count, misplaced) = count_pair(line).ok_or_else(|| placement(format!("{db}: {line:?}")))?;
+                if misplaced > 0 {
+                    return Err(placement(format!(
+                        "{db}.sbtest{}: {misplaced} rows belong on other shards",
+                        t + 1
+                    )));
+                }
+                if let Some(total) = totals.get_mut(t) {
+                    *total += count;
+                }
+            }
+        }
+        match totals.iter().position(|&n| n != rows) {
+            Some(t) => Err(placement(format!(
+                "sbtest{} has {} rows over the shards, not {rows}",
+                t + 1,
+                totals[t]
+            ))),
+            None => Ok(()),
+        }
+    }
+}
+
+fn placement(why: String) -> BenchError {
+    BenchError::ShardCheck(why)
+}
+
+/// The `ERROR ...` line of a failed `mariadb` call (else the whole error).
+fn error_line(e: &BenchError) -> String {
+    let text = e.to_string();
+    match text.lines().find(|l| l.starts_with("ERROR")) {
+        Some(line) => line.to_string(),
+        None => text,
+    }
+}
+
+/// `"10000\t0"` -> (10000, 0).
+fn count_pair(line: &str) -> Option<(u64, u64)> {
+    let mut fields = line.split('\t').map(|f| f.trim().parse::<u64>().ok());
+    Some((fields.next()??, fields.next()??))
 }
 
 /// Running servers for one topology. Dropping it stops a sandbox (a user's server is left alone).
 pub struct Deployment {
     pub topology: Topology,
-    /// Where direct clients connect (the primary).
+    /// Where direct clients connect (the primary; with the sharded topology a server of its own).
     pub direct: Endpoint,
     pub backends: Backends,
     /// mariadbd processes we started (for `--pin`).
     pub server_pids: Vec<u32>,
-    _sandbox: Option<Sandbox>,
+    sandboxes: Vec<Sandbox>,
 }
 
 /// Starts (or, with `mysql`, adopts) the servers of `topology` and makes sure `databases` exist.
@@ -81,33 +211,43 @@ pub fn deploy(topology: Topology, mysql: Option<&Endpoint>, databases: &[&str]) 
             topology: topology.name().to_string(),
             why: "with --mysql only the single topology can run (the kit starts replicas only in its sandbox)".into(),
         }),
+        (None, Topology::Sharded { groups }) => sharded(groups, databases),
         (None, _) => sandbox(topology, databases),
+    }
+}
+
+fn start_sandbox(servers: usize, replication: bool, databases: Vec<String>) -> Result<Sandbox> {
+    Ok(Sandbox::start(SandboxOptions {
+        servers,
+        replication,
+        databases,
+        ..SandboxOptions::default()
+    })?)
+}
+
+/// The kit's account on a sandbox server.
+fn endpoint_of(server: &tessera_sandbox::Server) -> Endpoint {
+    Endpoint {
+        host: server.host().to_string(),
+        port: server.port(),
+        user: "tessera".into(),
+        password: "tessera".into(),
     }
 }
 
 fn sandbox(topology: Topology, databases: &[&str]) -> Result<Deployment> {
     let replicated = topology != Topology::Single;
-    let sandbox = Sandbox::start(SandboxOptions {
-        servers: if replicated { 2 } else { 1 },
-        replication: replicated,
-        databases: databases.iter().map(|d| d.to_string()).collect(),
-        ..SandboxOptions::default()
-    })?;
-    let server = sandbox.server(0);
-    let direct = Endpoint {
-        host: server.host().to_string(),
-        port: server.port(),
-        user: "tessera".into(),
-        password: "tessera".into(),
-    };
+    let databases = databases.iter().map(|d| d.to_string()).collect();
+    let sandbox = start_sandbox(if replicated { 2 } else { 1 }, replicated, databases)?;
+    let direct = endpoint_of(sandbox.server(0));
     Ok(Deployment {
         topology,
         backends: Backends {
             primary: format!("{}:{}", direct.host, direct.port),
             primary_weight: match topology {
-                Topology::Single => None,
                 Topology::Replica => Some(0),
                 Topology::PrimaryReads => Some(1),
+                Topology::Single | Topology::Sharded { .. } => None,
             },
             replicas: sandbox.servers()[1..]
                 .iter()
@@ -115,10 +255,53 @@ fn sandbox(topology: Topology, databases: &[&str]) -> Result<Deployment> {
                 .collect(),
             user: direct.user.clone(),
             password: direct.password.clone(),
+            sharding: None,
         },
         direct,
         server_pids: sandbox.servers().iter().filter_map(|s| s.pid()).collect(),
-        _sandbox: Some(sandbox),
+        sandboxes: vec![sandbox],
+    })
+}
+
+/// `groups` one-server groups holding the shard databases of `databases[0]` (created directly
+/// on them), and one more server with all of `databases` for direct clients.
+fn sharded(groups: u32, databases: &[&str]) -> Result<Deployment> {
+    let schema = databases
+        .first()
+        .ok_or_else(|| BenchError::Usage("the sharded topology needs a database".into()))?;
+    let single = start_sandbox(1, false, databases.iter().map(|d| d.to_string()).collect())?;
+    let mut layout = Sharding {
+        schema: schema.to_string(),
+        groups: Vec::new(),
+        shards_per_group: SHARDS_PER_GROUP,
+    };
+    let mut sandboxes = vec![single];
+    for g in 0..groups as usize {
+        let group = start_sandbox(1, false, layout.databases_of(g))?;
+        layout.groups.push(endpoint_of(group.server(0)));
+        sandboxes.push(group);
+    }
+    let Some(first) = layout.groups.first().cloned() else {
+        return Err(BenchError::Usage("--shard-groups must be at least 1".into()));
+    };
+    let direct = endpoint_of(sandboxes[0].server(0));
+    Ok(Deployment {
+        topology: Topology::Sharded { groups },
+        backends: Backends {
+            primary: format!("{}:{}", first.host, first.port),
+            primary_weight: None,
+            replicas: Vec::new(),
+            user: first.user,
+            password: first.password,
+            sharding: Some(layout),
+        },
+        direct,
+        server_pids: sandboxes
+            .iter()
+            .flat_map(|s| s.servers())
+            .filter_map(|s| s.pid())
+            .collect(),
+        sandboxes,
     })
 }
 
@@ -135,19 +318,20 @@ fn adopt(topology: Topology, server: &Endpoint, databases: &[&str]) -> Result<De
             replicas: Vec::new(),
             user: server.user.clone(),
             password: server.password.clone(),
+            sharding: None,
         },
         server_pids: Vec::new(),
-        _sandbox: None,
+        sandboxes: Vec::new(),
     })
 }
 
 impl Deployment {
     /// Waits until every replica has applied what the primary has (after loading data).
     pub fn wait_for_replicas(&self) -> Result<()> {
-        match &self._sandbox {
-            Some(s) if s.servers().len() > 1 => Ok(s.wait_for_replicas(std::time::Duration::from_secs(300))?),
-            _ => Ok(()),
+        for s in &self.sandboxes {
+            s.wait_for_replicas(std::time::Duration::from_secs(300))?;
         }
+        Ok(())
     }
 }
 
@@ -175,7 +359,12 @@ mod tests {
 
     #[test]
     fn names_round_trip() {
-        for t in [Topology::Single, Topology::Replica, Topology::PrimaryReads] {
+        for t in [
+            Topology::Single,
+            Topology::Replica,
+            Topology::PrimaryReads,
+            Topology::Sharded { groups: 2 },
+        ] {
             assert_eq!(Topology::parse(t.name()).unwrap(), t);
             assert!(!t.describe().is_empty());
         }
@@ -193,5 +382,36 @@ mod tests {
         let err = deploy(Topology::Replica, Some(&server), &["sbtest"]).err().unwrap();
         assert!(matches!(err, BenchError::NotAvailable { .. }), "{err}");
         assert!(err.to_string().contains("--mysql"), "{err}");
+    }
+
+    #[test]
+    fn sharded_layout_puts_two_shards_on_each_group() {
+        let group = |port| Endpoint {
+            host: "127.0.0.1".into(),
+            port,
+            user: "tessera".into(),
+            password: "tessera".into(),
+        };
+        let layout = Sharding {
+            schema: "sbtest".into(),
+            groups: vec![group(1), group(2), group(3)],
+            shards_per_group: SHARDS_PER_GROUP,
+        };
+        let shards = layout.shards();
+        assert_eq!(shards.len(), 6);
+        assert_eq!(shards[0], (0, "sbtest_0".to_string()));
+        assert_eq!(shards[3], (1, "sbtest_3".to_string()));
+        assert_eq!(shards[5], (2, "sbtest_5".to_string()));
+        assert_eq!(layout.databases_of(1), ["sbtest_2", "sbtest_3"]);
+        let line = Topology::Sharded { groups: 3 }.describe();
+        assert!(line.starts_with("3 groups x 2 shards, sbtest* by id (hash)"), "{line}");
+    }
+
+    #[test]
+    fn placement_counts_parse_strictly() {
+        assert_eq!(count_pair("10000\t0"), Some((10000, 0)));
+        assert_eq!(count_pair("2500\t7"), Some((2500, 7)));
+        assert_eq!(count_pair("2500"), None);
+        assert_eq!(count_pair("NULL\t0"), None);
     }
 }

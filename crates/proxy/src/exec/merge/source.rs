@@ -1,0 +1,18 @@
+//! Where merged rows come from and go: one [`RowSource`] per shard, one [`RowSink`] for the
+//! client.
+
+use super::error::MergeError;
+use crate::exec::row::Value;
+use std::future::Future;
+
+/// One shard's rows, in the order the plan promised. Implement with `async fn next_row`.
+pub trait RowSource {
+    /// The next row, or `None` at the end of the shard's result.
+    fn next_row(&mut self) -> impl Future<Output = Result<Option<Vec<Value>>, MergeError>> + Send;
+}
+
+/// The client side of a merge. Implement with `async fn send_row`.
+pub trait RowSink {
+    /// Sends one row (already cut to the visible columns).
+    fn send_row(&mut self, row: &[Value]) -> impl Future<Output = Result<(), MergeError>> + Send;
+}
