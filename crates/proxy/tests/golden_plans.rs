@@ -95,6 +95,9 @@ fn plans_match_the_reviewed_file() {
             .take(10)
             .map(|(i, (a, b))| format!("line {}:\n  planned: {a}\n  file:    {b}", i + 1))
             .collect();
-        panic!("plans differ from tests/golden/plans.txt (TESSERA_BLESS=1 to accept):\n{}", diff.join("\n"));
+        panic!(
+            "plans differ from tests/golden/plans.txt (TESSERA_BLESS=1 to accept):\n{}",
+            diff.join("\n")
+        );
     }
 }

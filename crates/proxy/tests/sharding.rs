@@ -46,10 +46,15 @@ kind = "broadcast"
 }
 
 async fn sharded() -> Sharded {
-    let sandbox = tokio::task::spawn_blocking(|| Sandbox::start(SandboxOptions { servers: 2, ..Default::default() }))
-        .await
-        .expect("thread")
-        .expect("sandbox");
+    let sandbox = tokio::task::spawn_blocking(|| {
+        Sandbox::start(SandboxOptions {
+            servers: 2,
+            ..Default::default()
+        })
+    })
+    .await
+    .expect("thread")
+    .expect("sandbox");
     let cfg = config(sandbox.server(0).port(), sandbox.server(1).port());
     let proxy = start(cfg).await.expect("proxy starts");
     Sharded { sandbox, proxy }
@@ -57,17 +62,25 @@ async fn sharded() -> Sharded {
 
 impl Sharded {
     async fn client(&self) -> Client {
-        Client::connect(self.proxy.addr.port(), "app", "app", Some("shop")).await.expect("login")
+        Client::connect(self.proxy.addr.port(), "app", "app", Some("shop"))
+            .await
+            .expect("login")
     }
 
     /// Rows of `sql` run directly on shard `i`'s database.
     fn on_shard(&self, i: usize, sql: &str) -> String {
         let server = self.sandbox.server(i / 2);
-        server.sql(&format!("USE shop_{i}; {sql}")).expect("shard query").trim().to_string()
+        server
+            .sql(&format!("USE shop_{i}; {sql}"))
+            .expect("shard query")
+            .trim()
+            .to_string()
     }
 
     fn count_on(&self, i: usize, table: &str) -> u64 {
-        self.on_shard(i, &format!("SELECT COUNT(*) FROM {table}")).parse().expect("count")
+        self.on_shard(i, &format!("SELECT COUNT(*) FROM {table}"))
+            .parse()
+            .expect("count")
     }
 }
 
@@ -77,7 +90,11 @@ fn crc32_shard(k: i64) -> usize {
     for b in k.to_string().bytes() {
         crc ^= u32::from(b);
         for _ in 0..8 {
-            crc = if crc & 1 != 0 { (crc >> 1) ^ 0xedb8_8320 } else { crc >> 1 };
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ 0xedb8_8320
+            } else {
+                crc >> 1
+            };
         }
     }
     (!crc % 4) as usize
@@ -91,25 +108,49 @@ async fn a_sharded_schema_takes_ddl_writes_transactions_and_point_reads() {
     c.query("CREATE TABLE orders (id INT PRIMARY KEY, customer_id BIGINT, note VARCHAR(20))")
         .await
         .expect("ddl on every shard");
-    c.query("CREATE TABLE products (id INT PRIMARY KEY, name VARCHAR(20))").await.expect("broadcast ddl");
+    c.query("CREATE TABLE products (id INT PRIMARY KEY, name VARCHAR(20))")
+        .await
+        .expect("broadcast ddl");
     for i in 0..4 {
         assert_eq!(env.count_on(i, "orders"), 0, "table exists on shard {i}");
     }
 
     // A multi-row INSERT is split by key; every row lands where the hash says.
     let rows: Vec<String> = (1..=20).map(|k| format!("({k}, {k}, 'n{k}')")).collect();
-    let ok = c.query(&format!("INSERT INTO orders (id, customer_id, note) VALUES {}", rows.join(", "))).await;
+    let ok = c
+        .query(&format!(
+            "INSERT INTO orders (id, customer_id, note) VALUES {}",
+            rows.join(", ")
+        ))
+        .await;
     ok.expect("split insert");
     for k in 1..=20i64 {
         let shard = crc32_shard(k);
-        assert_eq!(env.on_shard(shard, &format!("SELECT COUNT(*) FROM orders WHERE id = {k}")), "1", "row {k} on shard {shard}");
+        assert_eq!(
+            env.on_shard(shard, &format!("SELECT COUNT(*) FROM orders WHERE id = {k}")),
+            "1",
+            "row {k} on shard {shard}"
+        );
     }
     assert_eq!((0..4).map(|i| env.count_on(i, "orders")).sum::<u64>(), 20);
 
     // Point reads by key, text and prepared.
-    assert_eq!(c.value("SELECT note FROM orders WHERE customer_id = 7").await.as_deref(), Some("n7"));
-    assert_eq!(c.value("SELECT note FROM shop.orders WHERE customer_id = '13'").await.as_deref(), Some("n13"));
-    let (id, _, _) = c.prepare("SELECT note FROM orders WHERE customer_id = ?").await.expect("prepare");
+    assert_eq!(
+        c.value("SELECT note FROM orders WHERE customer_id = 7")
+            .await
+            .as_deref(),
+        Some("n7")
+    );
+    assert_eq!(
+        c.value("SELECT note FROM shop.orders WHERE customer_id = '13'")
+            .await
+            .as_deref(),
+        Some("n13")
+    );
+    let (id, _, _) = c
+        .prepare("SELECT note FROM orders WHERE customer_id = ?")
+        .await
+        .expect("prepare");
     let r = c.execute(id, &[Some("11")]).await.expect("execute");
     assert_eq!(r, vec![vec![Some("n11".to_string())]]);
 
@@ -119,37 +160,100 @@ async fn a_sharded_schema_takes_ddl_writes_transactions_and_point_reads() {
         .await
         .expect_err("duplicate key");
     assert_eq!(e.code, 1062);
-    assert_eq!((0..4).map(|i| env.count_on(i, "orders")).sum::<u64>(), 20, "nothing of the failed insert stays");
+    assert_eq!(
+        (0..4).map(|i| env.count_on(i, "orders")).sum::<u64>(),
+        20,
+        "nothing of the failed insert stays"
+    );
 
     // UPDATE on every shard: affected rows summed as one server would.
-    c.query("UPDATE orders SET note = 'x' WHERE id <= 10").await.expect("update all");
+    c.query("UPDATE orders SET note = 'x' WHERE id <= 10")
+        .await
+        .expect("update all");
     assert_eq!(c.value("SELECT ROW_COUNT()").await.as_deref(), Some("10"));
 
     // A transaction over two shards: ROLLBACK reaches both, COMMIT reaches both.
-    let (a, b) = (1000i64, (1001..).find(|k| crc32_shard(*k) != crc32_shard(1000)).expect("another shard"));
+    let (a, b) = (
+        1000i64,
+        (1001..)
+            .find(|k| crc32_shard(*k) != crc32_shard(1000))
+            .expect("another shard"),
+    );
     c.query("BEGIN").await.expect("begin");
-    c.query(&format!("INSERT INTO orders (id, customer_id) VALUES ({a}, {a})")).await.expect("first");
-    c.query(&format!("INSERT INTO orders (id, customer_id) VALUES ({b}, {b})")).await.expect("second");
+    c.query(&format!("INSERT INTO orders (id, customer_id) VALUES ({a}, {a})"))
+        .await
+        .expect("first");
+    c.query(&format!("INSERT INTO orders (id, customer_id) VALUES ({b}, {b})"))
+        .await
+        .expect("second");
     c.query("ROLLBACK").await.expect("rollback");
-    assert_eq!((0..4).map(|i| env.count_on(i, "orders")).sum::<u64>(), 20, "rolled back on both shards");
+    assert_eq!(
+        (0..4).map(|i| env.count_on(i, "orders")).sum::<u64>(),
+        20,
+        "rolled back on both shards"
+    );
     c.query("BEGIN").await.expect("begin");
-    c.query(&format!("INSERT INTO orders (id, customer_id) VALUES ({a}, {a})")).await.expect("first");
-    c.query(&format!("INSERT INTO orders (id, customer_id) VALUES ({b}, {b})")).await.expect("second");
+    c.query(&format!("INSERT INTO orders (id, customer_id) VALUES ({a}, {a})"))
+        .await
+        .expect("first");
+    c.query(&format!("INSERT INTO orders (id, customer_id) VALUES ({b}, {b})"))
+        .await
+        .expect("second");
     c.query("COMMIT").await.expect("commit");
-    assert_eq!((0..4).map(|i| env.count_on(i, "orders")).sum::<u64>(), 22, "committed on both shards");
+    assert_eq!(
+        (0..4).map(|i| env.count_on(i, "orders")).sum::<u64>(),
+        22,
+        "committed on both shards"
+    );
 
     // Broadcast writes reach every shard.
-    c.query("INSERT INTO products (id, name) VALUES (1, 'p1')").await.expect("broadcast insert");
+    c.query("INSERT INTO products (id, name) VALUES (1, 'p1')")
+        .await
+        .expect("broadcast insert");
     for i in 0..4 {
         assert_eq!(env.count_on(i, "products"), 1, "products on shard {i}");
     }
 
     // Refusals are clear MySQL errors, and EXPLAIN ROUTE says where a statement goes.
-    let e = c.query("UPDATE orders SET customer_id = 5 WHERE id = 1").await.expect_err("shard key update");
+    let e = c
+        .query("UPDATE orders SET customer_id = 5 WHERE id = 1")
+        .await
+        .expect_err("shard key update");
     assert_eq!(e.code, 1235);
     assert!(e.message.contains("shard key"), "{}", e.message);
-    let plan = c.query("EXPLAIN ROUTE SELECT * FROM orders WHERE customer_id = 7").await.expect("explain");
+    let plan = c
+        .query("EXPLAIN ROUTE SELECT * FROM orders WHERE customer_id = 7")
+        .await
+        .expect("explain");
     let shard = crc32_shard(7).to_string();
     assert!(plan.iter().any(|r| r[1].as_deref() == Some(shard.as_str())), "{plan:?}");
     assert_eq!(c.value("SELECT DATABASE()").await.as_deref(), Some("shop"));
+
+    // Scatter reads merge as one server would answer.
+    assert_eq!(c.value("SELECT COUNT(*) FROM orders").await.as_deref(), Some("22"));
+    let top = c
+        .query("SELECT id FROM orders ORDER BY id DESC LIMIT 2, 3")
+        .await
+        .expect("sorted scatter");
+    let ids: Vec<_> = top.iter().map(|r| r[0].clone().unwrap_or_default()).collect();
+    assert_eq!(ids, ["20", "19", "18"], "after {b} and 1000");
+    let sum = c.value("SELECT SUM(customer_id) FROM orders WHERE id <= 20").await;
+    assert_eq!(sum.as_deref(), Some("210"));
+    let avg = c.value("SELECT AVG(customer_id) FROM orders WHERE id <= 20").await;
+    assert_eq!(avg.as_deref(), Some("10.5000"));
+    let notes = c
+        .query("SELECT note, COUNT(*) FROM orders GROUP BY note HAVING COUNT(*) > 1")
+        .await
+        .expect("having");
+    let expected = vec![
+        vec![None, Some("2".to_string())],
+        vec![Some("x".to_string()), Some("10".to_string())],
+    ];
+    assert_eq!(notes, expected, "NULL notes (the transaction's rows) group first");
+    let (id, _, _) = c
+        .prepare("SELECT note FROM orders WHERE customer_id IN (?, ?) ORDER BY note")
+        .await
+        .expect("prepare");
+    let r = c.execute(id, &[Some("11"), Some("12")]).await.expect("binary scatter");
+    assert_eq!(r, vec![vec![Some("n11".to_string())], vec![Some("n12".to_string())]]);
 }

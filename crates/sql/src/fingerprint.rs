@@ -66,7 +66,10 @@ mod tests {
         assert_eq!(&sql[f.literals[0].clone()], "42");
         assert_eq!(&sql[f.literals[1].clone()], "'a b'");
         assert_eq!(f.placeholders.len(), 1);
-        assert_eq!(fingerprint("SELECT c FROM t WHERE id=7").key, f_key("SELECT c FROM t WHERE id = 1"));
+        assert_eq!(
+            fingerprint("SELECT c FROM t WHERE id=7").key,
+            f_key("SELECT c FROM t WHERE id = 1")
+        );
     }
 
     fn f_key(s: &str) -> String {

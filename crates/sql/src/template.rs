@@ -136,7 +136,10 @@ mod tests {
         );
         let other = "SELECT a FROM shop.t WHERE id = 12345 LIMIT 2, 3";
         let g = fingerprint(other);
-        assert_eq!(t.render(other, &g.literals), "SELECT a FROM `shop_1`.t WHERE id = 12345 LIMIT 0, 5");
+        assert_eq!(
+            t.render(other, &g.literals),
+            "SELECT a FROM `shop_1`.t WHERE id = 12345 LIMIT 0, 5"
+        );
         let plain = SqlTemplate::build(planned, &f.literals, &[]);
         assert!(plain.is_verbatim());
         assert_eq!(plain.render(other, &g.literals), other);

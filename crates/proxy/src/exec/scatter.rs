@@ -42,7 +42,7 @@ impl ShardState {
         if is_err(&p) {
             self.done = true;
             let e = ErrPacket::parse(&p).map_err(|e| MergeError::Source(e.to_string()))?;
-            return Err(MergeError::Shard(e.code, e.sql_state_str().to_string(), e.message.clone()));
+            return Err(MergeError::Backend(e));
         }
         if is_eof(&p) || is_result_end_ok(&p) {
             self.done = true;
@@ -117,7 +117,9 @@ pub async fn read_header(conn: &mut PooledConn) -> Result<(Vec<ColumnDefinition>
     let mut r = tessera_protocol::codec::Reader::new(&first);
     let count = r.lenenc_int().map_err(|e| conn.lost(e))? as usize;
     if count == 0 {
-        return Err(ProxyError::Unsupported("Tessera: a scatter statement that returns no rows".into()));
+        return Err(ProxyError::Unsupported(
+            "Tessera: a scatter statement that returns no rows".into(),
+        ));
     }
     let mut columns = Vec::with_capacity(count);
     let mut raw = Vec::with_capacity(count);
@@ -137,10 +139,17 @@ pub async fn read_header(conn: &mut PooledConn) -> Result<(Vec<ColumnDefinition>
 /// columns: hidden columns after the visible ones, collation weights for non-binary strings,
 /// AVG's scale and type from its column.
 pub fn resolve_merge(s: &Scatter, columns: &[ColumnDefinition]) -> Result<MergeSpec, ProxyError> {
-    let visible = columns.len().checked_sub(s.hidden).ok_or_else(|| {
-        ProxyError::Unsupported("Tessera: shards answered fewer columns than planned".into())
-    })?;
-    let fix = |i: usize| if i >= HIDDEN_BASE { visible + (i - HIDDEN_BASE) } else { i };
+    let visible = columns
+        .len()
+        .checked_sub(s.hidden)
+        .ok_or_else(|| ProxyError::Unsupported("Tessera: shards answered fewer columns than planned".into()))?;
+    let fix = |i: usize| {
+        if i >= HIDDEN_BASE {
+            visible + (i - HIDDEN_BASE)
+        } else {
+            i
+        }
+    };
     let col = |c: Col| match c {
         Col::Visible(i) => i,
         Col::Hidden(i) => visible + i,
@@ -155,9 +164,13 @@ pub fn resolve_merge(s: &Scatter, columns: &[ColumnDefinition]) -> Result<MergeS
         let column = fix(k.column);
         let by = match weights.iter().find(|(v, _)| *v == column) {
             Some((_, w)) if matches!(k.by, SortBy::Value) => SortBy::Weight(*w),
-            _ => k.by.clone(),
+            _ => k.by,
         };
-        SortKey { column, descending: k.descending, by }
+        SortKey {
+            column,
+            descending: k.descending,
+            by,
+        }
     };
     let mut spec = s.merge.clone();
     spec.visible = visible;
@@ -186,6 +199,31 @@ pub fn resolve_merge(s: &Scatter, columns: &[ColumnDefinition]) -> Result<MergeS
                     let value = k.column;
                     Output::SumDistinct { column: k, value }
                 }
+                Output::AvgDistinct { column, .. } => {
+                    let k = key(&column);
+                    let def = columns.get(i);
+                    Output::AvgDistinct {
+                        value: k.column,
+                        column: k,
+                        scale: def.map_or(4, |d| d.decimals as u32),
+                        double: def.is_some_and(|d| is_floating(d.column_type)),
+                    }
+                }
+                Output::GroupConcat {
+                    value,
+                    separator,
+                    max_len,
+                    order,
+                    distinct,
+                    utf8,
+                } => Output::GroupConcat {
+                    value: fix(value),
+                    separator,
+                    max_len,
+                    order: order.iter().map(key).collect(),
+                    distinct,
+                    utf8,
+                },
             };
         }
     }

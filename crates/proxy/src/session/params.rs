@@ -14,13 +14,21 @@ pub struct Param {
 }
 
 /// Decodes every parameter; None when the packet does not hold them as announced.
-pub fn decode(null_bitmap: &[u8], types: &[u8], values: &[u8], long_data: &BTreeMap<u16, Vec<bytes::Bytes>>) -> Option<Vec<Param>> {
+pub fn decode(
+    null_bitmap: &[u8],
+    types: &[u8],
+    values: &[u8],
+    long_data: &BTreeMap<u16, Vec<bytes::Bytes>>,
+) -> Option<Vec<Param>> {
     let n = types.len() / 2;
     let mut r = Reader::new(values);
     let mut out = Vec::with_capacity(n);
     for i in 0..n {
         if null_bitmap.get(i / 8).is_some_and(|b| b & (1 << (i % 8)) != 0) {
-            out.push(Param { key: KeyValue::Null, literal: "NULL".into() });
+            out.push(Param {
+                key: KeyValue::Null,
+                literal: "NULL".into(),
+            });
             continue;
         }
         if let Some(chunks) = long_data.get(&(i as u16)) {
@@ -35,7 +43,10 @@ pub fn decode(null_bitmap: &[u8], types: &[u8], values: &[u8], long_data: &BTree
 }
 
 fn int_param(v: i128) -> Param {
-    Param { key: KeyValue::Int(v), literal: v.to_string() }
+    Param {
+        key: KeyValue::Int(v),
+        literal: v.to_string(),
+    }
 }
 
 fn int(r: &mut Reader, n: usize, unsigned: bool) -> Option<Param> {
@@ -44,13 +55,20 @@ fn int(r: &mut Reader, n: usize, unsigned: bool) -> Option<Param> {
     buf[..n].copy_from_slice(bytes);
     let raw = u64::from_le_bytes(buf);
     let shift = 64 - 8 * n as u32;
-    let v = if unsigned { raw as i128 } else { (((raw << shift) as i64) >> shift) as i128 };
+    let v = if unsigned {
+        raw as i128
+    } else {
+        (((raw << shift) as i64) >> shift) as i128
+    };
     Some(int_param(v))
 }
 
 fn one(r: &mut Reader, kind: u8, unsigned: bool) -> Option<Param> {
     match kind {
-        0x06 => Some(Param { key: KeyValue::Null, literal: "NULL".into() }),
+        0x06 => Some(Param {
+            key: KeyValue::Null,
+            literal: "NULL".into(),
+        }),
         0x01 => int(r, 1, unsigned),
         0x02 | 0x0d => int(r, 2, unsigned),
         0x03 | 0x09 => int(r, 4, unsigned),
@@ -71,17 +89,29 @@ fn one(r: &mut Reader, kind: u8, unsigned: bool) -> Option<Param> {
 
 fn float_param(f: f64, literal: String) -> Param {
     if f.fract() == 0.0 && f.abs() < 9.0e15 {
-        return Param { key: KeyValue::Int(f as i128), literal };
+        return Param {
+            key: KeyValue::Int(f as i128),
+            literal,
+        };
     }
-    Param { key: KeyValue::Float(f), literal }
+    Param {
+        key: KeyValue::Float(f),
+        literal,
+    }
 }
 
 fn bytes_param(b: &[u8]) -> Param {
     match std::str::from_utf8(b) {
-        Ok(s) => Param { key: KeyValue::Str(s.to_string()), literal: crate::state::quote_string(s) },
+        Ok(s) => Param {
+            key: KeyValue::Str(s.to_string()),
+            literal: crate::state::quote_string(s),
+        },
         Err(_) => {
             let hex: String = b.iter().map(|x| format!("{x:02X}")).collect();
-            Param { key: KeyValue::Bytes(b.to_vec()), literal: format!("X'{hex}'") }
+            Param {
+                key: KeyValue::Bytes(b.to_vec()),
+                literal: format!("X'{hex}'"),
+            }
         }
     }
 }
@@ -93,23 +123,40 @@ fn temporal(r: &mut Reader, time: bool) -> Option<Param> {
     let text = if time {
         let (neg, days, h, m, s) = match len {
             0 => (false, 0u32, 0u8, 0u8, 0u8),
-            _ => (b[0] == 1, u32::from_le_bytes(b.get(1..5)?.try_into().ok()?), b[5], b[6], b[7]),
+            _ => (
+                b[0] == 1,
+                u32::from_le_bytes(b.get(1..5)?.try_into().ok()?),
+                b[5],
+                b[6],
+                b[7],
+            ),
         };
-        let us = if len >= 12 { u32::from_le_bytes(b.get(8..12)?.try_into().ok()?) } else { 0 };
+        let us = if len >= 12 {
+            u32::from_le_bytes(b.get(8..12)?.try_into().ok()?)
+        } else {
+            0
+        };
         let hours = days * 24 + u32::from(h);
         format!("{}{hours:02}:{m:02}:{s:02}.{us:06}", if neg { "-" } else { "" })
     } else {
         let year = if len >= 2 { u16::from_le_bytes([b[0], b[1]]) } else { 0 };
         let (mo, d) = if len >= 4 { (b[2], b[3]) } else { (0, 0) };
         let (h, mi, s) = if len >= 7 { (b[4], b[5], b[6]) } else { (0, 0, 0) };
-        let us = if len >= 11 { u32::from_le_bytes(b.get(7..11)?.try_into().ok()?) } else { 0 };
+        let us = if len >= 11 {
+            u32::from_le_bytes(b.get(7..11)?.try_into().ok()?)
+        } else {
+            0
+        };
         if len <= 4 {
             format!("{year:04}-{mo:02}-{d:02}")
         } else {
             format!("{year:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02}.{us:06}")
         }
     };
-    Some(Param { literal: format!("'{text}'"), key: KeyValue::Str(text) })
+    Some(Param {
+        literal: format!("'{text}'"),
+        key: KeyValue::Str(text),
+    })
 }
 
 /// `sql` with its `?` placeholders replaced by the parameters' literals.
@@ -144,6 +191,9 @@ mod tests {
         assert_eq!(p[1].key, KeyValue::Str("a'b".into()));
         assert_eq!(p[2].literal, "NULL");
         assert_eq!(p[3].key, KeyValue::Int(2));
-        assert_eq!(inline("SELECT ?, ?, ?, ? FROM t", &p[..3]), format!("SELECT 42, {}, NULL, NULL FROM t", p[1].literal));
+        assert_eq!(
+            inline("SELECT ?, ?, ?, ? FROM t", &p[..3]),
+            format!("SELECT 42, {}, NULL, NULL FROM t", p[1].literal)
+        );
     }
 }

@@ -392,11 +392,17 @@ impl Session {
         sharded: &ShardedStmt,
     ) -> Result<Next, ProxyError> {
         let params = super::params::decode(run.request.null_bitmap, &run.types, run.request.values, &run.long_data)
-            .ok_or(ProxyError::Client(tessera_protocol::ProtocolError::Malformed("COM_STMT_EXECUTE parameters")))?;
+            .ok_or(ProxyError::Client(tessera_protocol::ProtocolError::Malformed(
+                "COM_STMT_EXECUTE parameters",
+            )))?;
         let keys: Vec<_> = params.iter().map(|p| p.key.clone()).collect();
         let topology = self.ctx.topology.clone();
         let schema = &topology.schemas[sharded.schema];
-        let values = crate::route::sharded::values::Values { sql: &run.text, literals: &sharded.fp.literals, params: &keys };
+        let values = crate::route::sharded::values::Values {
+            sql: &run.text,
+            literals: &sharded.fp.literals,
+            params: &keys,
+        };
         let shards = sharded
             .plan
             .shards_for(schema, &values)
@@ -408,7 +414,14 @@ impl Session {
         self.bind_shard(schema, *shard).await?;
         let s = &schema.shards[*shard];
         let role = self.plan_target([(stmts[0].sql, &stmts[0].class)]).role;
-        let target = crate::route::Target { group: s.group, role: if matches!(sharded.plan.as_ref(), crate::route::sharded::ShardPlan::Read { .. }) { role } else { crate::route::Role::Primary } };
+        let target = crate::route::Target {
+            group: s.group,
+            role: if matches!(sharded.plan.as_ref(), crate::route::sharded::ShardPlan::Read { .. }) {
+                role
+            } else {
+                crate::route::Role::Primary
+            },
+        };
         let sql = match sharded.plan.one_shard_sql(&run.text, &sharded.fp.literals) {
             Some(one) if one.as_str() != &*run.text => {
                 let q = crate::state::quote_ident(&s.database);

@@ -67,19 +67,30 @@ impl Session {
         let schema = &topology.schemas[schema_index];
         let fp = tessera_sql::fingerprint(sql);
         let plan = self.ctx.plans.get(sql, &fp, schema);
-        let values = Values { sql, literals: &fp.literals, params: &[] };
+        let values = Values {
+            sql,
+            literals: &fp.literals,
+            params: &[],
+        };
         match &*plan {
             ShardPlan::Reject(m) => Err(unsupported(m)),
             ShardPlan::Read { shards, one, many, .. } => {
                 let shards = resolve(shards, schema, &values)?;
                 if let ([shard], false) = (shards.as_slice(), binary) {
                     let role = self.plan_target([(stmt.sql, &stmt.class)]).role;
-                    return self.on_shard(schema, *shard, role, &one.render(sql, &fp.literals), stmt).await;
+                    return self
+                        .on_shard(schema, *shard, role, &one.render(sql, &fp.literals), stmt)
+                        .await;
                 }
                 let scatter = many.as_ref().map_err(|m| unsupported(m))?;
                 self.scatter_read(schema, &shards, scatter, sql, &fp, binary).await
             }
-            ShardPlan::Write { shards, sql: template, one_shard_only, .. } => {
+            ShardPlan::Write {
+                shards,
+                sql: template,
+                one_shard_only,
+                ..
+            } => {
                 let shards = resolve(shards, schema, &values)?;
                 let text = template.render(sql, &fp.literals);
                 if let [shard] = shards.as_slice() {
@@ -98,7 +109,9 @@ impl Session {
                 }
                 self.atomic_write(schema, per_shard).await
             }
-            ShardPlan::Ddl { shards, sql: template, .. } => {
+            ShardPlan::Ddl {
+                shards, sql: template, ..
+            } => {
                 let text = template.render(sql, &fp.literals);
                 self.ddl_on_shards(schema, shards, &text).await
             }
@@ -114,7 +127,10 @@ impl Session {
         let topology = self.ctx.topology.clone();
         let schema = &topology.schemas[index];
         if let Some(replaced) = logical_database_calls(sql, &schema.name) {
-            let stmt = Stmt { sql: &replaced, class: stmt.class.clone() };
+            let stmt = Stmt {
+                sql: &replaced,
+                class: stmt.class.clone(),
+            };
             return Box::pin(self.query_sharded(&replaced, &[stmt], index)).await;
         }
         match &stmt.class.kind {
@@ -138,7 +154,10 @@ impl Session {
         }
         let sql = format!("USE {}", crate::state::quote_ident(&db));
         self.target_schema = None;
-        let stmts = [Stmt { sql: &sql, class: tessera_sql::classify(&sql) }];
+        let stmts = [Stmt {
+            sql: &sql,
+            class: tessera_sql::classify(&sql),
+        }];
         self.held_shard = None;
         let group = 0;
         let result = self.run_on_target(Target::primary(group), sql.as_bytes(), &stmts).await;
@@ -160,7 +179,10 @@ impl Session {
         self.target_schema = Some(s.database.clone());
         let target = Target { group: s.group, role };
         let sql = for_shard(sql, schema, shard);
-        let stmts = [Stmt { sql: &sql, class: stmt.class.clone() }];
+        let stmts = [Stmt {
+            sql: &sql,
+            class: stmt.class.clone(),
+        }];
         let result = self.run_on_target(target, sql.as_bytes(), &stmts).await;
         self.target_schema = None;
         result.map(|()| Next::Continue)
@@ -217,16 +239,27 @@ impl Session {
         Err(ProxyError::Backend(tessera_protocol::response::ErrPacket::new(
             1180,
             "HY000",
-            format!("Tessera: {sql} failed on {} (done on shards {done:?})", failed.join("; ")),
+            format!(
+                "Tessera: {sql} failed on {} (done on shards {done:?})",
+                failed.join("; ")
+            ),
         )))
     }
 
     /// A write on several shards in one step: inside the client's transaction under a
     /// savepoint, else in a transaction per shard committed only when every shard succeeded.
-    async fn atomic_write(&mut self, schema: &ShardedSchema, per_shard: Vec<(usize, String)>) -> Result<Next, ProxyError> {
+    async fn atomic_write(
+        &mut self,
+        schema: &ShardedSchema,
+        per_shard: Vec<(usize, String)>,
+    ) -> Result<Next, ProxyError> {
         let in_txn = self.sharded_transaction_open();
         let (begin, commit, undo) = if in_txn {
-            ("SAVEPOINT tessera_statement", None, "ROLLBACK TO SAVEPOINT tessera_statement")
+            (
+                "SAVEPOINT tessera_statement",
+                None,
+                "ROLLBACK TO SAVEPOINT tessera_statement",
+            )
         } else {
             ("START TRANSACTION", Some("COMMIT"), "ROLLBACK")
         };
@@ -284,7 +317,10 @@ impl Session {
             return Err(ProxyError::Backend(tessera_protocol::response::ErrPacket::new(
                 1180,
                 "HY000",
-                format!("Tessera: COMMIT failed on {}; the other shards committed", commit_failures.join("; ")),
+                format!(
+                    "Tessera: COMMIT failed on {}; the other shards committed",
+                    commit_failures.join("; ")
+                ),
             )));
         }
         self.last.row_count = sum.affected as i64;
@@ -359,17 +395,28 @@ impl Session {
             Some(_) => Err(ProxyError::Backend(tessera_protocol::response::ErrPacket::new(
                 1180,
                 "HY000",
-                format!("Tessera: the DDL failed on {} and succeeded on shards {done:?}", failed.join("; ")),
+                format!(
+                    "Tessera: the DDL failed on {} and succeeded on shards {done:?}",
+                    failed.join("; ")
+                ),
             ))),
         }
     }
 
-    async fn create_shard_databases(&mut self, schema: &ShardedSchema, if_not_exists: bool) -> Result<Next, ProxyError> {
+    async fn create_shard_databases(
+        &mut self,
+        schema: &ShardedSchema,
+        if_not_exists: bool,
+    ) -> Result<Next, ProxyError> {
         let mut first_error = None;
         for shard in 0..schema.shard_count() {
             let s = &schema.shards[shard];
             let group = self.ctx.group_checked(s.group)?.clone();
-            let mut conn = group.primary().pool_for(&self.user).checkout(self.flavour(), true).await?;
+            let mut conn = group
+                .primary()
+                .pool_for(&self.user)
+                .checkout(self.flavour(), true)
+                .await?;
             let sql = format!(
                 "CREATE DATABASE {}{}",
                 if if_not_exists { "IF NOT EXISTS " } else { "" },
@@ -402,7 +449,11 @@ impl Session {
 
 /// `DATABASE()` / `SCHEMA()` answer the logical schema (shards have databases of their own).
 fn logical_database_calls(sql: &str, schema: &str) -> Option<String> {
-    let has = |needle: &[u8]| sql.as_bytes().windows(needle.len()).any(|w| w.eq_ignore_ascii_case(needle));
+    let has = |needle: &[u8]| {
+        sql.as_bytes()
+            .windows(needle.len())
+            .any(|w| w.eq_ignore_ascii_case(needle))
+    };
     if !(has(b"database") || has(b"schema")) {
         return None;
     }
@@ -426,9 +477,8 @@ fn unsupported(m: &str) -> ProxyError {
 }
 
 fn resolve(set: &ShardSet, schema: &ShardedSchema, values: &Values) -> Result<Vec<usize>, ProxyError> {
-    ShardPlan::resolve(set, schema, values).map_err(|m| {
-        ProxyError::Backend(tessera_protocol::response::ErrPacket::new(1526, "HY000", m))
-    })
+    ShardPlan::resolve(set, schema, values)
+        .map_err(|m| ProxyError::Backend(tessera_protocol::response::ErrPacket::new(1526, "HY000", m)))
 }
 
 /// The per-shard INSERT statements of a split INSERT.
@@ -490,7 +540,14 @@ impl Session {
                 conn.broken = true;
                 return Err(e);
             }
-            states.push(ShardState { shard, conn, columns: Vec::new(), done: false, status: 0, warnings: 0 });
+            states.push(ShardState {
+                shard,
+                conn,
+                columns: Vec::new(),
+                done: false,
+                status: 0,
+                warnings: 0,
+            });
         }
         let mut raw = Vec::new();
         let mut failure = None;
@@ -519,7 +576,12 @@ impl Session {
         self.write_header(&raw[..visible]);
         let in_txn = self.sharded_transaction_open();
         let columns = states[0].columns[..visible].to_vec();
-        let mut sink = TextSink { client: &mut self.client, columns, buf: bytes::BytesMut::new(), binary };
+        let mut sink = TextSink {
+            client: &mut self.client,
+            columns,
+            buf: bytes::BytesMut::new(),
+            binary,
+        };
         let sources: Vec<ShardSource<'_>> = states.iter_mut().map(ShardSource).collect();
         let merged = crate::exec::merge::run(&spec, sources, &mut sink).await;
         let mut warnings = 0u16;
@@ -570,11 +632,12 @@ impl Session {
 fn merge_error(e: crate::exec::merge::MergeError) -> ProxyError {
     use crate::exec::merge::MergeError;
     match e {
-        MergeError::Shard(code, state, message) => {
-            ProxyError::Backend(tessera_protocol::response::ErrPacket::new(code, &state, message))
-        }
+        MergeError::Backend(e) => ProxyError::Backend(e),
         other @ MergeError::MemoryCap { .. } => ProxyError::MergeLimit(other.to_string()),
-        other => ProxyError::Sharding(other.to_string()),
+        other => {
+            let text = other.to_string();
+            ProxyError::Sharding(text.strip_prefix("Tessera: ").unwrap_or(&text).to_string())
+        }
     }
 }
 
@@ -607,7 +670,13 @@ impl Session {
                 let class = tessera_sql::classify(statement);
                 let target = self.plan_target([(statement, &class)]);
                 let plan = crate::route::Plan::Direct(target);
-                vec![[Some("route".into()), None, group_names.get(target.group).cloned(), self.state.schema.clone(), Some(plan.describe(&group_names))]]
+                vec![[
+                    Some("route".into()),
+                    None,
+                    group_names.get(target.group).cloned(),
+                    self.state.schema.clone(),
+                    Some(plan.describe(&group_names)),
+                ]]
             }
         };
         let columns: Vec<ColumnDefinition> = explain::COLUMNS.iter().map(|c| ColumnDefinition::text(c)).collect();

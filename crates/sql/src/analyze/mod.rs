@@ -18,8 +18,7 @@ pub enum AnalyzeError {
 
 /// Parses exactly one statement.
 pub fn parse_one(sql: &str) -> Result<Statement, AnalyzeError> {
-    let mut statements =
-        Parser::parse_sql(&MySqlDialect {}, sql).map_err(|e| AnalyzeError::Parse(e.to_string()))?;
+    let mut statements = Parser::parse_sql(&MySqlDialect {}, sql).map_err(|e| AnalyzeError::Parse(e.to_string()))?;
     match statements.len() {
         1 => Ok(statements.remove(0)),
         n => Err(AnalyzeError::NotOne(n)),
@@ -64,7 +63,43 @@ impl<'a> Offsets<'a> {
     /// parenthesis: the range is extended until its parentheses balance.
     pub fn of(&self, node: &impl Spanned) -> Option<Range<usize>> {
         let r = self.range(node.span())?;
-        Some(r.start..self.balanced_end(r.clone()))
+        let end = self.balanced_end(r.clone());
+        Some(r.start..self.call_end(r.start, end))
+    }
+
+    /// A call whose span covers only its name (`COUNT(*)`: the wildcard has no span): when the
+    /// range ends with a word and a parenthesis follows, the range takes the parenthesized
+    /// arguments too.
+    fn call_end(&self, start: usize, end: usize) -> usize {
+        use crate::lexer::{Lexer, TokenKind};
+        let Some(text) = self.sql.get(start..end) else {
+            return end;
+        };
+        let ends_with_word = Lexer::new(text)
+            .filter(|t| t.is_significant())
+            .last()
+            .is_some_and(|t| t.kind == TokenKind::Word && start + t.end() == end);
+        let Some(rest) = self.sql.get(end..) else {
+            return end;
+        };
+        let mut tokens = Lexer::new(rest).filter(|t| t.is_significant());
+        if !ends_with_word || tokens.next().map(|t| t.kind) != Some(TokenKind::LParen) {
+            return end;
+        }
+        let mut depth = 1;
+        for t in tokens {
+            match t.kind {
+                TokenKind::LParen => depth += 1,
+                TokenKind::RParen => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return end + t.end();
+                    }
+                }
+                _ => {}
+            }
+        }
+        end
     }
 
     fn balanced_end(&self, r: Range<usize>) -> usize {
@@ -106,11 +141,13 @@ mod tests {
 
     #[test]
     fn node_offsets_point_at_the_text_as_written() {
-        let sql = "SELECT a,\n  count(*)  AS n, 'é', SUM(x+1) FROM t";
-        let Statement::Query(q) = parse_one(sql).unwrap() else { panic!() };
+        let sql = "SELECT a,\n  count(*)  AS n, 'é', SUM(x+1), COUNT(*) FROM t";
+        let Statement::Query(q) = parse_one(sql).unwrap() else {
+            panic!()
+        };
         let SetExpr::Select(s) = &*q.body else { panic!() };
         let o = Offsets::new(sql);
         let texts: Vec<_> = s.projection.iter().map(|p| o.text(p).unwrap()).collect();
-        assert_eq!(texts, ["a", "count(*)  AS n", "'é'", "SUM(x+1)"]);
+        assert_eq!(texts, ["a", "count(*)  AS n", "'é'", "SUM(x+1)", "COUNT(*)"]);
     }
 }

@@ -43,7 +43,10 @@ impl PlanCache {
                 entries.clear();
             }
             let values = baked_values(sql, fp, &baked);
-            let e = entries.entry(key).or_insert_with(|| Entry { baked: baked.clone(), plans: Vec::new() });
+            let e = entries.entry(key).or_insert_with(|| Entry {
+                baked: baked.clone(),
+                plans: Vec::new(),
+            });
             if e.baked == baked && e.plans.len() < 64 {
                 e.plans.push((values, planned.clone()));
             }
@@ -63,6 +66,12 @@ impl PlanCache {
 fn baked_values(sql: &str, fp: &Fingerprint, baked: &[usize]) -> Vec<String> {
     baked
         .iter()
-        .map(|&i| fp.literals.get(i).and_then(|r| sql.get(r.clone())).unwrap_or("").to_string())
+        .map(|&i| {
+            fp.literals
+                .get(i)
+                .and_then(|r| sql.get(r.clone()))
+                .unwrap_or("")
+                .to_string()
+        })
         .collect()
 }

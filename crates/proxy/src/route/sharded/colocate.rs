@@ -28,9 +28,7 @@ pub fn check_colocated(p: &Planner, query: &Query, tables: &[TableRef]) -> Resul
     }
     let equalities = key_equalities(p, query);
     if equalities + 1 < sharded_refs {
-        return Err(
-            "a join or subquery over sharded tables that is not an equality on their shard keys".into(),
-        );
+        return Err("a join or subquery over sharded tables that is not an equality on their shard keys".into());
     }
     check_derived(p, query)
 }
@@ -41,7 +39,10 @@ fn count_sharded_refs(p: &Planner, query: &Query) -> usize {
     let mut n = 0;
     let mut edits = Vec::new();
     let _ = tessera_sql::sqlparser::ast::visit_relations(query, |name| {
-        if matches!(resolve(name, p.schema, &p.offsets, &mut edits).place, Place::Sharded { .. }) {
+        if matches!(
+            resolve(name, p.schema, &p.offsets, &mut edits).place,
+            Place::Sharded { .. }
+        ) {
             n += 1;
         }
         ControlFlow::<()>::Continue(())
@@ -82,7 +83,9 @@ fn key_equalities(p: &Planner, query: &Query) -> usize {
     let is_key = |e: &Expr| match e {
         Expr::Identifier(i) => refs.iter().any(|(_, k)| k.eq_ignore_ascii_case(&i.value)),
         Expr::CompoundIdentifier(parts) => match parts.as_slice() {
-            [.., t, c] => refs.iter().any(|(n, k)| n == &t.value && k.eq_ignore_ascii_case(&c.value)),
+            [.., t, c] => refs
+                .iter()
+                .any(|(n, k)| n == &t.value && k.eq_ignore_ascii_case(&c.value)),
             _ => false,
         },
         _ => false,
@@ -90,8 +93,16 @@ fn key_equalities(p: &Planner, query: &Query) -> usize {
     let mut n = 0;
     let _ = visit_expressions(query, |e| {
         match e {
-            Expr::BinaryOp { left, op: BinaryOperator::Eq, right } if is_key(left.as_ref()) && is_key(right.as_ref()) => n += 1,
-            Expr::InSubquery { expr, subquery, negated: false } if is_key(expr.as_ref()) => {
+            Expr::BinaryOp {
+                left,
+                op: BinaryOperator::Eq,
+                right,
+            } if is_key(left.as_ref()) && is_key(right.as_ref()) => n += 1,
+            Expr::InSubquery {
+                expr,
+                subquery,
+                negated: false,
+            } if is_key(expr.as_ref()) => {
                 if let SetExpr::Select(s) = &*subquery.body {
                     if let [tessera_sql::sqlparser::ast::SelectItem::UnnamedExpr(x)] = s.projection.as_slice() {
                         if is_key(x) {

@@ -24,12 +24,19 @@ pub fn explained_statement(sql: &str) -> Option<&str> {
 
 /// The rows for `plan` of `sql`.
 pub fn rows(plan: &ShardPlan, schema: &ShardedSchema, group_names: &[String], sql: &str, fp: &Fingerprint) -> Vec<Row> {
-    let values = Values { sql, literals: &fp.literals, params: &[] };
+    let values = Values {
+        sql,
+        literals: &fp.literals,
+        params: &[],
+    };
     let mut out: Vec<Row> = Vec::new();
     let step = |s: &str, detail: String| -> Row { [Some(s.into()), None, None, None, Some(detail)] };
     let shard_row = |shard: usize, text: &str| -> Row {
         let s = &schema.shards[shard];
-        let group = group_names.get(s.group).cloned().unwrap_or_else(|| format!("#{}", s.group));
+        let group = group_names
+            .get(s.group)
+            .cloned()
+            .unwrap_or_else(|| format!("#{}", s.group));
         let quoted = crate::state::quote_ident(&s.database);
         [
             Some("query".into()),
@@ -41,14 +48,25 @@ pub fn rows(plan: &ShardPlan, schema: &ShardedSchema, group_names: &[String], sq
     };
     match plan {
         ShardPlan::Reject(m) => out.push(step("refuse", format!("Tessera does not support {m}"))),
-        ShardPlan::Read { shards, one, many, reason } => match ShardPlan::resolve(shards, schema, &values) {
+        ShardPlan::Read {
+            shards,
+            one,
+            many,
+            reason,
+        } => match ShardPlan::resolve(shards, schema, &values) {
             Err(e) => out.push(step("error", e)),
             Ok(list) if list.len() == 1 => {
-                out.push(step("route", format!("one shard ({reason}); the response passes through")));
+                out.push(step(
+                    "route",
+                    format!("one shard ({reason}); the response passes through"),
+                ));
                 out.push(shard_row(list[0], &one.render(sql, &fp.literals)));
             }
             Ok(list) => match many {
-                Err(m) => out.push(step("refuse", format!("{} shards ({reason}): Tessera does not support {m}", list.len()))),
+                Err(m) => out.push(step(
+                    "refuse",
+                    format!("{} shards ({reason}): Tessera does not support {m}", list.len()),
+                )),
                 Ok(s) => {
                     out.push(step("route", format!("scatter to {} shards ({reason})", list.len())));
                     let text = s.sql.render(sql, &fp.literals);
@@ -57,7 +75,12 @@ pub fn rows(plan: &ShardPlan, schema: &ShardedSchema, group_names: &[String], sq
                 }
             },
         },
-        ShardPlan::Write { shards, sql: t, reason, one_shard_only } => match ShardPlan::resolve(shards, schema, &values) {
+        ShardPlan::Write {
+            shards,
+            sql: t,
+            reason,
+            one_shard_only,
+        } => match ShardPlan::resolve(shards, schema, &values) {
             Err(e) => out.push(step("error", e)),
             Ok(list) => {
                 if list.len() > 1 {
@@ -66,14 +89,21 @@ pub fn rows(plan: &ShardPlan, schema: &ShardedSchema, group_names: &[String], sq
                         return out;
                     }
                 }
-                let how = if list.len() > 1 { "atomically on every shard listed; affected rows summed" } else { "one shard" };
+                let how = if list.len() > 1 {
+                    "atomically on every shard listed; affected rows summed"
+                } else {
+                    "one shard"
+                };
                 out.push(step("route", format!("write ({reason}): {how}")));
                 let text = t.render(sql, &fp.literals);
                 out.extend(list.iter().map(|&i| shard_row(i, &text)));
             }
         },
         ShardPlan::Insert(p) => {
-            out.push(step("route", format!("{}: rows grouped by shard, atomically", p.reason)));
+            out.push(step(
+                "route",
+                format!("{}: rows grouped by shard, atomically", p.reason),
+            ));
             let n = schema.shard_count();
             let mut by_shard: std::collections::BTreeMap<usize, Vec<String>> = Default::default();
             for (row, source) in &p.rows {

@@ -17,7 +17,10 @@ pub trait Resolver {
 pub fn translate(e: &Expr, p: &mut dyn Resolver) -> Result<Filter, String> {
     match e {
         Expr::Nested(inner) => translate(inner, p),
-        Expr::UnaryOp { op: UnaryOperator::Not, expr } => Ok(Filter::Not(Box::new(translate(expr, p)?))),
+        Expr::UnaryOp {
+            op: UnaryOperator::Not,
+            expr,
+        } => Ok(Filter::Not(Box::new(translate(expr, p)?))),
         Expr::BinaryOp { left, op, right } => match op {
             BinaryOperator::And => Ok(Filter::And(vec![translate(left, p)?, translate(right, p)?])),
             BinaryOperator::Or => Ok(Filter::Or(vec![translate(left, p)?, translate(right, p)?])),
@@ -30,27 +33,38 @@ pub fn translate(e: &Expr, p: &mut dyn Resolver) -> Result<Filter, String> {
                 })
             }
         },
-        Expr::IsNull(x) => Ok(Filter::IsNull { operand: operand(x, p)?, negated: false }),
-        Expr::IsNotNull(x) => Ok(Filter::IsNull { operand: operand(x, p)?, negated: true }),
-        Expr::Between { expr, negated, low, high } => {
-            let f = Filter::Between {
-                operand: operand(expr, p)?,
-                low: operand(low, p)?,
-                high: operand(high, p)?,
-            };
-            Ok(if *negated { Filter::Not(Box::new(f)) } else { f })
-        }
-        Expr::InList { expr, list, negated } => {
-            let f = Filter::In {
-                operand: operand(expr, p)?,
-                list: list.iter().map(|x| operand(x, p)).collect::<Result<_, _>>()?,
-            };
-            Ok(if *negated { Filter::Not(Box::new(f)) } else { f })
-        }
+        Expr::IsNull(x) => Ok(Filter::IsNull {
+            operand: operand(x, p)?,
+            negated: false,
+        }),
+        Expr::IsNotNull(x) => Ok(Filter::IsNull {
+            operand: operand(x, p)?,
+            negated: true,
+        }),
+        Expr::Between {
+            expr,
+            negated,
+            low,
+            high,
+        } => Ok(Filter::Between {
+            operand: operand(expr, p)?,
+            low: operand(low, p)?,
+            high: operand(high, p)?,
+            negated: *negated,
+        }),
+        Expr::InList { expr, list, negated } => Ok(Filter::In {
+            operand: operand(expr, p)?,
+            list: list.iter().map(|x| operand(x, p)).collect::<Result<_, _>>()?,
+            negated: *negated,
+        }),
         other => {
             // A bare operand is true when it is a non-zero number.
             let o = operand(other, p)?;
-            Ok(Filter::Compare { left: o, op: CmpOp::Ne, right: Operand::Literal(Value::Int(0)) })
+            Ok(Filter::Compare {
+                left: o,
+                op: CmpOp::Ne,
+                right: Operand::Literal(Value::Int(0)),
+            })
         }
     }
 }
@@ -62,7 +76,10 @@ fn operand(e: &Expr, p: &mut dyn Resolver) -> Result<Operand, String> {
             p.bake(e);
             literal(&v.value).map(Operand::Literal)
         }
-        Expr::UnaryOp { op: UnaryOperator::Minus, expr } => match &**expr {
+        Expr::UnaryOp {
+            op: UnaryOperator::Minus,
+            expr,
+        } => match &**expr {
             Expr::Value(v) => {
                 p.bake(expr);
                 literal(&v.value).map(|v| Operand::Literal(negate(v)))
@@ -77,7 +94,11 @@ fn operand(e: &Expr, p: &mut dyn Resolver) -> Result<Operand, String> {
                 BinaryOperator::Divide => ArithOp::Div,
                 other => return Err(format!("the operator {other} in HAVING across shards")),
             };
-            Ok(Operand::Arith(Box::new(operand(left, p)?), op, Box::new(operand(right, p)?)))
+            Ok(Operand::Arith(
+                Box::new(operand(left, p)?),
+                op,
+                Box::new(operand(right, p)?),
+            ))
         }
         other => p.output(other).map(Operand::Output),
     }

@@ -14,7 +14,10 @@ use tessera_sql::sqlparser::ast::{BinaryOperator, Expr, UnaryOperator, Value};
 pub enum ValueSource {
     /// The statement's n-th literal (text statements; read again for every statement that
     /// shares the fingerprint).
-    Literal { index: usize, negative: bool },
+    Literal {
+        index: usize,
+        negative: bool,
+    },
     /// The n-th `?` parameter (prepared statements).
     Param(usize),
     Null,
@@ -93,8 +96,16 @@ impl KeyExpr {
             KeyExpr::Eq(_) => format!("{key} = value"),
             KeyExpr::In(l) => format!("{key} IN ({} values)", l.len()),
             KeyExpr::Range(..) => format!("{key} in a range"),
-            KeyExpr::And(p) => p.iter().filter(|e| e.narrows()).map(|e| e.describe(key)).collect::<Vec<_>>().join(" AND "),
-            KeyExpr::Or(p) => format!("({})", p.iter().map(|e| e.describe(key)).collect::<Vec<_>>().join(" OR ")),
+            KeyExpr::And(p) => p
+                .iter()
+                .filter(|e| e.narrows())
+                .map(|e| e.describe(key))
+                .collect::<Vec<_>>()
+                .join(" AND "),
+            KeyExpr::Or(p) => format!(
+                "({})",
+                p.iter().map(|e| e.describe(key)).collect::<Vec<_>>().join(" OR ")
+            ),
         }
     }
 }
@@ -134,18 +145,23 @@ impl KeyReader<'_> {
         match e {
             Expr::Nested(inner) => self.read(inner),
             Expr::BinaryOp { left, op, right } => self.binary(left, op, right),
-            Expr::InList { expr, list, negated: false } if (self.is_key)(expr) => {
-                match list.iter().map(|v| self.value(v)).collect::<Option<Vec<_>>>() {
-                    Some(values) => KeyExpr::In(values),
-                    None => KeyExpr::Any,
-                }
-            }
-            Expr::Between { expr, negated: false, low, high } if (self.is_key)(expr) => {
-                match (self.value(low), self.value(high)) {
-                    (Some(l), Some(h)) => KeyExpr::Range(Bound::Included(l), Bound::Included(h)),
-                    _ => KeyExpr::Any,
-                }
-            }
+            Expr::InList {
+                expr,
+                list,
+                negated: false,
+            } if (self.is_key)(expr) => match list.iter().map(|v| self.value(v)).collect::<Option<Vec<_>>>() {
+                Some(values) => KeyExpr::In(values),
+                None => KeyExpr::Any,
+            },
+            Expr::Between {
+                expr,
+                negated: false,
+                low,
+                high,
+            } if (self.is_key)(expr) => match (self.value(low), self.value(high)) {
+                (Some(l), Some(h)) => KeyExpr::Range(Bound::Included(l), Bound::Included(h)),
+                _ => KeyExpr::Any,
+            },
             Expr::IsNull(expr) if (self.is_key)(expr) => KeyExpr::Eq(ValueSource::Null),
             _ => KeyExpr::Any,
         }
@@ -182,14 +198,20 @@ impl KeyReader<'_> {
     pub fn value(&self, e: &Expr) -> Option<ValueSource> {
         match e {
             Expr::Nested(inner) => self.value(inner),
-            Expr::UnaryOp { op: UnaryOperator::Minus, expr } => match self.value(expr)? {
+            Expr::UnaryOp {
+                op: UnaryOperator::Minus,
+                expr,
+            } => match self.value(expr)? {
                 ValueSource::Literal { index, negative } => Some(ValueSource::Literal {
                     index,
                     negative: !negative,
                 }),
                 _ => None,
             },
-            Expr::UnaryOp { op: UnaryOperator::Plus, expr } => self.value(expr),
+            Expr::UnaryOp {
+                op: UnaryOperator::Plus,
+                expr,
+            } => self.value(expr),
             Expr::Value(v) => {
                 let start = self.offsets.of(e)?.start;
                 match &v.value {

@@ -90,7 +90,11 @@ pub enum ShardPlan {
     /// INSERT/REPLACE whose rows are split by shard.
     Insert(Box<write::InsertPlan>),
     /// DDL: every listed shard, one after the other, failures named per shard.
-    Ddl { shards: Vec<usize>, sql: SqlTemplate, reason: String },
+    Ddl {
+        shards: Vec<usize>,
+        sql: SqlTemplate,
+        reason: String,
+    },
     /// `CREATE DATABASE <logical>`: the shard databases.
     CreateDatabase { if_not_exists: bool },
     /// Refused: the message says what is not supported.
@@ -119,7 +123,12 @@ impl ShardPlan {
             ShardPlan::Write { sql: t, .. } | ShardPlan::Ddl { sql: t, .. } => Some(t.render(sql, literals)),
             ShardPlan::Insert(p) => {
                 let rows: Vec<String> = p.rows.iter().map(|(r, _)| r.render(sql, literals)).collect();
-                Some(format!("{}{}{}", p.head.render(sql, literals), rows.join(", "), p.tail.render(sql, literals)))
+                Some(format!(
+                    "{}{}{}",
+                    p.head.render(sql, literals),
+                    rows.join(", "),
+                    p.tail.render(sql, literals)
+                ))
             }
             ShardPlan::CreateDatabase { .. } => Some(sql.to_string()),
             ShardPlan::Reject(_) => None,
@@ -135,7 +144,11 @@ impl ShardPlan {
                 let mut set = BTreeSet::new();
                 for (_, source) in &p.rows {
                     let v = values.get(source)?;
-                    set.insert(p.function.shard_of(&v, schema.shard_count()).map_err(|e| e.to_string())?);
+                    set.insert(
+                        p.function
+                            .shard_of(&v, schema.shard_count())
+                            .map_err(|e| e.to_string())?,
+                    );
                 }
                 Ok(set.into_iter().collect())
             }
@@ -238,7 +251,9 @@ impl<'a> Planner<'a> {
                     .any(|(n, k)| n == &t.value && k.eq_ignore_ascii_case(&c.value)),
                 [d, t, c] => {
                     d.value == self.schema.name
-                        && sharded.iter().any(|(n, k)| n == &t.value && k.eq_ignore_ascii_case(&c.value))
+                        && sharded
+                            .iter()
+                            .any(|(n, k)| n == &t.value && k.eq_ignore_ascii_case(&c.value))
                 }
                 _ => false,
             },
@@ -263,7 +278,9 @@ impl<'a> Planner<'a> {
         let (offset, limit) = match &q.limit_clause {
             None => return Ok(None),
             Some(LimitClause::LimitOffset { limit: None, .. }) => return Ok(None),
-            Some(LimitClause::LimitOffset { limit: Some(l), offset, .. }) => (offset.as_ref().map(|o| &o.value), l),
+            Some(LimitClause::LimitOffset {
+                limit: Some(l), offset, ..
+            }) => (offset.as_ref().map(|o| &o.value), l),
             Some(LimitClause::OffsetCommaLimit { offset, limit }) => (Some(offset), limit),
         };
         let count = self.number(limit)?;
@@ -279,7 +296,9 @@ impl<'a> Planner<'a> {
             .and_then(|o| self.offsets.of(o))
             .map_or(0, |r| r.end)
             .max(self.offsets.of(limit).map_or(0, |r| r.end));
-        let start = self.keyword_before(first, "LIMIT").ok_or("LIMIT whose place is unknown")?;
+        let start = self
+            .keyword_before(first, "LIMIT")
+            .ok_or("LIMIT whose place is unknown")?;
         let edit = Edit::replace(start..last, format!("LIMIT {}", skip.saturating_add(count)));
         Ok(Some((skip, count, edit)))
     }
@@ -384,8 +403,10 @@ pub fn plan(sql: &str, fp: &Fingerprint, schema: &ShardedSchema) -> Planned {
 fn unparsed(p: &Planner, error: &str) -> ShardPlan {
     let mentions_table = tessera_sql::Lexer::new(p.sql).any(|t| {
         let name = tessera_sql::unquote(t.text);
-        matches!(t.kind, tessera_sql::TokenKind::Word | tessera_sql::TokenKind::QuotedIdent)
-            && !matches!(p.schema.table(&name), crate::topology::TablePlacement::Single(_))
+        matches!(
+            t.kind,
+            tessera_sql::TokenKind::Word | tessera_sql::TokenKind::QuotedIdent
+        ) && !matches!(p.schema.table(&name), crate::topology::TablePlacement::Single(_))
     });
     if mentions_table {
         return ShardPlan::Reject(format!(
@@ -410,7 +431,7 @@ fn plan_statement(p: &mut Planner, stmt: &Statement) -> ShardPlan {
                     one: p.one_template(),
                     many: Ok(Box::new(Scatter {
                         sql: p.one_template(),
-                        merge: crate::exec::merge::MergeSpec::passthrough(0),
+                        merge: crate::exec::merge::MergeSpec::new(0),
                         hidden: 0,
                         weighted: Vec::new(),
                         avg_columns: Vec::new(),
@@ -445,7 +466,9 @@ fn hint(sql: &str, n: usize) -> Option<Result<Vec<usize>, String>> {
     let digits: String = sql[at..].chars().take_while(char::is_ascii_digit).collect();
     Some(match digits.parse::<usize>() {
         Ok(s) if s < n => Ok(vec![s]),
-        _ => Err(format!("the hint tessera:shard={digits} names no shard (the schema has {n})")),
+        _ => Err(format!(
+            "the hint tessera:shard={digits} names no shard (the schema has {n})"
+        )),
     })
 }
 
@@ -488,8 +511,18 @@ fn read(p: &mut Planner, stmt: &Statement, q: &Query) -> ShardPlan {
         _ => ShardSet::All,
     };
     match many {
-        Ok(s) => ShardPlan::Read { shards, one, many: Ok(Box::new(s)), reason },
-        Err(m) => ShardPlan::Read { shards, one, many: Err(m), reason },
+        Ok(s) => ShardPlan::Read {
+            shards,
+            one,
+            many: Ok(Box::new(s)),
+            reason,
+        },
+        Err(m) => ShardPlan::Read {
+            shards,
+            one,
+            many: Err(m),
+            reason,
+        },
     }
 }
 

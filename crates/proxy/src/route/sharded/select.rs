@@ -47,7 +47,12 @@ fn union_all(p: &mut Planner, query: &Query) -> Result<Scatter, String> {
     use tessera_sql::sqlparser::ast::{SetOperator, SetQuantifier, TableFactor};
     fn check(p: &Planner, e: &SetExpr) -> Result<(), String> {
         match e {
-            SetExpr::SetOperation { op, set_quantifier, left, right } => {
+            SetExpr::SetOperation {
+                op,
+                set_quantifier,
+                left,
+                right,
+            } => {
                 if *op != SetOperator::Union || *set_quantifier != SetQuantifier::All {
                     return Err("UNION without ALL (or INTERSECT/EXCEPT) across shards".into());
                 }
@@ -67,7 +72,9 @@ fn union_all(p: &mut Planner, query: &Query) -> Result<Scatter, String> {
                     _ => false,
                 });
                 if !sharded || s.from.iter().any(|t| !t.joins.is_empty()) {
-                    return Err("a UNION ALL branch that is not a plain select of one sharded table across shards".into());
+                    return Err(
+                        "a UNION ALL branch that is not a plain select of one sharded table across shards".into(),
+                    );
                 }
                 Ok(())
             }
@@ -79,7 +86,7 @@ fn union_all(p: &mut Planner, query: &Query) -> Result<Scatter, String> {
     if query.order_by.is_some() {
         return Err("ORDER BY on a UNION across shards".into());
     }
-    let mut b = MergeSpec::passthrough(0);
+    let mut b = MergeSpec::new(0);
     if let Some((offset, limit, edit)) = p.limit(query)? {
         b.offset = offset;
         b.limit = Some(limit);
@@ -109,8 +116,18 @@ pub fn has_aggregates(s: &Select) -> bool {
 const AGGREGATES: [&str; 5] = ["COUNT", "SUM", "MIN", "MAX", "AVG"];
 /// Aggregates it recognises but refuses across shards.
 const OTHER_AGGREGATES: [&str; 12] = [
-    "GROUP_CONCAT", "BIT_AND", "BIT_OR", "BIT_XOR", "STD", "STDDEV", "STDDEV_POP", "STDDEV_SAMP", "VARIANCE",
-    "VAR_POP", "VAR_SAMP", "JSON_ARRAYAGG",
+    "GROUP_CONCAT",
+    "BIT_AND",
+    "BIT_OR",
+    "BIT_XOR",
+    "STD",
+    "STDDEV",
+    "STDDEV_POP",
+    "STDDEV_SAMP",
+    "VARIANCE",
+    "VAR_POP",
+    "VAR_SAMP",
+    "JSON_ARRAYAGG",
 ];
 
 pub fn aggregate_name(e: &Expr) -> Option<String> {
@@ -278,7 +295,7 @@ impl<'p, 'a> ScatterBuilder<'p, 'a> {
     }
 
     fn plain(&mut self) -> Result<MergeSpec, String> {
-        let mut spec = MergeSpec::passthrough(0);
+        let mut spec = MergeSpec::new(0);
         let order = order_exprs(self.query);
         for (e, desc) in &order {
             let key = match self.find_item(e)? {
@@ -361,7 +378,12 @@ impl<'p, 'a> ScatterBuilder<'p, 'a> {
             return Ok(());
         }
         let last = self.select.projection.last().ok_or("an empty select list")?;
-        let end = self.p.offsets.of(last).ok_or("a select item whose place is unknown")?.end;
+        let end = self
+            .p
+            .offsets
+            .of(last)
+            .ok_or("a select item whose place is unknown")?
+            .end;
         let text: String = self
             .hidden
             .iter()
@@ -410,17 +432,25 @@ impl<'p, 'a> ScatterBuilder<'p, 'a> {
             sort_cols.push((col, false));
             let gb = self.p.group_by_end(self.select);
             match gb {
-                Some(end) => self.p.shard_edits.push(Edit::insert(end, format!(", {}", hidden_alias_of(col)))),
+                Some(end) => self
+                    .p
+                    .shard_edits
+                    .push(Edit::insert(end, format!(", {}", hidden_alias_of(col)))),
                 None => {
                     let at = self.p.after_where(self.select);
-                    self.p.shard_edits.push(Edit::insert(at, format!(" GROUP BY {}", hidden_alias_of(col))));
+                    self.p
+                        .shard_edits
+                        .push(Edit::insert(at, format!(" GROUP BY {}", hidden_alias_of(col))));
                 }
             }
             // The distinct column's weight is a key of the group merge too.
             let key = self.weighted_key(col, &d.clone(), false);
             for o in outputs.iter_mut() {
-                if let Output::CountDistinct { column } | Output::SumDistinct { column, .. } = o {
-                    *column = key.clone();
+                if let Output::CountDistinct { column }
+                | Output::SumDistinct { column, .. }
+                | Output::AvgDistinct { column, .. } = o
+                {
+                    *column = key;
                 }
             }
         }
@@ -442,7 +472,19 @@ impl<'p, 'a> ScatterBuilder<'p, 'a> {
                 }
             }
         }
-        let mut spec = MergeSpec::passthrough(self.items.len());
+        let mut spec = MergeSpec::new(self.items.len());
+        // Shards send their groups sorted by the group keys (then the DISTINCT column).
+        spec.order = group_keys.clone();
+        if let Some(
+            Output::CountDistinct { column } | Output::SumDistinct { column, .. } | Output::AvgDistinct { column, .. },
+        ) = outputs.iter().find(|o| {
+            matches!(
+                o,
+                Output::CountDistinct { .. } | Output::SumDistinct { .. } | Output::AvgDistinct { .. }
+            )
+        }) {
+            spec.order.push(*column);
+        }
         spec.aggregate = Some(AggregateSpec {
             group_by: group_keys,
             outputs,
@@ -464,7 +506,10 @@ impl<'p, 'a> ScatterBuilder<'p, 'a> {
     fn aggregate_output(&mut self, e: &Expr, col: Col, distinct: &mut Option<String>) -> Result<Output, String> {
         let Some(name) = aggregate_name(e) else {
             if contains_aggregate(e) {
-                return Err(format!("the expression {} over aggregates across shards", self.p.text(e)));
+                return Err(format!(
+                    "the expression {} over aggregates across shards",
+                    self.p.text(e)
+                ));
             }
             return Ok(Output::First(col_index(col)));
         };
@@ -478,10 +523,23 @@ impl<'p, 'a> ScatterBuilder<'p, 'a> {
                 return Err("aggregates over two different DISTINCT expressions across shards".into());
             }
             *distinct = Some(arg);
-            let placeholder = SortKey { column: 0, descending: false, by: SortBy::Value };
+            let placeholder = SortKey {
+                column: 0,
+                descending: false,
+                by: SortBy::Value,
+            };
             return match name.as_str() {
                 "COUNT" => Ok(Output::CountDistinct { column: placeholder }),
-                "SUM" => Ok(Output::SumDistinct { column: placeholder, value: 0 }),
+                "SUM" => Ok(Output::SumDistinct {
+                    column: placeholder,
+                    value: 0,
+                }),
+                "AVG" => Ok(Output::AvgDistinct {
+                    column: placeholder,
+                    value: 0,
+                    scale: 0,
+                    double: false,
+                }),
                 "MIN" => self.min_max(e, col, false),
                 "MAX" => self.min_max(e, col, true),
                 _ => Err(format!("{name}(DISTINCT ...) across shards")),
@@ -496,7 +554,12 @@ impl<'p, 'a> ScatterBuilder<'p, 'a> {
                 let arg = arg.ok_or("AVG without an argument")?;
                 let sum = self.hide(format!("SUM({arg})"));
                 let count = self.hide(format!("COUNT({arg})"));
-                Ok(Output::Avg { sum: col_index(sum), count: col_index(count), scale: 0, double: false })
+                Ok(Output::Avg {
+                    sum: col_index(sum),
+                    count: col_index(count),
+                    scale: 0,
+                    double: false,
+                })
             }
             other => Err(format!("{other}() across shards")),
         }
@@ -544,7 +607,11 @@ impl<'p, 'a> ScatterBuilder<'p, 'a> {
         let mut keys = Vec::new();
         for (e, desc) in order {
             let column = self.output_for(&e, outputs)?;
-            keys.push(SortKey { column, descending: desc, by: SortBy::Value });
+            keys.push(SortKey {
+                column,
+                descending: desc,
+                by: SortBy::Value,
+            });
         }
         Ok(keys)
     }
@@ -599,7 +666,10 @@ pub fn order_exprs(q: &Query) -> Vec<(Expr, bool)> {
 
 /// Whether a query has a LIMIT.
 pub fn has_limit(q: &Query) -> bool {
-    matches!(&q.limit_clause, Some(LimitClause::LimitOffset { limit: Some(_), .. }) | Some(LimitClause::OffsetCommaLimit { .. }))
+    matches!(
+        &q.limit_clause,
+        Some(LimitClause::LimitOffset { limit: Some(_), .. }) | Some(LimitClause::OffsetCommaLimit { .. })
+    )
 }
 
 pub fn hidden_alias(i: usize) -> String {
@@ -627,11 +697,19 @@ pub const HIDDEN_BASE: usize = 1 << 20;
 
 /// Same expression text, ignoring case and spaces.
 pub fn same_text(a: &str, b: &str) -> bool {
-    let norm = |s: &str| s.chars().filter(|c| !c.is_whitespace()).flat_map(char::to_lowercase).collect::<String>();
+    let norm = |s: &str| {
+        s.chars()
+            .filter(|c| !c.is_whitespace())
+            .flat_map(char::to_lowercase)
+            .collect::<String>()
+    };
     norm(a) == norm(b)
 }
 
 /// Whether the only sharded tables are those in `tables` (helper for callers).
 pub fn sharded_tables(tables: &[TableRef]) -> Vec<&TableRef> {
-    tables.iter().filter(|t| matches!(t.place, Place::Sharded { .. })).collect()
+    tables
+        .iter()
+        .filter(|t| matches!(t.place, Place::Sharded { .. }))
+        .collect()
 }

@@ -13,7 +13,10 @@ use tessera_sql::Edit;
 /// Where one referenced table lives.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Place {
-    Sharded { key: String, function: ShardFunction },
+    Sharded {
+        key: String,
+        function: ShardFunction,
+    },
     Broadcast,
     Single(usize),
     /// A table of another database (information_schema, mysql, ...): runs where the

@@ -41,7 +41,15 @@ pub fn plan(p: &mut Planner, stmt: &Statement) -> ShardPlan {
                     })
                 };
                 let alias = alias.as_ref().map(|a| a.name.value.clone());
-                return keyed_write(p, stmt, name, alias, u.selection.as_ref(), u.limit.is_some(), &key_assigned);
+                return keyed_write(
+                    p,
+                    stmt,
+                    name,
+                    alias,
+                    u.selection.as_ref(),
+                    u.limit.is_some(),
+                    &key_assigned,
+                );
             }
             by_tables(p, stmt, "this UPDATE over sharded tables")
         }
@@ -57,10 +65,15 @@ pub fn plan(p: &mut Planner, stmt: &Statement) -> ShardPlan {
             }
             by_tables(p, stmt, "a multi-table DELETE over sharded tables")
         }
-        Statement::CreateDatabase { db_name, if_not_exists, .. } if db_name.to_string().trim_matches('`') == p.schema.name => {
-            ShardPlan::CreateDatabase { if_not_exists: *if_not_exists }
-        }
-        Statement::CreateDatabase { .. } => ShardPlan::Reject("CREATE DATABASE of another database inside a sharded schema session (connect without a default schema)".into()),
+        Statement::CreateDatabase {
+            db_name, if_not_exists, ..
+        } if db_name.to_string().trim_matches('`') == p.schema.name => ShardPlan::CreateDatabase {
+            if_not_exists: *if_not_exists,
+        },
+        Statement::CreateDatabase { .. } => ShardPlan::Reject(
+            "CREATE DATABASE of another database inside a sharded schema session (connect without a default schema)"
+                .into(),
+        ),
         Statement::CreateTable(_)
         | Statement::AlterTable(_)
         | Statement::CreateIndex(_)
@@ -78,7 +91,9 @@ fn last_ident(n: &ObjectName) -> Option<String> {
 /// DDL runs on every shard of sharded and broadcast tables, on the one shard of others.
 fn ddl(p: &mut Planner, stmt: &Statement) -> ShardPlan {
     let tables = tables::all_tables(stmt, p.schema, &p.offsets, &mut p.common_edits);
-    let everywhere = tables.iter().any(|t| matches!(t.place, Place::Sharded { .. } | Place::Broadcast));
+    let everywhere = tables
+        .iter()
+        .any(|t| matches!(t.place, Place::Sharded { .. } | Place::Broadcast));
     let shards = if everywhere {
         (0..p.schema.shard_count()).collect()
     } else {
@@ -93,7 +108,11 @@ fn ddl(p: &mut Planner, stmt: &Statement) -> ShardPlan {
     } else {
         "DDL of a table on one shard"
     };
-    ShardPlan::Ddl { shards, sql: p.one_template(), reason: reason.into() }
+    ShardPlan::Ddl {
+        shards,
+        sql: p.one_template(),
+        reason: reason.into(),
+    }
 }
 
 /// Statements whose tables decide: no sharded table -> the one shard (broadcast writes: all
@@ -144,11 +163,19 @@ fn keyed_write(
         return by_tables(p, stmt, "this write");
     };
     let others = tables::all_tables(stmt, p.schema, &p.offsets, &mut p.common_edits);
-    if others.iter().filter(|o| matches!(o.place, Place::Sharded { .. })).count() > 1 {
+    if others
+        .iter()
+        .filter(|o| matches!(o.place, Place::Sharded { .. }))
+        .count()
+        > 1
+    {
         return ShardPlan::Reject("a subquery over sharded tables in UPDATE or DELETE".into());
     }
     if key_assigned(&key) {
-        return ShardPlan::Reject(format!("changing the shard key {key} of table {} (delete and insert the row instead)", t.table));
+        return ShardPlan::Reject(format!(
+            "changing the shard key {key} of table {} (delete and insert the row instead)",
+            t.table
+        ));
     }
     let sharded = vec![(alias.unwrap_or(t.table.clone()), key.clone())];
     let expr = match selection {
@@ -156,20 +183,37 @@ fn keyed_write(
             let is_key = |e: &Expr| p.is_key(e, &sharded);
             let literal_at = |o: usize| p.literal_at(o);
             let placeholder_at = |o: usize| p.placeholder_at(o);
-            KeyReader { offsets: &p.offsets, is_key: &is_key, literal_at: &literal_at, placeholder_at: &placeholder_at }.read(w)
+            KeyReader {
+                offsets: &p.offsets,
+                is_key: &is_key,
+                literal_at: &literal_at,
+                placeholder_at: &placeholder_at,
+            }
+            .read(w)
         }
         None => KeyExpr::Any,
     };
     let reason = expr.describe(&key);
-    let shards = if expr.narrows() { ShardSet::Key { function, expr } } else { ShardSet::All };
+    let shards = if expr.narrows() {
+        ShardSet::Key { function, expr }
+    } else {
+        ShardSet::All
+    };
     let one_shard_only = ordered_limit.then(|| "UPDATE or DELETE with ORDER BY or LIMIT across shards".to_string());
-    ShardPlan::Write { shards, sql: p.one_template(), reason, one_shard_only }
+    ShardPlan::Write {
+        shards,
+        sql: p.one_template(),
+        reason,
+        one_shard_only,
+    }
 }
 
 fn insert(p: &mut Planner, stmt: &Statement, i: &tessera_sql::sqlparser::ast::Insert) -> ShardPlan {
     let tables_all = tables::all_tables(stmt, p.schema, &p.offsets, &mut p.common_edits);
     let target = match &i.table {
-        tessera_sql::sqlparser::ast::TableObject::TableName(n) => tables::resolve(n, p.schema, &p.offsets, &mut Vec::new()),
+        tessera_sql::sqlparser::ast::TableObject::TableName(n) => {
+            tables::resolve(n, p.schema, &p.offsets, &mut Vec::new())
+        }
         _ => return ShardPlan::Reject("INSERT into a table function".into()),
     };
     let Place::Sharded { key, function } = target.place.clone() else {
@@ -192,7 +236,10 @@ fn insert(p: &mut Planner, stmt: &Statement, i: &tessera_sql::sqlparser::ast::In
     }
     let Some(position) = i.columns.iter().position(|c| c.value.eq_ignore_ascii_case(&key)) else {
         return ShardPlan::Reject(if i.columns.is_empty() {
-            format!("INSERT into sharded table {} without a column list (name the columns, including the shard key {key})", target.table)
+            format!(
+                "INSERT into sharded table {} without a column list (name the columns, including the shard key {key})",
+                target.table
+            )
         } else {
             format!("INSERT into sharded table {} without its shard key {key}", target.table)
         });
@@ -224,9 +271,16 @@ fn split_rows(p: &mut Planner, rows: &[Vec<Expr>], position: usize, function: Sh
         let literal_at = |o: usize| p.literal_at(o);
         let placeholder_at = |o: usize| p.placeholder_at(o);
         let no_key = |_: &Expr| false;
-        let reader = KeyReader { offsets: &p.offsets, is_key: &no_key, literal_at: &literal_at, placeholder_at: &placeholder_at };
+        let reader = KeyReader {
+            offsets: &p.offsets,
+            is_key: &no_key,
+            literal_at: &literal_at,
+            placeholder_at: &placeholder_at,
+        };
         let Some(source) = reader.value(key) else {
-            return ShardPlan::Reject(format!("an INSERT into {table} whose shard-key value is an expression (use a literal or a parameter)"));
+            return ShardPlan::Reject(format!(
+                "an INSERT into {table} whose shard-key value is an expression (use a literal or a parameter)"
+            ));
         };
         ranges.push((open..close + 1, source));
     }
