@@ -363,6 +363,7 @@ fn validate_unsharded(key: &str, t: &TableConfig, shards: usize) -> Result<(), P
         ("bounds", t.bounds.is_some()),
         ("lists", t.lists.is_some()),
         ("unit", t.unit.is_some()),
+        ("auto_increment", t.auto_increment),
     ];
     let kind = if t.kind == TableKind::Broadcast {
         "broadcast"
@@ -407,6 +408,13 @@ fn validate_sharded(key: &str, t: &TableConfig, shards: usize) -> Result<(), Pro
         ));
     }
     validate_function_keys(key, t)?;
+    if t.auto_increment && t.key_type() != KeyType::Int {
+        return Err(invalid(
+            format!("{key}.auto_increment"),
+            "auto_increment needs an integer shard key",
+            "remove auto_increment, or shard by an integer AUTO_INCREMENT column (key_type = \"int\")",
+        ));
+    }
     match t.function() {
         FunctionKind::Range => validate_bounds(key, t.bounds.as_deref(), shards),
         FunctionKind::List => validate_lists(key, t.lists.as_deref(), t.key_type(), shards),

@@ -109,6 +109,10 @@ pub struct TableConfig {
     pub unit: Option<DateUnit>,
     /// `single`: the shard holding the table (unset: the schema's `default_shard`).
     pub shard: Option<usize>,
+    /// Sharded tables with an integer key: the key is the table's AUTO_INCREMENT column, and
+    /// an INSERT that leaves it out gets values from Tessera's sequence (unique across shards).
+    #[serde(default)]
+    pub auto_increment: bool,
 }
 
 impl TableConfig {

@@ -50,6 +50,8 @@ pub struct Context {
     pub topology: Arc<crate::topology::Topology>,
     /// Sharded plans by fingerprint.
     pub plans: crate::route::sharded::cache::PlanCache,
+    /// Blocks of AUTO_INCREMENT shard keys this process holds.
+    pub sequences: crate::session::sequence::Sequences,
     next_id: AtomicU32,
 }
 
@@ -78,6 +80,7 @@ impl Context {
             shutdown,
             topology,
             plans: Default::default(),
+            sequences: Default::default(),
             next_id: AtomicU32::new(1),
         })
     }

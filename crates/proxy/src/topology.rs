@@ -115,6 +115,8 @@ pub struct ShardedTable {
     /// The shard key column (compare with [`ShardedTable::is_key`]: case-insensitive).
     pub key: String,
     pub function: ShardFunction,
+    /// The key is AUTO_INCREMENT: rows without it get values from Tessera's sequence.
+    pub auto_increment: bool,
 }
 
 impl ShardedTable {
@@ -219,6 +221,7 @@ fn build_rule(schema: &SchemaConfig, table: &TableConfig) -> Result<Rule, Topolo
                 .clone()
                 .ok_or_else(|| missing(schema, table, "shard_key"))?,
             function: build_function(schema, table)?,
+            auto_increment: table.auto_increment,
         }),
     })
 }

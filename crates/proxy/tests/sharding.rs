@@ -40,6 +40,10 @@ shard_key = "customer_id"
 [[schemas.tables]]
 name = "products"
 kind = "broadcast"
+[[schemas.tables]]
+name = "items"
+shard_key = "id"
+auto_increment = true
 "#
     );
     tessera_config::parse_str(&text, "test").expect("valid sharded config")
@@ -228,6 +232,43 @@ async fn a_sharded_schema_takes_ddl_writes_transactions_and_point_reads() {
     let shard = crc32_shard(7).to_string();
     assert!(plan.iter().any(|r| r[1].as_deref() == Some(shard.as_str())), "{plan:?}");
     assert_eq!(c.value("SELECT DATABASE()").await.as_deref(), Some("shop"));
+
+    // AUTO_INCREMENT shard keys come from Tessera's sequence: unique over shards, reported as
+    // the insert id and LAST_INSERT_ID() (the first row's, as MariaDB does).
+    c.query("CREATE TABLE items (id BIGINT AUTO_INCREMENT PRIMARY KEY, v INT)")
+        .await
+        .expect("items");
+    c.query("INSERT INTO items (v) VALUES (1), (2), (3), (4), (5)")
+        .await
+        .expect("generated keys");
+    let first: i64 = c
+        .value("SELECT LAST_INSERT_ID()")
+        .await
+        .expect("id")
+        .parse()
+        .expect("number");
+    c.query("INSERT INTO items (v) VALUES (6)").await.expect("one more");
+    let ids: Vec<i64> = (0..4)
+        .flat_map(|i| {
+            env.on_shard(i, "SELECT id FROM items")
+                .lines()
+                .map(|l| l.parse::<i64>().expect("id"))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let mut sorted = ids.clone();
+    sorted.sort();
+    assert_eq!(
+        sorted,
+        (first..first + 6).collect::<Vec<_>>(),
+        "six distinct ids from {first}"
+    );
+    for id in ids {
+        assert_eq!(
+            env.on_shard(crc32_shard(id), &format!("SELECT COUNT(*) FROM items WHERE id = {id}")),
+            "1"
+        );
+    }
 
     // Scatter reads merge as one server would answer.
     assert_eq!(c.value("SELECT COUNT(*) FROM orders").await.as_deref(), Some("22"));

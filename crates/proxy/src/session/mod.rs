@@ -17,6 +17,7 @@ pub mod prepared;
 pub mod query;
 pub mod rewrite;
 pub mod routing;
+pub mod sequence;
 pub mod sharded;
 pub mod track_set;
 pub mod uservars;

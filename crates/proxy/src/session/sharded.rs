@@ -103,11 +103,16 @@ impl Session {
                 self.atomic_write(schema, per_shard).await
             }
             ShardPlan::Insert(p) => {
-                let per_shard = split_insert(p, schema, sql, &fp, &values)?;
-                if let [(shard, text)] = per_shard.as_slice() {
+                let generated = match &p.generated_key {
+                    Some(key) => self.generate_keys(schema, p, key).await?,
+                    None => Vec::new(),
+                };
+                let per_shard = split_insert(p, schema, sql, &fp, &values, &generated)?;
+                if let ([(shard, text)], None) = (per_shard.as_slice(), generated.first()) {
                     return self.on_shard(schema, *shard, Role::Primary, text, stmt).await;
                 }
-                self.atomic_write(schema, per_shard).await
+                self.atomic_write_reporting(schema, per_shard, generated.first().copied())
+                    .await
             }
             ShardPlan::Ddl {
                 shards, sql: template, ..
@@ -253,6 +258,71 @@ impl Session {
         schema: &ShardedSchema,
         per_shard: Vec<(usize, String)>,
     ) -> Result<Next, ProxyError> {
+        self.atomic_write_reporting(schema, per_shard, None).await
+    }
+
+    /// Keys for the rows of an INSERT that leaves its AUTO_INCREMENT shard key out.
+    async fn generate_keys(
+        &mut self,
+        schema: &ShardedSchema,
+        p: &crate::route::sharded::write::InsertPlan,
+        key: &str,
+    ) -> Result<Vec<i128>, ProxyError> {
+        let n = p.rows.len();
+        if let Some(ids) = self.ctx.sequences.take(&p.sequence, n) {
+            return Ok(ids);
+        }
+        let table = p.sequence.rsplit('.').next().unwrap_or_default().to_string();
+        let max_key = self.max_key(schema, &table, key).await?;
+        let size = super::sequence::BLOCK.max(n as i128);
+        let s = &schema.shards[schema.default_shard];
+        let group = self.ctx.group_checked(s.group)?.clone();
+        let mut conn = group
+            .primary()
+            .pool_for(&self.user)
+            .checkout(self.flavour(), true)
+            .await?;
+        let first = super::sequence::reserve(&mut conn, schema, &table, key, &p.sequence, size, max_key).await?;
+        self.ctx.sequences.store(&p.sequence, first + n as i128, first + size);
+        Ok((first..first + n as i128).collect())
+    }
+
+    /// The largest key any shard holds (0 when none).
+    async fn max_key(&mut self, schema: &ShardedSchema, table: &str, key: &str) -> Result<i128, ProxyError> {
+        let mut max = 0i128;
+        for shard in &schema.shards {
+            let group = self.ctx.group_checked(shard.group)?.clone();
+            let mut conn = group
+                .primary()
+                .pool_for(&self.user)
+                .checkout(self.flavour(), true)
+                .await?;
+            let sql = format!(
+                "SELECT MAX({}) FROM {}.{}",
+                crate::state::quote_ident(key),
+                crate::state::quote_ident(&shard.database),
+                crate::state::quote_ident(table)
+            );
+            let (_, rows) = conn.query_rows(&sql).await?;
+            let v = rows.first().and_then(|r| r.first()).and_then(|v| v.as_deref());
+            if let Some(v) = v
+                .and_then(|v| std::str::from_utf8(v).ok())
+                .and_then(|v| v.parse::<i128>().ok())
+            {
+                max = max.max(v);
+            }
+        }
+        Ok(max)
+    }
+
+    /// [`Session::atomic_write`]; `insert_id`: the first generated key, reported as the OK
+    /// packet's insert id and LAST_INSERT_ID() (as MariaDB reports a multi-row insert's first).
+    async fn atomic_write_reporting(
+        &mut self,
+        schema: &ShardedSchema,
+        per_shard: Vec<(usize, String)>,
+        insert_id: Option<i128>,
+    ) -> Result<Next, ProxyError> {
         let in_txn = self.sharded_transaction_open();
         let (begin, commit, undo) = if in_txn {
             (
@@ -324,6 +394,9 @@ impl Session {
             )));
         }
         self.last.row_count = sum.affected as i64;
+        if let Some(id) = insert_id.and_then(|i| u64::try_from(i).ok()) {
+            sum.insert_id = id;
+        }
         if sum.insert_id != 0 {
             self.state.last_insert_id = sum.insert_id;
         }
@@ -481,23 +554,33 @@ fn resolve(set: &ShardSet, schema: &ShardedSchema, values: &Values) -> Result<Ve
         .map_err(|m| ProxyError::Backend(tessera_protocol::response::ErrPacket::new(1526, "HY000", m)))
 }
 
-/// The per-shard INSERT statements of a split INSERT.
+/// The per-shard INSERT statements of a split INSERT; `generated`: the keys of rows whose
+/// AUTO_INCREMENT key Tessera supplies.
 fn split_insert(
     p: &crate::route::sharded::write::InsertPlan,
     schema: &ShardedSchema,
     sql: &str,
     fp: &Fingerprint,
     values: &Values,
+    generated: &[i128],
 ) -> Result<Vec<(usize, String)>, ProxyError> {
+    use crate::route::shard_fn::KeyValue;
     let n = schema.shard_count();
     let mut by_shard: std::collections::BTreeMap<usize, Vec<String>> = Default::default();
-    for (row, source) in &p.rows {
-        let v = values.get(source).map_err(|m| unsupported(&m))?;
+    for (i, (_, source)) in p.rows.iter().enumerate() {
+        let (v, id) = match (source, generated.get(i)) {
+            (Some(source), _) => (values.get(source).map_err(|m| unsupported(&m))?, None),
+            (None, Some(id)) => (KeyValue::Int(*id), Some(*id)),
+            (None, None) => return Err(ProxyError::Sharding("a row without a generated key".into())),
+        };
         let shard = p.function.shard_of(&v, n).map_err(|e| {
             let (code, state) = e.mysql_code();
             ProxyError::Backend(tessera_protocol::response::ErrPacket::new(code, state, e.to_string()))
         })?;
-        by_shard.entry(shard).or_default().push(row.render(sql, &fp.literals));
+        by_shard
+            .entry(shard)
+            .or_default()
+            .push(p.render_row(i, sql, &fp.literals, id));
     }
     let head = p.head.render(sql, &fp.literals);
     let tail = p.tail.render(sql, &fp.literals);

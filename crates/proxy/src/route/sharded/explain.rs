@@ -106,12 +106,31 @@ pub fn rows(plan: &ShardPlan, schema: &ShardedSchema, group_names: &[String], sq
             ));
             let n = schema.shard_count();
             let mut by_shard: std::collections::BTreeMap<usize, Vec<String>> = Default::default();
-            for (row, source) in &p.rows {
-                let shard = values
-                    .get(source)
+            if p.generated_key.is_some() {
+                let rows: Vec<String> = (0..p.rows.len())
+                    .map(|i| p.render_row(i, sql, &fp.literals, Some(0)))
+                    .collect();
+                out.push(step(
+                    "sequence",
+                    format!(
+                        "{} keys from the sequence {}; each row goes where its key places it",
+                        rows.len(),
+                        p.sequence
+                    ),
+                ));
+                return out;
+            }
+            for (i, (_, source)) in p.rows.iter().enumerate() {
+                let shard = source
+                    .as_ref()
+                    .ok_or_else(|| "a generated key".to_string())
+                    .and_then(|s| values.get(s))
                     .and_then(|v| p.function.shard_of(&v, n).map_err(|e| e.to_string()));
                 match shard {
-                    Ok(s) => by_shard.entry(s).or_default().push(row.render(sql, &fp.literals)),
+                    Ok(s) => by_shard
+                        .entry(s)
+                        .or_default()
+                        .push(p.render_row(i, sql, &fp.literals, None)),
                     Err(e) => {
                         out.push(step("error", e));
                         return out;

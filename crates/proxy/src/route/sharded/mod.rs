@@ -122,7 +122,9 @@ impl ShardPlan {
             ShardPlan::Read { one, .. } => Some(one.render(sql, literals)),
             ShardPlan::Write { sql: t, .. } | ShardPlan::Ddl { sql: t, .. } => Some(t.render(sql, literals)),
             ShardPlan::Insert(p) => {
-                let rows: Vec<String> = p.rows.iter().map(|(r, _)| r.render(sql, literals)).collect();
+                let rows: Vec<String> = (0..p.rows.len())
+                    .map(|i| p.render_row(i, sql, literals, None))
+                    .collect();
                 Some(format!(
                     "{}{}{}",
                     p.head.render(sql, literals),
@@ -140,9 +142,10 @@ impl ShardPlan {
         match self {
             ShardPlan::Read { shards, .. } | ShardPlan::Write { shards, .. } => Self::resolve(shards, schema, values),
             ShardPlan::Ddl { shards, .. } => Ok(shards.clone()),
+            ShardPlan::Insert(p) if p.generated_key.is_some() => Ok((0..schema.shard_count()).collect()),
             ShardPlan::Insert(p) => {
                 let mut set = BTreeSet::new();
-                for (_, source) in &p.rows {
+                for source in p.rows.iter().filter_map(|(_, s)| s.as_ref()) {
                     let v = values.get(source)?;
                     set.insert(
                         p.function

@@ -16,6 +16,8 @@ pub enum Place {
     Sharded {
         key: String,
         function: ShardFunction,
+        /// The key is AUTO_INCREMENT with values from Tessera's sequence.
+        auto_increment: bool,
     },
     Broadcast,
     Single(usize),
@@ -68,6 +70,7 @@ pub fn resolve(name: &ObjectName, schema: &ShardedSchema, offsets: &Offsets, edi
         TablePlacement::Sharded(t) => Place::Sharded {
             key: t.key.clone(),
             function: t.function.clone(),
+            auto_increment: t.auto_increment,
         },
         TablePlacement::Broadcast => Place::Broadcast,
         TablePlacement::Single(s) => Place::Single(s),

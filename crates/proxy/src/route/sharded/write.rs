@@ -17,12 +17,29 @@ use tessera_sql::{Edit, SqlTemplate};
 pub struct InsertPlan {
     /// Everything before the first row (`INSERT INTO t (a, b) VALUES `).
     pub head: SqlTemplate,
-    /// Each row's text (`(1, 'x')`) and where its shard-key value comes from.
-    pub rows: Vec<(SqlTemplate, ValueSource)>,
+    /// Each row's text without its closing parenthesis (`(1, 'x'`) and where its shard-key
+    /// value comes from (None: Tessera's sequence, appended as the last value).
+    pub rows: Vec<(SqlTemplate, Option<ValueSource>)>,
+    /// The AUTO_INCREMENT shard key the statement leaves out (appended to the column list).
+    pub generated_key: Option<String>,
+    /// `schema.table`: the sequence generated keys come from.
+    pub sequence: String,
     /// Everything after the last row (`ON DUPLICATE KEY UPDATE ...`).
     pub tail: SqlTemplate,
     pub function: ShardFunction,
     pub reason: String,
+}
+
+impl InsertPlan {
+    /// Row `i` as SQL, with `generated` appended as its key when the key is generated.
+    pub fn render_row(&self, i: usize, sql: &str, literals: &[Range<usize>], generated: Option<i128>) -> String {
+        let mut row = self.rows[i].0.render(sql, literals);
+        if let Some(id) = generated {
+            row.push_str(&format!(", {id}"));
+        }
+        row.push(')');
+        row
+    }
 }
 
 pub fn plan(p: &mut Planner, stmt: &Statement) -> ShardPlan {
@@ -159,7 +176,7 @@ fn keyed_write(
     key_assigned: &dyn Fn(&str) -> bool,
 ) -> ShardPlan {
     let t = tables::resolve(name, p.schema, &p.offsets, &mut Vec::new());
-    let Place::Sharded { key, function } = t.place.clone() else {
+    let Place::Sharded { key, function, .. } = t.place.clone() else {
         return by_tables(p, stmt, "this write");
     };
     let others = tables::all_tables(stmt, p.schema, &p.offsets, &mut p.common_edits);
@@ -216,7 +233,12 @@ fn insert(p: &mut Planner, stmt: &Statement, i: &tessera_sql::sqlparser::ast::In
         }
         _ => return ShardPlan::Reject("INSERT into a table function".into()),
     };
-    let Place::Sharded { key, function } = target.place.clone() else {
+    let Place::Sharded {
+        key,
+        function,
+        auto_increment,
+    } = target.place.clone()
+    else {
         if tables_all.iter().any(|t| matches!(t.place, Place::Sharded { .. })) {
             return ShardPlan::Reject("INSERT ... SELECT from a sharded table into a table that is not sharded".into());
         }
@@ -234,31 +256,57 @@ fn insert(p: &mut Planner, stmt: &Statement, i: &tessera_sql::sqlparser::ast::In
             return ShardPlan::Reject(format!("ON DUPLICATE KEY UPDATE of the shard key {key}"));
         }
     }
-    let Some(position) = i.columns.iter().position(|c| c.value.eq_ignore_ascii_case(&key)) else {
+    let position = i.columns.iter().position(|c| c.value.eq_ignore_ascii_case(&key));
+    if position.is_none() && !(auto_increment && !i.columns.is_empty()) {
         return ShardPlan::Reject(if i.columns.is_empty() {
             format!(
                 "INSERT into sharded table {} without a column list (name the columns, including the shard key {key})",
                 target.table
             )
         } else {
-            format!("INSERT into sharded table {} without its shard key {key}", target.table)
+            format!(
+                "INSERT into sharded table {} without its shard key {key} (or set auto_increment = true on its rule)",
+                target.table
+            )
         });
-    };
+    }
     let Some(source) = &i.source else {
         return ShardPlan::Reject("INSERT ... SET into a sharded table (use VALUES)".into());
     };
     let SetExpr::Values(values) = &*source.body else {
         return ShardPlan::Reject("INSERT ... SELECT into a sharded table".into());
     };
-    split_rows(p, &values.rows, position, function, &target.table)
+    if position.is_none() {
+        // The generated key joins the column list.
+        let last = i.columns.last().and_then(|c| p.offsets.range(c.span));
+        let Some(close) = last.and_then(|r| first_token_from(p.sql, r.end, tessera_sql::TokenKind::RParen)) else {
+            return ShardPlan::Reject("an INSERT column list whose place is unknown".into());
+        };
+        p.common_edits
+            .push(Edit::insert(close, format!(", {}", crate::state::quote_ident(&key))));
+    }
+    let sequence = format!("{}.{}", p.schema.name, target.table);
+    split_rows(p, &values.rows, position, function, &target.table, sequence, key)
 }
 
-fn split_rows(p: &mut Planner, rows: &[Vec<Expr>], position: usize, function: ShardFunction, table: &str) -> ShardPlan {
-    let mut ranges: Vec<(Range<usize>, ValueSource)> = Vec::new();
+fn split_rows(
+    p: &mut Planner,
+    rows: &[Vec<Expr>],
+    position: Option<usize>,
+    function: ShardFunction,
+    table: &str,
+    sequence: String,
+    key_name: String,
+) -> ShardPlan {
+    let mut ranges: Vec<(Range<usize>, Option<ValueSource>)> = Vec::new();
     for row in rows {
-        let (Some(first), Some(last), Some(key)) = (row.first(), row.last(), row.get(position)) else {
+        let key = position.map(|i| row.get(i));
+        let (Some(first), Some(last), Some(key)) = (row.first(), row.last(), key.or(Some(None))) else {
             return ShardPlan::Reject("an INSERT row without the shard key value".into());
         };
+        if position.is_some() && key.is_none() {
+            return ShardPlan::Reject("an INSERT row without the shard key value".into());
+        }
         let (Some(a), Some(b)) = (p.offsets.of(first), p.offsets.of(last)) else {
             return ShardPlan::Reject("an INSERT row whose place is unknown".into());
         };
@@ -277,17 +325,23 @@ fn split_rows(p: &mut Planner, rows: &[Vec<Expr>], position: usize, function: Sh
             literal_at: &literal_at,
             placeholder_at: &placeholder_at,
         };
-        let Some(source) = reader.value(key) else {
-            return ShardPlan::Reject(format!(
-                "an INSERT into {table} whose shard-key value is an expression (use a literal or a parameter)"
-            ));
+        let source = match key {
+            None => None,
+            Some(key) => match reader.value(key) {
+                Some(s) => Some(s),
+                None => {
+                    return ShardPlan::Reject(format!(
+                        "an INSERT into {table} whose shard-key value is an expression (use a literal or a parameter)"
+                    ))
+                }
+            },
         };
-        ranges.push((open..close + 1, source));
+        ranges.push((open..close, source));
     }
     let (Some(first), Some(last)) = (ranges.first(), ranges.last()) else {
         return ShardPlan::Reject("an INSERT without rows".into());
     };
-    let (start, end) = (first.0.start, last.0.end);
+    let (start, end) = (first.0.start, last.0.end + 1);
     let len = p.sql.len();
     let cut = |keep: Range<usize>| -> SqlTemplate {
         let mut edits = p.common_edits.clone();
@@ -303,12 +357,19 @@ fn split_rows(p: &mut Planner, rows: &[Vec<Expr>], position: usize, function: Sh
     let head = cut(0..start);
     let tail = cut(end..len);
     let rows = ranges.iter().map(|(r, s)| (cut(r.clone()), s.clone())).collect();
+    let generated_key = position.is_none().then_some(key_name);
+    let reason = match &generated_key {
+        Some(k) => format!("INSERT rows into {table}, {k} from Tessera's sequence"),
+        None => format!("INSERT rows by their shard key into {table}"),
+    };
     ShardPlan::Insert(Box::new(InsertPlan {
         head,
         rows,
         tail,
+        generated_key,
+        sequence,
         function,
-        reason: format!("INSERT rows by their shard key into {table}"),
+        reason,
     }))
 }
 

@@ -1,0 +1,81 @@
+//! Keys for AUTO_INCREMENT shard keys: Tessera hands out values from a sequence so that rows on
+//! different shards never share one. Blocks of values are reserved in a table of the schema's
+//! default shard (`tessera_sequences`, one row per table), so every Tessera process sharing the
+//! shards draws from one sequence; a process keeps its block in memory. The first block starts
+//! above the largest key any shard holds (rows loaded before Tessera are respected).
+
+use crate::error::ProxyError;
+use crate::pool::PooledConn;
+use crate::topology::ShardedSchema;
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+/// Values reserved per round trip to the sequence table.
+pub const BLOCK: i128 = 1000;
+
+/// The blocks this process holds: sequence name -> (next value, end exclusive).
+#[derive(Default)]
+pub struct Sequences {
+    blocks: Mutex<HashMap<String, (i128, i128)>>,
+}
+
+impl Sequences {
+    /// `n` values from the block held, when it has them.
+    pub fn take(&self, name: &str, n: usize) -> Option<Vec<i128>> {
+        let mut blocks = self.blocks.lock().ok()?;
+        let (next, end) = blocks.get_mut(name)?;
+        if *end - *next < n as i128 {
+            return None;
+        }
+        let out = (*next..*next + n as i128).collect();
+        *next += n as i128;
+        Some(out)
+    }
+
+    /// Keeps a newly reserved block (what a smaller request leaves of it).
+    pub fn store(&self, name: &str, next: i128, end: i128) {
+        if let Ok(mut blocks) = self.blocks.lock() {
+            blocks.insert(name.to_string(), (next, end));
+        }
+    }
+}
+
+/// Reserves `size` values of sequence `name` (`schema.table`, key column `key`): returns the
+/// first. `conn` is a connection to the default shard's primary, outside any transaction of the
+/// client; `shards` are connections to read the largest key from when the sequence is new.
+pub async fn reserve(
+    conn: &mut PooledConn,
+    schema: &ShardedSchema,
+    table: &str,
+    key: &str,
+    name: &str,
+    size: i128,
+    max_key: i128,
+) -> Result<i128, ProxyError> {
+    let db = crate::state::quote_ident(&schema.shards[schema.default_shard].database);
+    let quoted = crate::state::quote_string(name);
+    let _ = (table, key);
+    conn.simple_command(&format!(
+        "CREATE TABLE IF NOT EXISTS {db}.tessera_sequences (name VARCHAR(190) PRIMARY KEY, next_id BIGINT NOT NULL) ENGINE=InnoDB"
+    ))
+    .await?;
+    conn.simple_command(&format!(
+        "INSERT INTO {db}.tessera_sequences (name, next_id) VALUES ({quoted}, {start}) \
+         ON DUPLICATE KEY UPDATE next_id = GREATEST(next_id, VALUES(next_id))",
+        start = max_key + 1
+    ))
+    .await?;
+    conn.simple_command(&format!(
+        "UPDATE {db}.tessera_sequences SET next_id = LAST_INSERT_ID(next_id + {size}) WHERE name = {quoted}"
+    ))
+    .await?;
+    let (_, rows) = conn.query_rows("SELECT LAST_INSERT_ID()").await?;
+    let end: i128 = rows
+        .first()
+        .and_then(|r| r.first())
+        .and_then(|v| v.as_deref())
+        .and_then(|v| std::str::from_utf8(v).ok())
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| ProxyError::Sharding(format!("the sequence {name} gave no value")))?;
+    Ok(end - size)
+}
