@@ -257,7 +257,8 @@ fn insert(p: &mut Planner, stmt: &Statement, i: &tessera_sql::sqlparser::ast::In
         }
     }
     let position = i.columns.iter().position(|c| c.value.eq_ignore_ascii_case(&key));
-    if position.is_none() && !(auto_increment && !i.columns.is_empty()) {
+    let can_generate = auto_increment && !i.columns.is_empty();
+    if position.is_none() && !can_generate {
         return ShardPlan::Reject(if i.columns.is_empty() {
             format!(
                 "INSERT into sharded table {} without a column list (name the columns, including the shard key {key})",
