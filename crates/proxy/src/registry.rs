@@ -27,20 +27,36 @@ pub struct Running {
     pub server: ServerRef,
     pub thread_id: u32,
     pub epoch: u64,
+    /// The other backend connections of a statement that runs on several shards.
+    pub more: Vec<(ServerRef, u32)>,
+}
+
+impl Running {
+    /// Every (server, thread id) the statement runs on.
+    pub fn connections(&self) -> impl Iterator<Item = (&ServerRef, u32)> {
+        std::iter::once((&self.server, self.thread_id)).chain(self.more.iter().map(|(s, t)| (s, *t)))
+    }
 }
 
 impl SessionHandle {
     /// Records the backend connection (server, thread id) the session's statement runs on, or
     /// that it runs on none; either starts a new epoch.
     pub fn set_running(&self, target: Option<(ServerRef, u32)>) {
+        self.set_running_all(target.into_iter().collect());
+    }
+
+    /// [`SessionHandle::set_running`] for a statement on several backend connections (shards).
+    pub fn set_running_all(&self, mut targets: Vec<(ServerRef, u32)>) {
         if let Ok(mut r) = self.running.lock() {
             let epoch = r.0 + 1;
+            let first = (!targets.is_empty()).then(|| targets.remove(0));
             *r = (
                 epoch,
-                target.map(|(server, thread_id)| Running {
+                first.map(|(server, thread_id)| Running {
                     server,
                     thread_id,
                     epoch,
+                    more: targets,
                 }),
             );
         }

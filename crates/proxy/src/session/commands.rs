@@ -236,7 +236,11 @@ impl Session {
             target.kill();
         }
         if let Some(running) = target.running() {
-            self.kill_backend_query(&target, &running).await?;
+            // A statement on several shards is interrupted on each of them.
+            for (server, thread_id) in running.connections() {
+                self.kill_backend_query(&target, server, thread_id, running.epoch)
+                    .await?;
+            }
         }
         if !query_only && target.id == self.id {
             self.fatal = true;
@@ -255,21 +259,20 @@ impl Session {
     async fn kill_backend_query(
         &self,
         target: &crate::registry::SessionHandle,
-        running: &crate::registry::Running,
+        server: &crate::backend::ServerRef,
+        thread_id: u32,
+        epoch: u64,
     ) -> Result<(), ProxyError> {
-        let Some(pool) = self.ctx.pool_like(&running.server).cloned() else {
+        let Some(pool) = self.ctx.pool_like(server).cloned() else {
             return Ok(());
         };
         let mut conn = pool.connect_unpooled().await?;
-        let sql = format!(
-            "SELECT QUERY_ID FROM information_schema.PROCESSLIST WHERE ID = {}",
-            running.thread_id
-        );
+        let sql = format!("SELECT QUERY_ID FROM information_schema.PROCESSLIST WHERE ID = {thread_id}");
         let (_, rows) = conn.query_rows(&sql).await?;
         let query_id = rows.first().and_then(|r| r.first()).cloned().flatten();
         let query_id = query_id.and_then(|q| String::from_utf8_lossy(&q).parse::<u64>().ok());
-        if let Some(query_id) = query_id.filter(|_| target.still_running(running.epoch)) {
-            tracing::info!(session = target.id, server = %running.server.address, query_id, "killing a query");
+        if let Some(query_id) = query_id.filter(|_| target.still_running(epoch)) {
+            tracing::info!(session = target.id, server = %server.address, query_id, "killing a query");
             conn.simple_command(&format!("KILL QUERY ID {query_id}")).await.ok();
         }
         Ok(())

@@ -87,7 +87,10 @@ impl Session {
         }
         let name = self.state.schema.as_deref()?;
         match self.ctx.topology.schema(name) {
-            Some(s) => s.shards.get(s.default_shard).map(|d| d.database.clone()),
+            Some(s) => s
+                .shards
+                .get(self.held_shard.unwrap_or(s.default_shard))
+                .map(|d| d.database.clone()),
             None => Some(name.to_string()),
         }
     }

@@ -230,6 +230,27 @@ impl Session {
         let opens_cursor = run.request.flags & CURSOR_TYPE_READ_ONLY != 0;
         // A cursor pins its connection: keep it on the primary, where the session can also write.
         let target = super::routing::pinned_target(self.plan_target([(stmts[0].sql, &stmts[0].class)]), opens_cursor);
+        if let Some((index, topology)) = self.logical_schema() {
+            // A session statement on a sharded schema (BEGIN, COMMIT, SET ...): on the shard the
+            // session is on; COMMIT and ROLLBACK reach every shard it holds.
+            let schema = &topology.schemas[index];
+            if matches!(
+                run.class.kind,
+                tessera_sql::StatementKind::Commit | tessera_sql::StatementKind::Rollback
+            ) {
+                self.end_other_shards(&run.text).await?;
+            }
+            let shard = self.held_shard.unwrap_or(schema.default_shard);
+            self.bind_shard(schema, shard).await?;
+            let s = &schema.shards[shard];
+            let target = crate::route::Target {
+                group: s.group,
+                role: target.role,
+            };
+            return self
+                .execute_with_schema(stmt_id, &run, &stmts, target, &s.database)
+                .await;
+        }
         let mut exclude = None;
         loop {
             let was_held = self.held.is_some();
@@ -440,11 +461,24 @@ impl Session {
             session_functions: run.session_functions,
             sharded: None,
         };
+        self.execute_with_schema(stmt_id, &local, stmts, target, &s.database)
+            .await
+    }
+
+    /// An execution on `target` with `database` selected (a shard's), retried once like reads.
+    async fn execute_with_schema(
+        &mut self,
+        stmt_id: u32,
+        run: &Execution<'_>,
+        stmts: &[Stmt<'_>],
+        target: crate::route::Target,
+        database: &str,
+    ) -> Result<Next, ProxyError> {
         let mut exclude = None;
         loop {
-            self.target_schema = Some(s.database.clone());
+            self.target_schema = Some(database.to_string());
             let was_held = self.held.is_some();
-            let result = self.execute_on(target, exclude, stmt_id, &local, stmts).await;
+            let result = self.execute_on(target, exclude, stmt_id, run, stmts).await;
             self.target_schema = None;
             match result {
                 Ok(()) => return Ok(Next::Continue),

@@ -635,6 +635,12 @@ impl Session {
                 warnings: 0,
             });
         }
+        // KILL QUERY reaches every shard while they work.
+        let running: Vec<_> = states
+            .iter()
+            .map(|st| (st.conn.server.clone(), st.conn.thread_id))
+            .collect();
+        self.handle.set_running_all(running);
         let mut raw = Vec::new();
         let mut failure = None;
         for (i, st) in states.iter_mut().enumerate() {
@@ -651,13 +657,18 @@ impl Session {
             }
         }
         if let Some(e) = failure {
+            self.handle.set_running(None);
             // Connections with unread results are not reused.
             for st in states.iter_mut() {
                 st.conn.broken = true;
             }
             return Err(e);
         }
-        let spec = resolve_merge(scatter, &states[0].columns)?;
+        let spec = resolve_merge(scatter, &states[0].columns);
+        if spec.is_err() {
+            self.handle.set_running(None);
+        }
+        let spec = spec?;
         let visible = spec.visible;
         self.write_header(&raw[..visible]);
         let in_txn = self.sharded_transaction_open();
@@ -677,6 +688,7 @@ impl Session {
             }
             warnings = warnings.saturating_add(st.warnings);
         }
+        self.handle.set_running(None);
         let result = match merged {
             Ok(stats) => {
                 self.last.found_rows = stats.rows_sent;
