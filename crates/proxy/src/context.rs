@@ -95,9 +95,9 @@ impl Context {
         }
     }
 
-    /// A group by index (an unknown index falls back to the first group).
-    pub fn group(&self, index: usize) -> &Arc<Group> {
-        self.groups.get(index).unwrap_or(&self.groups[0])
+    /// The group statements outside any logical schema go to: the first configured group.
+    pub fn default_group(&self) -> &Arc<Group> {
+        &self.groups[0]
     }
 
     /// A group by index; an unknown index is an error (never another group).

@@ -270,6 +270,15 @@ async fn a_sharded_schema_takes_ddl_writes_transactions_and_point_reads() {
         );
     }
 
+    // Metadata shows the logical schema.
+    let tables = c.query("SHOW TABLES").await.expect("show tables");
+    assert!(tables.iter().any(|r| r[0].as_deref() == Some("orders")), "{tables:?}");
+    let schemas = c
+        .query("SELECT DISTINCT TABLE_SCHEMA FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'shop'")
+        .await
+        .expect("information_schema");
+    assert_eq!(schemas, vec![vec![Some("shop".to_string())]]);
+
     // Scatter reads merge as one server would answer.
     assert_eq!(c.value("SELECT COUNT(*) FROM orders").await.as_deref(), Some("22"));
     let top = c

@@ -49,6 +49,10 @@ impl Target {
 pub enum Plan {
     /// Forwarded as-is to one server; its response is passed through.
     Direct(Target),
+    /// On logical schema `schema` (an index into the topology): the sharding planner's
+    /// [`sharded::ShardPlan`] (cached by fingerprint) says which shards run what, and how
+    /// their answers merge.
+    Sharded { schema: usize },
 }
 
 impl Plan {
@@ -59,6 +63,7 @@ impl Plan {
                 let group = group_names.get(t.group).map_or("?", String::as_str);
                 format!("direct to {group}/{:?}", t.role).to_lowercase()
             }
+            Plan::Sharded { schema } => format!("sharded (logical schema #{schema})"),
         }
     }
 }
@@ -177,8 +182,10 @@ mod tests {
             consistency,
             read_only_procedure: &procs,
         };
-        let Plan::Direct(t) = plan([(sql, &c)], &input);
-        t.role
+        match plan([(sql, &c)], &input) {
+            Plan::Direct(t) => t.role,
+            other => panic!("unexpected {other:?}"),
+        }
     }
 
     fn role(sql: &str) -> Role {

@@ -40,7 +40,7 @@ impl Session {
         scope: SyncScope,
         exclude: Option<usize>,
     ) -> Result<PooledConn, ProxyError> {
-        let group = self.ctx.group(target.group).clone();
+        let group = self.ctx.group_checked(target.group)?.clone();
         self.routing.partial_response = false;
         let held = match self.held.take() {
             Some(mut c) if self.must_leave_held(&group, &c, target) => {
@@ -147,7 +147,7 @@ impl Session {
             capabilities: self.capabilities,
             write_timeout: self.ctx.config.server.net_write_timeout(),
             tracking: &self.tracking,
-            acknowledged: Some(&self.ctx.group(group).acknowledged),
+            acknowledged: self.ctx.groups.get(group).map(|g| &g.acknowledged),
         };
         forward(conn, &mut self.client, side, mode).await
     }

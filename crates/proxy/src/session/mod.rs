@@ -11,6 +11,7 @@ pub mod commands;
 pub mod diagnostics;
 pub mod execute;
 pub mod info;
+pub mod metadata;
 pub mod params;
 pub mod pins;
 pub mod prepared;

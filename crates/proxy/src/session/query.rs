@@ -7,6 +7,7 @@ use super::{Next, Session};
 use crate::error::ProxyError;
 use crate::exec::Mode;
 use crate::metrics::Metrics;
+use crate::route::Plan;
 use std::borrow::Cow;
 use tessera_protocol::command::COM_QUERY;
 use tessera_protocol::flags::CLIENT_LOCAL_FILES;
@@ -49,12 +50,14 @@ impl Session {
             return Ok(next);
         }
         let rewritten = self.rewrite(&text, matches!(text, Cow::Borrowed(_)), &stmts);
-        if let Some((index, _)) = self.logical_schema() {
-            let sql = rewritten.as_deref().unwrap_or(&text);
-            return self.query_sharded(sql, &stmts, index).await;
-        }
+        let target = match self.plan_command(stmts.iter().map(|s| (s.sql, &s.class))) {
+            Plan::Direct(target) => target,
+            Plan::Sharded { schema } => {
+                let sql = rewritten.as_deref().unwrap_or(&text);
+                return self.query_sharded(sql, &stmts, schema).await;
+            }
+        };
         let sql: &[u8] = rewritten.as_deref().map_or(raw, str::as_bytes);
-        let target = self.plan_target(stmts.iter().map(|s| (s.sql, &s.class)));
         let mut exclude = None;
         loop {
             let was_held = self.held.is_some();

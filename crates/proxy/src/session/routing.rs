@@ -48,20 +48,35 @@ impl SessionRouting {
 }
 
 impl Session {
+    /// How a command runs: on the session's logical schema through the sharding planner, or
+    /// on one group's server chosen by the read/write split.
+    pub fn plan_command<'a>(
+        &self,
+        stmts: impl IntoIterator<Item = (&'a str, &'a tessera_sql::Classification)>,
+    ) -> Plan {
+        match self.logical_schema() {
+            Some((schema, _)) => Plan::Sharded { schema },
+            None => Plan::Direct(self.plan_target(stmts)),
+        }
+    }
+
     /// Where these statements run.
     pub fn plan_target<'a>(
         &self,
         stmts: impl IntoIterator<Item = (&'a str, &'a tessera_sql::Classification)>,
     ) -> Target {
-        let group = self.ctx.group(0);
+        let group = self.ctx.default_group();
         let read_only_procedure = |name: &str| group.procedure_is_read_only(name);
         let input = RouteInput {
             split: self.routing.split && self.autocommit(),
             consistency: self.routing.consistency,
             read_only_procedure: &read_only_procedure,
         };
-        let Plan::Direct(target) = plan(stmts, &input);
-        target
+        match plan(stmts, &input) {
+            Plan::Direct(target) => target,
+            // The read/write split never plans shards.
+            Plan::Sharded { .. } => Target::primary(0),
+        }
     }
 
     /// Whether the session runs in autocommit mode (without it, every statement opens or
@@ -182,7 +197,9 @@ impl Session {
 
     /// Counts the statement on the server its connection belongs to.
     pub fn count_routed(&mut self, group_index: usize, conn: &PooledConn, target: Target) {
-        let group = self.ctx.group(group_index);
+        let Some(group) = self.ctx.groups.get(group_index) else {
+            return;
+        };
         if let Some(i) = group.index_of(conn.pool()) {
             let counter = match target.role {
                 Role::Read | Role::Replica => &group.servers[i].reads,
@@ -212,7 +229,7 @@ impl Session {
             return None;
         }
         let (group_index, server) = self.routing.last_server?;
-        let group = self.ctx.group(group_index);
+        let group = self.ctx.groups.get(group_index)?;
         if group.choose_read(self.read_needs(group).as_ref(), Some(server), 0) == server {
             return None; // no other server to try
         }

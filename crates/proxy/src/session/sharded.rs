@@ -138,6 +138,9 @@ impl Session {
             };
             return Box::pin(self.query_sharded(&replaced, &[stmt], index)).await;
         }
+        if super::metadata::is_metadata(sql, &stmt.class) {
+            return self.metadata_query(schema, sql).await;
+        }
         match &stmt.class.kind {
             StatementKind::Use(db) => return self.use_schema(db).await,
             k if Self::is_sharded_kind(k) => return self.run_sharded(sql, stmt, index).await,

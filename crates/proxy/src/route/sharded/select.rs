@@ -259,7 +259,7 @@ impl<'p, 'a> ScatterBuilder<'p, 'a> {
     /// A sort key on `value` (with a hidden weight column of `text`): compares by collation
     /// weight when the value turns out to be a non-binary string.
     fn weighted_key(&mut self, value: Col, text: &str, descending: bool) -> SortKey {
-        let weight = self.hide(format!("WEIGHT_STRING({text})"));
+        let weight = self.hide(format!("WEIGHT_STRING(RTRIM({text}))"));
         self.weighted.push(WeightedKey { value, weight });
         SortKey {
             column: col_index(value),
