@@ -43,8 +43,8 @@ bench-full: bench-tools
 	./target/release/tessera-bench --preset full --anchors $(ANCHORS) $(BENCH_ARGS)
 
 # Sharding differential test (tests/difftest/README.md): the corpus, N random statements and the
-# DML section on one MariaDB and through Tessera over four shards. Until the sharding planner
-# lands the Tessera run fails; SELF=1 runs the harness self-check instead.
+# DML section on one MariaDB and through Tessera over four shards (fails until sharded execution
+# answers like one MariaDB everywhere); SELF=1 runs the harness self-check instead.
 # Example: make difftest N=20000 SEED=42
 .PHONY: difftest
 N ?= 2000
