@@ -41,3 +41,16 @@ bench-tpcc: bench-tools
 bench-full: bench-tools
 	bash scripts/install-go-tpc.sh
 	./target/release/tessera-bench --preset full --anchors $(ANCHORS) $(BENCH_ARGS)
+
+# Sharding differential test (tests/difftest/README.md): the corpus, N random statements and the
+# DML section on one MariaDB and through Tessera over four shards (fails until sharded execution
+# answers like one MariaDB everywhere); SELF=1 runs the harness self-check instead.
+# Example: make difftest N=20000 SEED=42
+.PHONY: difftest
+N ?= 2000
+SEED ?=
+SELF ?=
+difftest:
+	DIFFTEST_N=$(N) DIFFTEST_SEED=$(SEED) DIFFTEST_SELF=$(SELF) \
+		$(CARGO) test -p tessera-proxy --test sharding_diff $(DIFFTEST_CARGO_FLAGS) -- \
+		--include-ignored --exact tessera_answers_like_one_mariadb --nocapture

@@ -354,3 +354,4 @@ impl Client {
         )
     }
 }
+pub mod stmt;

@@ -36,6 +36,7 @@ mod fake;
 #[cfg(test)]
 mod tests;
 
+pub use decimal::Decimal;
 pub use error::MergeError;
 pub use pipeline::{run, MergeStats};
 pub use source::{RowSink, RowSource};

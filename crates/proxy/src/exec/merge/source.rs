@@ -6,6 +6,9 @@ use crate::exec::row::Value;
 use std::future::Future;
 
 /// One shard's rows, in the order the plan promised. Implement with `async fn next_row`.
+///
+/// `&mut S` is a source too: pass `Vec<&mut S>` to [`super::run`] to keep the sources after the
+/// merge, e.g. to drain or cancel what a LIMIT left unread before reusing the connections.
 pub trait RowSource {
     /// The next row, or `None` at the end of the shard's result.
     fn next_row(&mut self) -> impl Future<Output = Result<Option<Vec<Value>>, MergeError>> + Send;
@@ -15,4 +18,10 @@ pub trait RowSource {
 pub trait RowSink {
     /// Sends one row (already cut to the visible columns).
     fn send_row(&mut self, row: &[Value]) -> impl Future<Output = Result<(), MergeError>> + Send;
+}
+
+impl<S: RowSource + Send> RowSource for &mut S {
+    fn next_row(&mut self) -> impl Future<Output = Result<Option<Vec<Value>>, MergeError>> + Send {
+        (**self).next_row()
+    }
 }

@@ -47,7 +47,9 @@ pub enum SortBy {
     /// [`crate::exec::row::compare`] on the column itself.
     Value,
     /// The bytes of another column holding `WEIGHT_STRING(expr)` from the shard: the
-    /// collation's order and equality. A NULL weight is a NULL value.
+    /// collation's order and equality. A NULL weight is a NULL value. For PAD SPACE
+    /// collations use `WEIGHT_STRING(expr AS CHAR(n))` with the column's length, so 'b ' and
+    /// 'B' weigh the same as they compare (plain WEIGHT_STRING keeps trailing spaces).
     Weight(usize),
 }
 

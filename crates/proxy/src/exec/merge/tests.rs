@@ -524,6 +524,20 @@ async fn errors_stop_the_merge() {
     assert!(matches!(err, MergeError::ShortRow { width: 0, needed: 1 }));
 }
 
+/// Borrowed sources stay with the caller, who can drain what the LIMIT left unread.
+#[tokio::test]
+async fn borrowed_sources_outlive_the_merge() {
+    let mut spec = sorted(1, vec![SortKey::asc(0)]);
+    spec.limit = Some(1);
+    let mut a = FakeSource::new(vec![vec![i(1)], vec![i(3)], vec![i(5)]]);
+    let mut b = FakeSource::new(vec![vec![i(2)]]);
+    let mut sink = VecSink::default();
+    run(&spec, vec![&mut a, &mut b], &mut sink).await.unwrap();
+    assert_eq!(sink.rows, vec![vec![i(1)]]);
+    assert_eq!(a.next_row().await.unwrap(), Some(vec![i(3)]));
+    assert_eq!(b.next_row().await.unwrap(), None);
+}
+
 #[test]
 fn describe_names_every_stage() {
     let mut spec = aggregate(
