@@ -57,6 +57,9 @@ pub enum ProxyError {
     /// A merge needed more memory than `sharding.merge_memory_cap` allows.
     #[error("Tessera: {0}")]
     MergeLimit(String),
+    /// A construct the sharding planner refuses (the message names it).
+    #[error("Tessera: {0} is not supported")]
+    NotSharded(String),
     /// A sharded execution failed in a way no single backend error describes.
     #[error("Tessera: {0}")]
     Sharding(String),
@@ -74,7 +77,7 @@ impl ProxyError {
             ProxyError::CheckoutTimeout { .. } | ProxyError::TooManyConnections => (1040, "08004"),
             ProxyError::AccessDenied { .. } => (1045, "28000"),
             ProxyError::UnknownStatement { .. } => (1243, "HY000"),
-            ProxyError::Unsupported(_) => (1235, "42000"),
+            ProxyError::Unsupported(_) | ProxyError::NotSharded(_) => (1235, "42000"),
             ProxyError::UnknownCommand => (1047, "08S01"),
             ProxyError::ShuttingDown => (1053, "08S01"),
             ProxyError::NotOwnerOfThread(_) => (1095, "HY000"),

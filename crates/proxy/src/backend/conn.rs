@@ -35,6 +35,11 @@ pub struct BackendConn {
     /// The session state this connection has right now.
     pub state: SessionVars,
     pub stmts: StmtCache,
+    /// The default schema `stmts` was prepared under (unqualified names resolve at PREPARE),
+    /// and the caches of other schemas this connection had (sharded schemas put several shard
+    /// databases on one server).
+    stmts_schema: Option<String>,
+    parked_stmts: Vec<(Option<String>, StmtCache)>,
     pub created: Instant,
     pub last_used: Instant,
     /// Set when the connection can no longer be trusted (I/O error, half-read response).
@@ -70,6 +75,8 @@ impl BackendConn {
             server_version,
             state: SessionVars::after_handshake(BACKEND_COLLATION_ID, None),
             stmts: StmtCache::new(stmt_cache_size),
+            stmts_schema: None,
+            parked_stmts: Vec::new(),
             created: now,
             last_used: now,
             broken: false,
@@ -226,9 +233,36 @@ impl BackendConn {
     pub fn forget_prepared(&mut self) {
         let handles = self.stmts.drain();
         self.pending_closes.extend(handles.into_iter().map(|s| s.id));
+        for (_, mut cache) in self.parked_stmts.drain(..) {
+            self.pending_closes.extend(cache.drain().into_iter().map(|s| s.id));
+        }
+    }
+
+    /// Makes `stmts` the cache of the connection's current default schema: a handle prepared
+    /// under another schema names that schema's tables. Caches of other schemas are kept
+    /// while they are small together.
+    fn use_schema_statements(&mut self) {
+        if self.stmts_schema == self.state.schema {
+            return;
+        }
+        let wanted = self.state.schema.clone();
+        let next = match self.parked_stmts.iter().position(|(s, _)| *s == wanted) {
+            Some(i) => self.parked_stmts.swap_remove(i).1,
+            None => StmtCache::new(self.stmts.capacity()),
+        };
+        let previous = std::mem::replace(&mut self.stmts, next);
+        let old_schema = std::mem::replace(&mut self.stmts_schema, wanted);
+        self.parked_stmts.push((old_schema, previous));
+        let parked: usize = self.parked_stmts.iter().map(|(_, c)| c.len()).sum();
+        if parked > self.stmts.capacity() {
+            // Too many handles kept for other schemas: close the oldest cache's.
+            let (_, mut oldest) = self.parked_stmts.remove(0);
+            self.pending_closes.extend(oldest.drain().into_iter().map(|s| s.id));
+        }
     }
 
     pub async fn prepare(&mut self, sql: &SqlText) -> Result<BackendStmt, ProxyError> {
+        self.use_schema_statements();
         if let Some(stmt) = self.stmts.get(sql) {
             return Ok(stmt);
         }

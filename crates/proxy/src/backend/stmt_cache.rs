@@ -45,6 +45,10 @@ impl StmtCache {
         self.entries.len()
     }
 
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }

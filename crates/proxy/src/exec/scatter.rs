@@ -175,6 +175,7 @@ pub fn resolve_merge(s: &Scatter, columns: &[ColumnDefinition]) -> Result<MergeS
     let mut spec = s.merge.clone();
     spec.visible = visible;
     spec.order = spec.order.iter().map(key).collect();
+    weigh_final_order(&mut spec, &weights);
     if let Some(a) = spec.aggregate.as_mut() {
         a.group_by = a.group_by.iter().map(key).collect();
         for (i, o) in a.outputs.iter_mut().enumerate() {
@@ -228,6 +229,46 @@ pub fn resolve_merge(s: &Scatter, columns: &[ColumnDefinition]) -> Result<MergeS
         }
     }
     Ok(spec)
+}
+
+/// A final ORDER BY on a grouped string column compares its collation weight: the weight
+/// column joins the outputs (hidden) and the key compares it.
+fn weigh_final_order(spec: &mut MergeSpec, weights: &[(usize, usize)]) {
+    let Some(agg) = spec.aggregate.as_mut() else {
+        return;
+    };
+    for k in spec.final_order.iter_mut() {
+        let Some(Output::First(c)) = agg.outputs.get(k.column) else {
+            continue;
+        };
+        let Some((_, w)) = weights.iter().find(|(v, _)| v == c) else {
+            continue;
+        };
+        let out = match agg.outputs.iter().position(|o| *o == Output::First(*w)) {
+            Some(i) => i,
+            None => {
+                agg.outputs.push(Output::First(*w));
+                agg.outputs.len() - 1
+            }
+        };
+        k.by = SortBy::Weight(out);
+    }
+}
+
+/// A column definition packet with another name (the column's type and origin unchanged).
+pub fn with_name(raw: &[u8], name: &[u8]) -> Option<bytes::Bytes> {
+    let mut r = tessera_protocol::codec::Reader::new(raw);
+    for _ in 0..4 {
+        r.lenenc_bytes().ok()?;
+    }
+    let name_at = r.position();
+    r.lenenc_bytes().ok()?;
+    let rest = &raw[r.position()..];
+    let mut out = BytesMut::with_capacity(raw.len() + name.len());
+    out.extend_from_slice(&raw[..name_at]);
+    tessera_protocol::codec::put_lenenc_bytes(&mut out, name);
+    out.extend_from_slice(rest);
+    Some(out.freeze())
 }
 
 fn is_floating(t: u8) -> bool {

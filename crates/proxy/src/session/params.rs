@@ -83,6 +83,22 @@ fn one(r: &mut Reader, kind: u8, unsigned: bool) -> Option<Param> {
         }
         0x0a | 0x07 | 0x0c => temporal(r, false),
         0x0b => temporal(r, true),
+        // DECIMAL / NEWDECIMAL: an exact number, inlined as one (not as a string).
+        0x00 | 0xf6 => {
+            let text = std::str::from_utf8(r.lenenc_bytes().ok()?).ok()?.trim().to_string();
+            let numeric = !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit() || b"+-.eE".contains(&b));
+            Some(match (numeric, text.parse::<i128>()) {
+                (true, Ok(i)) => Param {
+                    key: KeyValue::Int(i),
+                    literal: text,
+                },
+                (true, Err(_)) => Param {
+                    key: KeyValue::Decimal(text.clone()),
+                    literal: text,
+                },
+                (false, _) => bytes_param(text.as_bytes()),
+            })
+        }
         _ => Some(bytes_param(r.lenenc_bytes().ok()?)),
     }
 }

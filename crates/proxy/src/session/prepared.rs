@@ -43,6 +43,8 @@ pub struct ClientStmt {
 
 /// A prepared statement's sharded plan.
 pub struct ShardedStmt {
+    /// The column definitions PREPARE answered (binary results over several shards use them).
+    pub columns: std::sync::OnceLock<Arc<[Bytes]>>,
     pub schema: usize,
     pub plan: Arc<crate::route::sharded::ShardPlan>,
     pub fp: tessera_sql::Fingerprint,
@@ -152,6 +154,10 @@ impl Session {
             Err(e) => return Err(self.failed(conn, was_held, e)),
         };
         self.keep_or_release(conn, 0);
+        if let Some(sh) = &sharded {
+            let columns = stmt.metadata.get(usize::from(stmt.num_params)..).unwrap_or_default();
+            let _ = sh.columns.set(Arc::from(columns));
+        }
         self.last.row_count = 0; // as MariaDB: COM_STMT_PREPARE resets ROW_COUNT()
         let entry = ClientStmt {
             sql,
@@ -369,9 +375,14 @@ impl Session {
         let fp = tessera_sql::fingerprint(text);
         let plan = self.ctx.plans.get(text, &fp, &topology.schemas[schema]);
         if let crate::route::sharded::ShardPlan::Reject(m) = &*plan {
-            return Err(ProxyError::Unsupported(m.clone()));
+            return Err(ProxyError::NotSharded(m.clone()));
         }
-        Ok(Some(Arc::new(ShardedStmt { schema, plan, fp })))
+        Ok(Some(Arc::new(ShardedStmt {
+            columns: Default::default(),
+            schema,
+            plan,
+            fp,
+        })))
     }
 
     /// Where a PREPARE runs (a logical schema's: the session's shard, else the default shard)
@@ -430,7 +441,10 @@ impl Session {
             .map_err(|m| ProxyError::Backend(ErrPacket::new(1526, "HY000", m)))?;
         let [shard] = shards.as_slice() else {
             let text = super::params::inline(&run.text, &params);
-            return self.run_sharded_as(&text, &stmts[0], sharded.schema, true).await;
+            let columns = sharded.columns.get().cloned().unwrap_or_else(|| Arc::from(Vec::new()));
+            return self
+                .run_sharded_as(&text, &stmts[0], sharded.schema, Some(columns))
+                .await;
         };
         self.bind_shard(schema, *shard).await?;
         let s = &schema.shards[*shard];

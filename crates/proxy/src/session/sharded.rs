@@ -51,17 +51,18 @@ impl Session {
 
     /// Runs one statement on the session's sharded schema.
     pub async fn run_sharded(&mut self, sql: &str, stmt: &Stmt<'_>, schema_index: usize) -> Result<Next, ProxyError> {
-        self.run_sharded_as(sql, stmt, schema_index, false).await
+        self.run_sharded_as(sql, stmt, schema_index, None).await
     }
 
     /// [`Session::run_sharded`]; `binary`: the client executed a prepared statement (its
-    /// parameters are inlined in `sql`) and takes binary rows.
+    /// parameters are inlined in `sql`) and takes binary rows, described by the column
+    /// definitions its PREPARE answered (the names of `?` expressions are the prepared text's).
     pub async fn run_sharded_as(
         &mut self,
         sql: &str,
         stmt: &Stmt<'_>,
         schema_index: usize,
-        binary: bool,
+        binary: Option<Arc<[bytes::Bytes]>>,
     ) -> Result<Next, ProxyError> {
         let topology = self.ctx.topology.clone();
         let schema = &topology.schemas[schema_index];
@@ -76,7 +77,7 @@ impl Session {
             ShardPlan::Reject(m) => Err(unsupported(m)),
             ShardPlan::Read { shards, one, many, .. } => {
                 let shards = resolve(shards, schema, &values)?;
-                if let ([shard], false) = (shards.as_slice(), binary) {
+                if let ([shard], None) = (shards.as_slice(), &binary) {
                     let role = self.plan_target([(stmt.sql, &stmt.class)]).role;
                     return self
                         .on_shard(schema, *shard, role, &one.render(sql, &fp.literals), stmt)
@@ -89,6 +90,7 @@ impl Session {
                 shards,
                 sql: template,
                 one_shard_only,
+                replicated,
                 ..
             } => {
                 let shards = resolve(shards, schema, &values)?;
@@ -100,7 +102,7 @@ impl Session {
                     return Err(unsupported(m));
                 }
                 let per_shard: Vec<(usize, String)> = shards.into_iter().map(|s| (s, text.clone())).collect();
-                self.atomic_write(schema, per_shard).await
+                self.atomic_write(schema, per_shard, *replicated).await
             }
             ShardPlan::Insert(p) => {
                 let generated = match &p.generated_key {
@@ -111,7 +113,7 @@ impl Session {
                 if let ([(shard, text)], None) = (per_shard.as_slice(), generated.first()) {
                     return self.on_shard(schema, *shard, Role::Primary, text, stmt).await;
                 }
-                self.atomic_write_reporting(schema, per_shard, generated.first().copied())
+                self.atomic_write_reporting(schema, per_shard, generated.first().copied(), false)
                     .await
             }
             ShardPlan::Ddl {
@@ -260,8 +262,9 @@ impl Session {
         &mut self,
         schema: &ShardedSchema,
         per_shard: Vec<(usize, String)>,
+        replicated: bool,
     ) -> Result<Next, ProxyError> {
-        self.atomic_write_reporting(schema, per_shard, None).await
+        self.atomic_write_reporting(schema, per_shard, None, replicated).await
     }
 
     /// Keys for the rows of an INSERT that leaves its AUTO_INCREMENT shard key out.
@@ -325,6 +328,7 @@ impl Session {
         schema: &ShardedSchema,
         per_shard: Vec<(usize, String)>,
         insert_id: Option<i128>,
+        replicated: bool,
     ) -> Result<Next, ProxyError> {
         let in_txn = self.sharded_transaction_open();
         let (begin, commit, undo) = if in_txn {
@@ -355,8 +359,12 @@ impl Session {
             .await;
             match step {
                 Ok(ok) => {
-                    sum.affected += ok.affected_rows;
-                    sum.warnings = sum.warnings.saturating_add(ok.warnings);
+                    // A broadcast table's copies change alike: one shard's counts are the answer.
+                    let first = conns.is_empty();
+                    if !replicated || first {
+                        sum.affected += ok.affected_rows;
+                        sum.warnings = sum.warnings.saturating_add(ok.warnings);
+                    }
                     if sum.insert_id == 0 {
                         sum.insert_id = ok.last_insert_id;
                     }
@@ -549,7 +557,7 @@ fn for_shard<'s>(sql: &'s str, schema: &ShardedSchema, shard: usize) -> std::bor
 }
 
 fn unsupported(m: &str) -> ProxyError {
-    ProxyError::Unsupported(m.to_string())
+    ProxyError::NotSharded(m.to_string())
 }
 
 fn resolve(set: &ShardSet, schema: &ShardedSchema, values: &Values) -> Result<Vec<usize>, ProxyError> {
@@ -610,7 +618,7 @@ impl Session {
         scatter: &crate::route::sharded::Scatter,
         sql: &str,
         fp: &Fingerprint,
-        binary: bool,
+        binary: Option<Arc<[bytes::Bytes]>>,
     ) -> Result<Next, ProxyError> {
         use crate::exec::scatter::{read_header, resolve_merge, ShardSource, ShardState, TextSink};
         let text = scatter.sql.render(sql, &fp.literals);
@@ -670,14 +678,32 @@ impl Session {
         }
         let spec = spec?;
         let visible = spec.visible;
-        self.write_header(&raw[..visible]);
-        let in_txn = self.sharded_transaction_open();
+        // A prepared statement's rows are described as its PREPARE described them.
+        let prepared = binary.as_ref().filter(|m| m.len() == visible);
+        // Types are the execution's (they follow the bound values); names are the prepared
+        // text's (`balance + ?`, not the inlined value).
         let columns = states[0].columns[..visible].to_vec();
+        let raw: Vec<bytes::Bytes> = match prepared {
+            Some(meta) => raw[..visible]
+                .iter()
+                .zip(meta.iter())
+                .map(|(def, prep)| {
+                    let name = tessera_protocol::resultset::ColumnDefinition::parse_with(prep, self.extended_metadata)
+                        .map(|d| d.name)
+                        .ok();
+                    name.and_then(|n| crate::exec::scatter::with_name(def, n.as_bytes()))
+                        .unwrap_or_else(|| def.clone())
+                })
+                .collect(),
+            None => raw[..visible].to_vec(),
+        };
+        self.write_header(&raw);
+        let in_txn = self.sharded_transaction_open();
         let mut sink = TextSink {
             client: &mut self.client,
             columns,
             buf: bytes::BytesMut::new(),
-            binary,
+            binary: binary.is_some(),
         };
         let sources: Vec<ShardSource<'_>> = states.iter_mut().map(ShardSource).collect();
         let merged = crate::exec::merge::run(&spec, sources, &mut sink).await;

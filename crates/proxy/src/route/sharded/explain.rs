@@ -47,7 +47,7 @@ pub fn rows(plan: &ShardPlan, schema: &ShardedSchema, group_names: &[String], sq
         ]
     };
     match plan {
-        ShardPlan::Reject(m) => out.push(step("refuse", format!("Tessera does not support {m}"))),
+        ShardPlan::Reject(m) => out.push(step("refuse", format!("Tessera: {m} is not supported"))),
         ShardPlan::Read {
             shards,
             one,
@@ -65,7 +65,7 @@ pub fn rows(plan: &ShardPlan, schema: &ShardedSchema, group_names: &[String], sq
             Ok(list) => match many {
                 Err(m) => out.push(step(
                     "refuse",
-                    format!("{} shards ({reason}): Tessera does not support {m}", list.len()),
+                    format!("{} shards ({reason}): Tessera: {m} is not supported", list.len()),
                 )),
                 Ok(s) => {
                     out.push(step("route", format!("scatter to {} shards ({reason})", list.len())));
@@ -85,12 +85,13 @@ pub fn rows(plan: &ShardPlan, schema: &ShardedSchema, group_names: &[String], sq
             sql: t,
             reason,
             one_shard_only,
+            ..
         } => match ShardPlan::resolve(shards, schema, &values) {
             Err(e) => out.push(step("error", e)),
             Ok(list) => {
                 if list.len() > 1 {
                     if let Some(m) = one_shard_only {
-                        out.push(step("refuse", format!("Tessera does not support {m}")));
+                        out.push(step("refuse", format!("Tessera: {m} is not supported")));
                         return out;
                     }
                 }

@@ -86,6 +86,8 @@ pub enum ShardPlan {
         reason: String,
         /// Some: refused when the shards resolve to more than one (the message says why).
         one_shard_only: Option<String>,
+        /// A broadcast table's write: every shard changes the same rows, reported once.
+        replicated: bool,
     },
     /// INSERT/REPLACE whose rows are split by shard.
     Insert(Box<write::InsertPlan>),
@@ -109,6 +111,9 @@ impl ShardPlan {
             ShardSet::Fixed(v) => Ok(v.clone()),
             ShardSet::All => Ok((0..n).collect()),
             ShardSet::Key { function, expr } => match expr.shards(function, n, values)? {
+                // No shard can match (`k = 1 AND k = 2`): one shard still answers, with the
+                // result's columns and no rows.
+                Some(set) if set.is_empty() => Ok(vec![schema.default_shard]),
                 Some(set) => Ok(set.into_iter().collect()),
                 None => Ok((0..n).collect()),
             },
@@ -202,6 +207,7 @@ pub struct Planner<'a> {
     pub baked: Vec<usize>,
     /// Shard keys of the sharded tables the statement references.
     pub keys: Vec<String>,
+    clauses: Option<Clauses>,
 }
 
 impl<'a> Planner<'a> {
@@ -215,12 +221,25 @@ impl<'a> Planner<'a> {
             shard_edits: Vec::new(),
             baked: Vec::new(),
             keys: Vec::new(),
+            clauses: None,
         }
     }
 
-    /// A node's text as written (its printed form when the place is unknown).
-    pub fn text(&self, e: &Expr) -> String {
-        self.offsets.text(e).map_or_else(|| e.to_string(), str::to_string)
+    /// An expression as SQL for a per-shard rewrite: its printed form (sqlparser's spans do
+    /// not cover every suffix, e.g. `IS NULL`). Its literals are baked into the plan.
+    pub fn text(&mut self, e: &Expr) -> String {
+        use std::ops::ControlFlow;
+        let mut literals = Vec::new();
+        let _ = tessera_sql::sqlparser::ast::visit_expressions(e, |x| {
+            if matches!(x, Expr::Value(_)) {
+                literals.push(x.clone());
+            }
+            ControlFlow::<()>::Continue(())
+        });
+        for l in &literals {
+            self.bake(l);
+        }
+        e.to_string()
     }
 
     /// The plan depends on this literal's value.
@@ -330,58 +349,128 @@ impl<'a> Planner<'a> {
             .map(|t| t.offset)
     }
 
-    /// From `ORDER` to the end of the last ORDER BY item (with its ASC/DESC).
-    pub fn order_by_range(&self, q: &Query) -> Option<std::ops::Range<usize>> {
-        let exprs = select::order_exprs(q);
-        let first = self.offsets.of(&exprs.first()?.0)?.start;
-        let last = self.offsets.of(&exprs.last()?.0)?.end;
-        let start = self.keyword_before(first, "ORDER")?;
-        Some(start..self.skip_words(last, &["ASC", "DESC", "NULLS", "FIRST", "LAST"]))
-    }
-
-    fn skip_words(&self, mut pos: usize, words: &[&str]) -> usize {
-        for t in tessera_sql::Lexer::new(&self.sql[pos..]) {
-            if t.kind == tessera_sql::TokenKind::Comment {
-                continue;
-            }
-            if words.iter().any(|w| t.is_word(w)) {
-                pos += t.end();
-                return self.skip_words(pos, words);
-            }
-            break;
+    /// The top-level clauses of the statement (located once).
+    pub fn clauses(&mut self) -> &Clauses {
+        if self.clauses.is_none() {
+            self.clauses = Some(Clauses::locate(self.sql));
         }
-        pos
+        self.clauses.get_or_insert_with(Clauses::default)
     }
 
-    pub fn having_range(&self, s: &Select) -> Option<std::ops::Range<usize>> {
-        let r = self.offsets.of(s.having.as_ref()?)?;
-        Some(self.keyword_before(r.start, "HAVING")?..r.end)
+    /// From `ORDER` to the end of the ORDER BY clause.
+    pub fn order_by_range(&mut self, _q: &Query) -> Option<std::ops::Range<usize>> {
+        self.clauses().range(Clause::Order)
     }
 
-    pub fn group_by_end(&self, s: &Select) -> Option<usize> {
-        match &s.group_by {
-            tessera_sql::sqlparser::ast::GroupByExpr::Expressions(list, _) => Some(self.offsets.of(list.last()?)?.end),
-            _ => None,
-        }
+    pub fn having_range(&mut self, _s: &Select) -> Option<std::ops::Range<usize>> {
+        self.clauses().range(Clause::Having)
     }
 
-    /// Just after WHERE (or FROM when there is no WHERE).
-    pub fn after_where(&self, s: &Select) -> usize {
-        if let Some(r) = s.selection.as_ref().and_then(|w| self.offsets.of(w)) {
+    /// The end of the GROUP BY clause (where another key can be appended).
+    pub fn group_by_end(&mut self, _s: &Select) -> Option<usize> {
+        self.clauses().range(Clause::Group).map(|r| r.end)
+    }
+
+    /// Just after WHERE (or FROM when there is no WHERE): where a GROUP BY goes.
+    pub fn after_where(&mut self, _s: &Select) -> usize {
+        let c = self.clauses();
+        c.range(Clause::Where)
+            .or_else(|| c.range(Clause::From))
+            .map_or(c.end, |r| r.end)
+    }
+
+    /// Just after HAVING, GROUP BY or WHERE, whichever comes last: where an ORDER BY goes.
+    pub fn after_where_group_having(&mut self, s: &Select) -> usize {
+        let c = self.clauses();
+        if let Some(r) = c.range(Clause::Having).or_else(|| c.range(Clause::Group)) {
             return r.end;
         }
-        s.from
-            .last()
-            .and_then(|t| self.offsets.of(t))
-            .map_or(self.sql.len(), |r| r.end)
+        self.after_where(s)
     }
 
-    /// Just after HAVING, GROUP BY or WHERE, whichever comes last.
-    pub fn after_where_group_having(&self, s: &Select) -> usize {
-        if let Some(r) = s.having.as_ref().and_then(|h| self.offsets.of(h)) {
-            return r.end;
+    /// Where the select list ends (hidden columns go there): before the top-level FROM.
+    pub fn select_list_end(&mut self) -> Option<usize> {
+        self.clauses().start(Clause::From)
+    }
+}
+
+/// The top-level clauses of a SELECT, by the keyword that starts them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Clause {
+    From,
+    Where,
+    Group,
+    Having,
+    Window,
+    Order,
+    Limit,
+    Locking,
+}
+
+/// Where each top-level clause starts (paren depth 0), and where the statement ends.
+#[derive(Debug, Clone, Default)]
+pub struct Clauses {
+    starts: Vec<(Clause, usize)>,
+    /// The end of the statement (trailing spaces and `;` excluded).
+    pub end: usize,
+}
+
+impl Clauses {
+    pub fn locate(sql: &str) -> Clauses {
+        use tessera_sql::TokenKind;
+        let mut depth = 0i32;
+        let mut starts: Vec<(Clause, usize)> = Vec::new();
+        let mut end = sql.len();
+        for t in tessera_sql::Lexer::new(sql).filter(|t| t.is_significant()) {
+            match t.kind {
+                TokenKind::LParen => depth += 1,
+                TokenKind::RParen => depth -= 1,
+                TokenKind::Semicolon if depth == 0 => {
+                    end = t.offset;
+                    break;
+                }
+                TokenKind::Word if depth == 0 => {
+                    let clause = match t.text.to_ascii_uppercase().as_str() {
+                        "FROM" => Clause::From,
+                        "WHERE" => Clause::Where,
+                        "GROUP" => Clause::Group,
+                        "HAVING" => Clause::Having,
+                        "WINDOW" => Clause::Window,
+                        "ORDER" => Clause::Order,
+                        "LIMIT" => Clause::Limit,
+                        "FOR" | "LOCK" => Clause::Locking,
+                        "UNION" | "EXCEPT" | "INTERSECT" => {
+                            end = t.offset;
+                            break;
+                        }
+                        _ => continue,
+                    };
+                    if !starts.iter().any(|(c, _)| *c == clause) {
+                        starts.push((clause, t.offset));
+                    }
+                }
+                _ => {}
+            }
         }
-        self.group_by_end(s).unwrap_or_else(|| self.after_where(s))
+        let end = sql[..end].trim_end().len();
+        Clauses { starts, end }
+    }
+
+    pub fn start(&self, c: Clause) -> Option<usize> {
+        self.starts.iter().find(|(k, _)| *k == c).map(|(_, at)| *at)
+    }
+
+    /// From the clause's keyword to the start of the next clause (trailing spaces excluded).
+    pub fn range(&self, c: Clause) -> Option<std::ops::Range<usize>> {
+        let at = self.start(c)?;
+        let next = self
+            .starts
+            .iter()
+            .map(|(_, s)| *s)
+            .filter(|s| *s > at)
+            .min()
+            .unwrap_or(self.end);
+        Some(at..next)
     }
 }
 
@@ -394,11 +483,32 @@ pub struct Planned {
 /// Plans one statement on a sharded schema.
 pub fn plan(sql: &str, fp: &Fingerprint, schema: &ShardedSchema) -> Planned {
     let mut p = Planner::new(sql, fp, schema);
-    let plan = match tessera_sql::analyze::parse_one(sql) {
+    let plan = match parse_for_planning(sql) {
         Ok(stmt) => plan_statement(&mut p, &stmt),
         Err(e) => unparsed(&p, &e.to_string()),
     };
     Planned { plan, baked: p.baked }
+}
+
+/// Parses a statement; MariaDB's `LOCK IN SHARE MODE` (which sqlparser does not know) is
+/// blanked out for the parse only: offsets stay those of the text, which keeps it.
+fn parse_for_planning(sql: &str) -> Result<Statement, tessera_sql::analyze::AnalyzeError> {
+    match tessera_sql::analyze::parse_one(sql) {
+        Ok(s) => Ok(s),
+        Err(e) => {
+            let tokens: Vec<_> = tessera_sql::Lexer::new(sql).filter(|t| t.is_significant()).collect();
+            let at = tokens.windows(4).position(|w| {
+                w[0].is_word("LOCK") && w[1].is_word("IN") && w[2].is_word("SHARE") && w[3].is_word("MODE")
+            });
+            let Some(i) = at else {
+                return Err(e);
+            };
+            let range = tokens[i].offset..tokens[i + 3].end();
+            let mut blanked = sql.to_string();
+            blanked.replace_range(range.clone(), &" ".repeat(range.len()));
+            tessera_sql::analyze::parse_one(&blanked)
+        }
+    }
 }
 
 /// A statement Tessera cannot parse: it may still run on the default shard when it names none
@@ -446,6 +556,7 @@ fn plan_statement(p: &mut Planner, stmt: &Statement) -> ShardPlan {
                     sql: p.one_template(),
                     reason: "a routing hint".into(),
                     one_shard_only: None,
+                    replicated: false,
                 },
             },
             Err(e) => ShardPlan::Reject(e),
@@ -490,6 +601,12 @@ fn read(p: &mut Planner, stmt: &Statement, q: &Query) -> ShardPlan {
         }
         tables::Spread::Sharded => {}
     }
+    if let tessera_sql::sqlparser::ast::SetExpr::Select(_) = &*q.body {
+        // Rows combined on one shard must live together, also when one shard answers.
+        if let Err(m) = colocate::check_colocated(p, q, &tables) {
+            return ShardPlan::Reject(m);
+        }
+    }
     let sharded: Vec<(String, String)> = top_sharded(p, q);
     p.keys = tables
         .iter()
@@ -529,22 +646,36 @@ fn read(p: &mut Planner, stmt: &Statement, q: &Query) -> ShardPlan {
     }
 }
 
-/// (name or alias, key) of the sharded tables in the top-level FROM.
+/// (name or alias, key) of the sharded tables in the top-level FROM whose key predicates
+/// choose shards: not the NULL-extended side of an outer join (`c.id IS NULL` there matches
+/// rows of every shard).
 fn top_sharded(p: &Planner, q: &Query) -> Vec<(String, String)> {
-    use tessera_sql::sqlparser::ast::{SetExpr, TableFactor};
+    use tessera_sql::sqlparser::ast::{JoinOperator as J, SetExpr, TableFactor};
     let SetExpr::Select(s) = &*q.body else {
         return Vec::new();
     };
     let mut out = Vec::new();
-    let mut scratch = Vec::new();
+    let entry = |f: &TableFactor| -> Option<(String, String)> {
+        let TableFactor::Table { name, alias, .. } = f else {
+            return None;
+        };
+        let t = tables::resolve(name, p.schema, &p.offsets, &mut Vec::new());
+        let tables::Place::Sharded { key, .. } = t.place else {
+            return None;
+        };
+        Some((alias.as_ref().map_or(t.table.clone(), |a| a.name.value.clone()), key))
+    };
     for twj in &s.from {
-        for f in std::iter::once(&twj.relation).chain(twj.joins.iter().map(|j| &j.relation)) {
-            if let TableFactor::Table { name, alias, .. } = f {
-                let t = tables::resolve(name, p.schema, &p.offsets, &mut scratch);
-                if let tables::Place::Sharded { key, .. } = t.place {
-                    let n = alias.as_ref().map_or(t.table.clone(), |a| a.name.value.clone());
-                    out.push((n, key));
+        out.extend(entry(&twj.relation));
+        for j in &twj.joins {
+            match &j.join_operator {
+                J::Left(_) | J::LeftOuter(_) => {}
+                J::Right(_) | J::RightOuter(_) => {
+                    out.clear();
+                    out.extend(entry(&j.relation));
                 }
+                J::FullOuter(_) => out.clear(),
+                _ => out.extend(entry(&j.relation)),
             }
         }
     }

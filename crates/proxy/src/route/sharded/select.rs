@@ -2,7 +2,6 @@
 //! per-shard rewrite (hidden sort/weight/partial-aggregate columns, LIMIT offset+count, HAVING
 //! and ORDER BY moved to the merge) and the [`MergeSpec`] that gives one server's answer.
 
-use super::colocate::check_colocated;
 use super::keys::{KeyExpr, KeyReader};
 use super::tables::{Place, TableRef};
 use super::{Col, Planner, Scatter, WeightedKey};
@@ -33,7 +32,10 @@ pub fn key_expr(p: &Planner, select: &Select, sharded: &[(String, String)]) -> K
 pub fn scatter(p: &mut Planner, query: &Query, tables: &[TableRef]) -> Result<Scatter, String> {
     match &*query.body {
         SetExpr::Select(select) => {
-            check_colocated(p, query, tables)?;
+            let _ = tables;
+            if has_window_function(query) {
+                return Err("window functions across shards".into());
+            }
             ScatterBuilder::new(p, query, select).build()
         }
         // Each branch runs on every shard on its own: no co-location between branches needed.
@@ -78,6 +80,9 @@ fn union_all(p: &mut Planner, query: &Query) -> Result<Scatter, String> {
                 }
                 Ok(())
             }
+            SetExpr::Query(q) if q.limit_clause.is_some() || q.order_by.is_some() => {
+                Err("a UNION ALL branch with its own ORDER BY or LIMIT across shards".into())
+            }
             SetExpr::Query(q) => check(p, &q.body),
             _ => Err("this UNION branch across shards".into()),
         }
@@ -99,6 +104,17 @@ fn union_all(p: &mut Planner, query: &Query) -> Result<Scatter, String> {
         weighted: Vec::new(),
         avg_columns: Vec::new(),
     })
+}
+
+/// Whether any function call has an OVER clause.
+fn has_window_function(q: &Query) -> bool {
+    use std::ops::ControlFlow;
+    use tessera_sql::sqlparser::ast::visit_expressions;
+    visit_expressions(q, |x| match x {
+        Expr::Function(f) if f.over.is_some() => ControlFlow::Break(()),
+        _ => ControlFlow::Continue(()),
+    })
+    .is_break()
 }
 
 /// Whether the select list or HAVING uses aggregate functions, or it has GROUP BY.
@@ -331,16 +347,12 @@ impl<'p, 'a> ScatterBuilder<'p, 'a> {
     /// Replaces the shard SQL's ORDER BY with one on the merge keys (by hidden aliases and
     /// positions).
     fn reorder_shards(&mut self, keys: &[SortKey]) -> Result<(), String> {
-        let _ = keys;
+        let cols: Vec<(Col, bool)> = keys.iter().map(|k| (col_of(k.column), k.descending)).collect();
         let clause = self
-            .sort_clause_for(&self.order_cols())
+            .sort_clause_for(&cols)
             .ok_or("ORDER BY across shards needs the select list")?;
         self.set_order_by(clause);
         Ok(())
-    }
-
-    fn order_cols(&self) -> Vec<(Col, bool)> {
-        self.weighted.iter().map(|w| (w.value, false)).collect()
     }
 
     /// `ORDER BY` text over columns: visible ones by position, hidden ones by alias.
@@ -359,7 +371,7 @@ impl<'p, 'a> ScatterBuilder<'p, 'a> {
                 }
             })
             .collect();
-        (!parts.is_empty()).then(|| format!(" ORDER BY {}", parts.join(", ")))
+        (!parts.is_empty()).then(|| format!(" ORDER BY {} ", parts.join(", ")))
     }
 
     fn set_order_by(&mut self, clause: String) {
@@ -372,25 +384,21 @@ impl<'p, 'a> ScatterBuilder<'p, 'a> {
         }
     }
 
-    /// Appends the hidden columns after the last select item.
+    /// Appends the hidden columns after the select list (before the top-level FROM).
     fn append_hidden(&mut self) -> Result<(), String> {
         if self.hidden.is_empty() {
             return Ok(());
         }
-        let last = self.select.projection.last().ok_or("an empty select list")?;
-        let end = self
-            .p
-            .offsets
-            .of(last)
-            .ok_or("a select item whose place is unknown")?
-            .end;
+        let at = self.p.select_list_end().ok_or("a select list whose end is unknown")?;
         let text: String = self
             .hidden
             .iter()
             .enumerate()
             .map(|(i, h)| format!(", {h} AS {}", hidden_alias(i)))
             .collect();
-        self.p.shard_edits.push(Edit::insert(end, text));
+        self.p
+            .shard_edits
+            .push(Edit::insert(at, format!("{} ", text.trim_start_matches(' '))));
         Ok(())
     }
 
@@ -435,12 +443,12 @@ impl<'p, 'a> ScatterBuilder<'p, 'a> {
                 Some(end) => self
                     .p
                     .shard_edits
-                    .push(Edit::insert(end, format!(", {}", hidden_alias_of(col)))),
+                    .push(Edit::insert(end, format!(", {} ", hidden_alias_of(col)))),
                 None => {
                     let at = self.p.after_where(self.select);
                     self.p
                         .shard_edits
-                        .push(Edit::insert(at, format!(" GROUP BY {}", hidden_alias_of(col))));
+                        .push(Edit::insert(at, format!(" GROUP BY {} ", hidden_alias_of(col))));
                 }
             }
             // The distinct column's weight is a key of the group merge too.
@@ -634,7 +642,7 @@ impl super::having::Resolver for HavingCtx<'_, '_, '_> {
 }
 
 /// (DISTINCT?, the single argument's text) of an aggregate call; COUNT(*) has no argument.
-fn function_arg(p: &Planner, f: &tessera_sql::sqlparser::ast::Function) -> Result<(bool, Option<String>), String> {
+fn function_arg(p: &mut Planner, f: &tessera_sql::sqlparser::ast::Function) -> Result<(bool, Option<String>), String> {
     use tessera_sql::sqlparser::ast::{DuplicateTreatment, FunctionArg, FunctionArgExpr, FunctionArguments};
     let FunctionArguments::List(list) = &f.args else {
         return Err(format!("{}() without arguments", f.name));
@@ -689,6 +697,15 @@ pub fn col_index(c: Col) -> usize {
     match c {
         Col::Visible(i) => i,
         Col::Hidden(i) => HIDDEN_BASE + i,
+    }
+}
+
+/// The inverse of [`col_index`].
+pub fn col_of(i: usize) -> Col {
+    if i >= HIDDEN_BASE {
+        Col::Hidden(i - HIDDEN_BASE)
+    } else {
+        Col::Visible(i)
     }
 }
 

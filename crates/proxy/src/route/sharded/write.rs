@@ -145,12 +145,14 @@ fn by_tables(p: &mut Planner, stmt: &Statement, what: &str) -> ShardPlan {
             sql: p.one_template(),
             reason: "a write to a broadcast table: every shard, atomically".into(),
             one_shard_only: None,
+            replicated: true,
         },
         Spread::OneShard(s) if is_write(stmt) => ShardPlan::Write {
             shards: ShardSet::Fixed(vec![s]),
             sql: p.one_template(),
             reason: "no sharded table: one shard".into(),
             one_shard_only: None,
+            replicated: false,
         },
         Spread::OneShard(s) => ShardPlan::Read {
             shards: ShardSet::Fixed(vec![s]),
@@ -222,6 +224,7 @@ fn keyed_write(
         sql: p.one_template(),
         reason,
         one_shard_only,
+        replicated: false,
     }
 }
 
@@ -314,7 +317,8 @@ fn split_rows(
         let Some(open) = last_token_before(p.sql, a.start, tessera_sql::TokenKind::LParen) else {
             return ShardPlan::Reject("an INSERT row without parentheses".into());
         };
-        let Some(close) = first_token_from(p.sql, b.end, tessera_sql::TokenKind::RParen) else {
+        let _ = b;
+        let Some(close) = matching_paren(p.sql, open) else {
             return ShardPlan::Reject("an INSERT row without parentheses".into());
         };
         let literal_at = |o: usize| p.literal_at(o);
@@ -372,6 +376,24 @@ fn split_rows(
         function,
         reason,
     }))
+}
+
+/// The `)` that closes the `(` at `open`.
+fn matching_paren(sql: &str, open: usize) -> Option<usize> {
+    let mut depth = 0;
+    for t in tessera_sql::Lexer::new(sql.get(open..)?) {
+        match t.kind {
+            tessera_sql::TokenKind::LParen => depth += 1,
+            tessera_sql::TokenKind::RParen => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(open + t.offset);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 fn last_token_before(sql: &str, pos: usize, kind: tessera_sql::TokenKind) -> Option<usize> {
