@@ -138,7 +138,11 @@ pub async fn read_header(conn: &mut PooledConn) -> Result<(Vec<ColumnDefinition>
 /// The plan's merge with its column references resolved now that the shards described their
 /// columns: hidden columns after the visible ones, collation weights for non-binary strings,
 /// AVG's scale and type from its column.
-pub fn resolve_merge(s: &Scatter, columns: &[ColumnDefinition]) -> Result<MergeSpec, ProxyError> {
+pub fn resolve_merge(
+    s: &Scatter,
+    columns: &[ColumnDefinition],
+    group_concat_max_len: usize,
+) -> Result<MergeSpec, ProxyError> {
     let visible = columns
         .len()
         .checked_sub(s.hidden)
@@ -213,18 +217,27 @@ pub fn resolve_merge(s: &Scatter, columns: &[ColumnDefinition]) -> Result<MergeS
                 Output::GroupConcat {
                     value,
                     separator,
-                    max_len,
                     order,
                     distinct,
-                    utf8,
-                } => Output::GroupConcat {
-                    value: fix(value),
-                    separator,
-                    max_len,
-                    order: order.iter().map(key).collect(),
-                    distinct,
-                    utf8,
-                },
+                    repeat,
+                    ..
+                } => {
+                    let def = columns.get(i);
+                    let value = fix(value);
+                    Output::GroupConcat {
+                        value,
+                        separator,
+                        max_len: group_concat_max_len,
+                        order: order.iter().map(key).collect(),
+                        // DISTINCT compares the collation weight of a string value.
+                        distinct: distinct.map(|_| match weights.iter().find(|(v, _)| *v == value) {
+                            Some((_, w)) => SortBy::Weight(*w),
+                            None => SortBy::Value,
+                        }),
+                        utf8: def.is_some_and(|d| d.charset != 63),
+                        repeat: repeat.map(fix),
+                    }
+                }
             };
         }
     }

@@ -672,7 +672,13 @@ impl Session {
             }
             return Err(e);
         }
-        let spec = resolve_merge(scatter, &states[0].columns);
+        let max_len = self
+            .state
+            .vars
+            .get("group_concat_max_len")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(1_048_576);
+        let spec = resolve_merge(scatter, &states[0].columns, max_len);
         if spec.is_err() {
             self.handle.set_running(None);
         }

@@ -146,6 +146,7 @@ fn concat_rule(out: &Output) -> Option<ConcatRule<'_>> {
             max_len,
             distinct,
             utf8,
+            repeat,
             ..
         } => Some(ConcatRule {
             value: *value,
@@ -153,6 +154,7 @@ fn concat_rule(out: &Output) -> Option<ConcatRule<'_>> {
             max_len: *max_len,
             distinct: *distinct,
             utf8: *utf8,
+            repeat: *repeat,
         }),
         _ => None,
     }

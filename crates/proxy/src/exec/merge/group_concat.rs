@@ -19,6 +19,8 @@ pub(crate) struct ConcatRule<'s> {
     pub max_len: usize,
     pub distinct: Option<SortBy>,
     pub utf8: bool,
+    /// The column with how many rows the value stands for.
+    pub repeat: Option<usize>,
 }
 
 /// One group's concatenation so far.
@@ -70,13 +72,21 @@ impl Concat {
             }
         }
         let start = self.out.len();
-        if self.any {
-            self.out.extend_from_slice(rule.separator);
-        }
-        self.any = true;
-        self.out.extend_from_slice(&v.to_text().unwrap_or_default());
-        if self.out.len() > rule.max_len {
-            self.cut(rule);
+        let times = match (rule.repeat, rule.distinct) {
+            (Some(c), None) => cell(row, c).to_f64().map_or(1, |n| n.max(0.0) as u64),
+            _ => 1,
+        };
+        let text = v.to_text().unwrap_or_default();
+        for _ in 0..times {
+            if self.any {
+                self.out.extend_from_slice(rule.separator);
+            }
+            self.any = true;
+            self.out.extend_from_slice(&text);
+            if self.out.len() > rule.max_len {
+                self.cut(rule);
+                break;
+            }
         }
         grown + self.out.len().saturating_sub(start)
     }
@@ -128,6 +138,7 @@ mod tests {
             max_len,
             distinct,
             utf8: true,
+            repeat: None,
         }
     }
 

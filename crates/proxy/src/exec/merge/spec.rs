@@ -110,6 +110,9 @@ pub enum Output {
         order: Vec<SortKey>,
         distinct: Option<SortBy>,
         utf8: bool,
+        /// A column holding how many rows the value stands for (shards send each distinct
+        /// value once per group with its count); None: one.
+        repeat: Option<usize>,
     },
 }
 
@@ -307,7 +310,11 @@ impl Output {
                 key_columns(column).chain([*value]).collect()
             }
             Output::GroupConcat {
-                value, order, distinct, ..
+                value,
+                order,
+                distinct,
+                repeat,
+                ..
             } => {
                 let weight = match distinct {
                     Some(SortBy::Weight(w)) => Some(*w),
@@ -318,6 +325,7 @@ impl Output {
                     .flat_map(key_columns)
                     .chain([*value])
                     .chain(weight)
+                    .chain(*repeat)
                     .collect()
             }
         }

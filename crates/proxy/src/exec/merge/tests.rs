@@ -253,6 +253,7 @@ async fn aggregates_over_no_rows() {
                 order: vec![],
                 distinct: None,
                 utf8: true,
+                repeat: None,
             },
         ],
     );
@@ -348,6 +349,7 @@ async fn group_concat_orders_separates_and_truncates() {
         order: vec![SortKey::desc(1)],
         distinct: None,
         utf8: true,
+        repeat: None,
     };
     let spec = MergeSpec {
         order: vec![SortKey::asc(0), SortKey::desc(1)],

@@ -188,6 +188,7 @@ pub mod colocate;
 pub mod explain;
 pub mod having;
 pub mod tables;
+pub mod union;
 
 use tessera_sql::analyze::Offsets;
 use tessera_sql::sqlparser::ast::{Expr, LimitClause, Query, Select, Statement};

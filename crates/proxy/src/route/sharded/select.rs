@@ -39,71 +39,9 @@ pub fn scatter(p: &mut Planner, query: &Query, tables: &[TableRef]) -> Result<Sc
             ScatterBuilder::new(p, query, select).build()
         }
         // Each branch runs on every shard on its own: no co-location between branches needed.
-        SetExpr::SetOperation { .. } => union_all(p, query),
+        SetExpr::SetOperation { .. } => super::union::plan(p, query),
         _ => Err("this query form across shards".into()),
     }
-}
-
-/// UNION ALL of row-local branches: every shard runs the whole union, results concatenate.
-fn union_all(p: &mut Planner, query: &Query) -> Result<Scatter, String> {
-    use tessera_sql::sqlparser::ast::{SetOperator, SetQuantifier, TableFactor};
-    fn check(p: &Planner, e: &SetExpr) -> Result<(), String> {
-        match e {
-            SetExpr::SetOperation {
-                op,
-                set_quantifier,
-                left,
-                right,
-            } => {
-                if *op != SetOperator::Union || *set_quantifier != SetQuantifier::All {
-                    return Err("UNION without ALL (or INTERSECT/EXCEPT) across shards".into());
-                }
-                check(p, left)?;
-                check(p, right)
-            }
-            SetExpr::Select(s) => {
-                if s.distinct.is_some() || has_aggregates(s) {
-                    return Err("a UNION ALL branch with DISTINCT or aggregates across shards".into());
-                }
-                // A branch over no sharded table would be answered once per shard.
-                let sharded = s.from.iter().any(|t| match &t.relation {
-                    TableFactor::Table { name, .. } => matches!(
-                        super::tables::resolve(name, p.schema, &p.offsets, &mut Vec::new()).place,
-                        Place::Sharded { .. }
-                    ),
-                    _ => false,
-                });
-                if !sharded || s.from.iter().any(|t| !t.joins.is_empty()) {
-                    return Err(
-                        "a UNION ALL branch that is not a plain select of one sharded table across shards".into(),
-                    );
-                }
-                Ok(())
-            }
-            SetExpr::Query(q) if q.limit_clause.is_some() || q.order_by.is_some() => {
-                Err("a UNION ALL branch with its own ORDER BY or LIMIT across shards".into())
-            }
-            SetExpr::Query(q) => check(p, &q.body),
-            _ => Err("this UNION branch across shards".into()),
-        }
-    }
-    check(p, &query.body)?;
-    if query.order_by.is_some() {
-        return Err("ORDER BY on a UNION across shards".into());
-    }
-    let mut b = MergeSpec::new(0);
-    if let Some((offset, limit, edit)) = p.limit(query)? {
-        b.offset = offset;
-        b.limit = Some(limit);
-        p.shard_edits.push(edit);
-    }
-    Ok(Scatter {
-        sql: p.template(),
-        merge: b,
-        hidden: 0,
-        weighted: Vec::new(),
-        avg_columns: Vec::new(),
-    })
 }
 
 /// Whether any function call has an OVER clause.
@@ -188,6 +126,8 @@ struct ScatterBuilder<'p, 'a> {
     hidden: Vec<String>,
     weighted: Vec<WeightedKey>,
     wildcard: bool,
+    /// The GROUP_CONCAT's extra grouping: (column, descending) in shard order, and its keys.
+    concat: Option<(Vec<(Col, bool)>, Vec<SortKey>)>,
 }
 
 impl<'p, 'a> ScatterBuilder<'p, 'a> {
@@ -225,6 +165,7 @@ impl<'p, 'a> ScatterBuilder<'p, 'a> {
             hidden: Vec::new(),
             weighted: Vec::new(),
             wildcard,
+            concat: None,
         }
     }
 
@@ -435,22 +376,19 @@ impl<'p, 'a> ScatterBuilder<'p, 'a> {
             outputs.push(out);
         }
         let mut sort_cols = group_cols.clone();
+        if distinct.is_some() && self.concat.is_some() {
+            return Err("a DISTINCT aggregate together with GROUP_CONCAT() across shards".into());
+        }
+        if let Some((extra, _)) = self.concat.clone() {
+            for (col, desc) in extra {
+                sort_cols.push((col, desc));
+                self.group_by_also(col);
+            }
+        }
         if let Some(d) = &distinct {
             let col = self.hide(d.clone());
             sort_cols.push((col, false));
-            let gb = self.p.group_by_end(self.select);
-            match gb {
-                Some(end) => self
-                    .p
-                    .shard_edits
-                    .push(Edit::insert(end, format!(", {} ", hidden_alias_of(col)))),
-                None => {
-                    let at = self.p.after_where(self.select);
-                    self.p
-                        .shard_edits
-                        .push(Edit::insert(at, format!(" GROUP BY {} ", hidden_alias_of(col))));
-                }
-            }
+            self.group_by_also(col);
             // The distinct column's weight is a key of the group merge too.
             let key = self.weighted_key(col, &d.clone(), false);
             for o in outputs.iter_mut() {
@@ -493,6 +431,9 @@ impl<'p, 'a> ScatterBuilder<'p, 'a> {
         }) {
             spec.order.push(*column);
         }
+        if let Some((_, keys)) = &self.concat {
+            spec.order.extend(keys.iter().copied());
+        }
         spec.aggregate = Some(AggregateSpec {
             group_by: group_keys,
             outputs,
@@ -500,6 +441,31 @@ impl<'p, 'a> ScatterBuilder<'p, 'a> {
         spec.having = having;
         spec.final_order = final_order;
         Ok(spec)
+    }
+
+    /// Adds a hidden column to the shard SQL's GROUP BY (creating the clause when needed).
+    fn group_by_also(&mut self, col: Col) {
+        match self.p.group_by_end(self.select) {
+            Some(end) => self
+                .p
+                .shard_edits
+                .push(Edit::insert(end, format!(", {} ", hidden_alias_of(col)))),
+            None => {
+                let at = self.p.after_where(self.select);
+                let existing = self
+                    .p
+                    .shard_edits
+                    .iter_mut()
+                    .find(|e| e.range == (at..at) && e.text.starts_with(" GROUP BY "));
+                match existing {
+                    Some(e) => e.text = format!("{}, {} ", e.text.trim_end(), hidden_alias_of(col)),
+                    None => self
+                        .p
+                        .shard_edits
+                        .push(Edit::insert(at, format!(" GROUP BY {} ", hidden_alias_of(col)))),
+                }
+            }
+        }
     }
 
     /// The merge output of select item `i`.
@@ -512,6 +478,11 @@ impl<'p, 'a> ScatterBuilder<'p, 'a> {
 
     /// The output for an expression whose shard value is in `col`.
     fn aggregate_output(&mut self, e: &Expr, col: Col, distinct: &mut Option<String>) -> Result<Output, String> {
+        if let Expr::Function(f) = e {
+            if f.name.to_string().eq_ignore_ascii_case("GROUP_CONCAT") && f.over.is_none() {
+                return self.group_concat(f);
+            }
+        }
         let Some(name) = aggregate_name(e) else {
             if contains_aggregate(e) {
                 return Err(format!(
@@ -571,6 +542,72 @@ impl<'p, 'a> ScatterBuilder<'p, 'a> {
             }
             other => Err(format!("{other}() across shards")),
         }
+    }
+
+    /// GROUP_CONCAT: shards group by the values (and the inner ORDER BY), sorted in the inner
+    /// order, each value with its row count; the merge concatenates them in that order.
+    fn group_concat(&mut self, f: &tessera_sql::sqlparser::ast::Function) -> Result<Output, String> {
+        use tessera_sql::sqlparser::ast::{
+            DuplicateTreatment, FunctionArg, FunctionArgExpr, FunctionArgumentClause, FunctionArguments,
+        };
+        if self.concat.is_some() {
+            return Err("two GROUP_CONCAT() in one statement across shards".into());
+        }
+        let FunctionArguments::List(list) = &f.args else {
+            return Err("GROUP_CONCAT() without arguments".into());
+        };
+        let distinct = list.duplicate_treatment == Some(DuplicateTreatment::Distinct);
+        let mut args = Vec::new();
+        for a in &list.args {
+            match a {
+                FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => args.push(self.p.text(e)),
+                _ => return Err("GROUP_CONCAT() with this argument across shards".into()),
+            }
+        }
+        let value_text = match args.as_slice() {
+            [one] => one.clone(),
+            _ => format!("CONCAT({})", args.join(", ")),
+        };
+        let mut separator = b",".to_vec();
+        let mut order = Vec::new();
+        for c in &list.clauses {
+            match c {
+                FunctionArgumentClause::OrderBy(list) => {
+                    order.extend(list.iter().map(|o| (o.expr.clone(), o.options.asc == Some(false))))
+                }
+                FunctionArgumentClause::Separator(v) => {
+                    separator = match v {
+                        Value::SingleQuotedString(t) | Value::DoubleQuotedString(t) => t.clone().into_bytes(),
+                        other => return Err(format!("GROUP_CONCAT() SEPARATOR {other} across shards")),
+                    }
+                }
+                _ => return Err("GROUP_CONCAT() with this clause across shards".into()),
+            }
+        }
+        let mut keys = Vec::new();
+        let mut extra = Vec::new();
+        for (e, desc) in order {
+            let t = self.p.text(&e);
+            let c = self.hide(t.clone());
+            keys.push(self.weighted_key(c, &t, desc));
+            extra.push((c, desc));
+        }
+        let v = self.hide(value_text.clone());
+        let value_key = self.weighted_key(v, &value_text, false);
+        extra.push((v, false));
+        let repeat = (!distinct).then(|| col_index(self.hide("COUNT(*)".into())));
+        let mut all_keys = keys.clone();
+        all_keys.push(value_key);
+        self.concat = Some((extra, all_keys));
+        Ok(Output::GroupConcat {
+            value: col_index(v),
+            separator,
+            max_len: 0,
+            order: keys,
+            distinct: distinct.then_some(SortBy::Value),
+            utf8: false,
+            repeat,
+        })
     }
 
     fn min_max(&mut self, e: &Expr, col: Col, max: bool) -> Result<Output, String> {
