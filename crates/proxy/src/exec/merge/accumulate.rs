@@ -20,9 +20,10 @@ pub(crate) enum Acc {
         sum: Sum,
         count: i128,
     },
-    /// Distinct values of a key, seen in key order: the last key value, count and sum.
+    /// Distinct values of a key (a set: several DISTINCT aggregates may share a group, so
+    /// their keys cannot all arrive sorted), their count and sum.
     Distinct {
-        last: Option<Value>,
+        seen: std::collections::BTreeSet<Ordered>,
         count: i128,
         sum: Sum,
     },
@@ -47,7 +48,7 @@ impl Acc {
                 count: 0,
             },
             Output::CountDistinct { .. } | Output::SumDistinct { .. } | Output::AvgDistinct { .. } => Acc::Distinct {
-                last: None,
+                seen: Default::default(),
                 count: 0,
                 sum: Sum::Empty,
             },
@@ -66,7 +67,7 @@ impl Acc {
                 sum.add(cell(row, *s));
                 *count += count_of(cell(row, *c));
             }
-            (Acc::Distinct { last, count, sum }, _) => return distinct(last, count, sum, out, row),
+            (Acc::Distinct { seen, count, sum }, _) => return distinct(seen, count, sum, out, row),
             (Acc::Concat(c), Output::GroupConcat { .. }) => return concat_rule(out).map_or(0, |r| c.add(&r, row)),
             _ => {}
         }
@@ -120,22 +121,48 @@ fn extreme(best: &mut Option<(Value, Value)>, key: &SortKey, row: &[Value], want
     grown
 }
 
-/// COUNT/SUM/AVG(DISTINCT): rows arrive sorted on the key, so a value is new when its key
-/// differs from the last one.
-fn distinct(last: &mut Option<Value>, count: &mut i128, sum: &mut Sum, out: &Output, row: &[Value]) -> usize {
+/// A value ordered by [`compare`] (MySQL's order of one column's values).
+#[derive(Debug)]
+pub(crate) struct Ordered(Value);
+
+impl PartialEq for Ordered {
+    fn eq(&self, other: &Self) -> bool {
+        compare(&self.0, &other.0).is_eq()
+    }
+}
+impl Eq for Ordered {}
+impl PartialOrd for Ordered {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Ordered {
+    fn cmp(&self, other: &Self) -> Ordering {
+        compare(&self.0, &other.0)
+    }
+}
+
+/// COUNT/SUM/AVG(DISTINCT): a value counts when its key (value or collation weight) is new in
+/// the group. Returns the bytes the group's set grew by (bounded by the memory cap).
+fn distinct(
+    seen: &mut std::collections::BTreeSet<Ordered>,
+    count: &mut i128,
+    sum: &mut Sum,
+    out: &Output,
+    row: &[Value],
+) -> usize {
     let (key, value) = match out {
         Output::CountDistinct { column } => (column, column.column),
         Output::SumDistinct { column, value } | Output::AvgDistinct { column, value, .. } => (column, *value),
         _ => return 0,
     };
     let k = key_value(row, key);
-    if cell(row, key.column).is_null() || k.is_null() || last.as_ref().is_some_and(|l| compare(l, k).is_eq()) {
+    if cell(row, key.column).is_null() || k.is_null() || !seen.insert(Ordered(k.clone())) {
         return 0;
     }
     *count += 1;
     sum.add(cell(row, value));
-    *last = Some(k.clone());
-    0
+    k.size() + 16
 }
 
 fn concat_rule(out: &Output) -> Option<ConcatRule<'_>> {

@@ -128,6 +128,8 @@ struct ScatterBuilder<'p, 'a> {
     wildcard: bool,
     /// The GROUP_CONCAT's extra grouping: (column, descending) in shard order, and its keys.
     concat: Option<(Vec<(Col, bool)>, Vec<SortKey>)>,
+    /// Hidden columns the shard SQL groups by for DISTINCT aggregates.
+    distinct_grouped: Vec<Col>,
 }
 
 impl<'p, 'a> ScatterBuilder<'p, 'a> {
@@ -166,6 +168,7 @@ impl<'p, 'a> ScatterBuilder<'p, 'a> {
             weighted: Vec::new(),
             wildcard,
             concat: None,
+            distinct_grouped: Vec::new(),
         }
     }
 
@@ -370,34 +373,15 @@ impl<'p, 'a> ScatterBuilder<'p, 'a> {
             group_cols.push((col, false));
         }
         let mut outputs = Vec::new();
-        let mut distinct: Option<String> = None;
         for i in 0..self.items.len() {
-            let out = self.output_of(i, &mut distinct)?;
+            let out = self.output_of(i)?;
             outputs.push(out);
         }
         let mut sort_cols = group_cols.clone();
-        if distinct.is_some() && self.concat.is_some() {
-            return Err("a DISTINCT aggregate together with GROUP_CONCAT() across shards".into());
-        }
         if let Some((extra, _)) = self.concat.clone() {
             for (col, desc) in extra {
                 sort_cols.push((col, desc));
                 self.group_by_also(col);
-            }
-        }
-        if let Some(d) = &distinct {
-            let col = self.hide(d.clone());
-            sort_cols.push((col, false));
-            self.group_by_also(col);
-            // The distinct column's weight is a key of the group merge too.
-            let key = self.weighted_key(col, &d.clone(), false);
-            for o in outputs.iter_mut() {
-                if let Output::CountDistinct { column }
-                | Output::SumDistinct { column, .. }
-                | Output::AvgDistinct { column, .. } = o
-                {
-                    *column = key;
-                }
             }
         }
         let having = match self.select.having.clone() {
@@ -421,16 +405,6 @@ impl<'p, 'a> ScatterBuilder<'p, 'a> {
         let mut spec = MergeSpec::new(self.items.len());
         // Shards send their groups sorted by the group keys (then the DISTINCT column).
         spec.order = group_keys.clone();
-        if let Some(
-            Output::CountDistinct { column } | Output::SumDistinct { column, .. } | Output::AvgDistinct { column, .. },
-        ) = outputs.iter().find(|o| {
-            matches!(
-                o,
-                Output::CountDistinct { .. } | Output::SumDistinct { .. } | Output::AvgDistinct { .. }
-            )
-        }) {
-            spec.order.push(*column);
-        }
         if let Some((_, keys)) = &self.concat {
             spec.order.extend(keys.iter().copied());
         }
@@ -469,15 +443,26 @@ impl<'p, 'a> ScatterBuilder<'p, 'a> {
     }
 
     /// The merge output of select item `i`.
-    fn output_of(&mut self, i: usize, distinct: &mut Option<String>) -> Result<Output, String> {
+    fn output_of(&mut self, i: usize) -> Result<Output, String> {
         let Some(e) = self.items[i].expr.clone() else {
             return Err("* with aggregates across shards".into());
         };
-        self.aggregate_output(&e, Col::Visible(i), distinct)
+        self.aggregate_output(&e, Col::Visible(i))
+    }
+
+    /// The key of a DISTINCT aggregate's argument: shards group by it too (each distinct
+    /// value reaches the merge, which keeps a set per group).
+    fn distinct_key(&mut self, text: &str) -> SortKey {
+        let col = self.hide(text.to_string());
+        if !self.distinct_grouped.contains(&col) {
+            self.distinct_grouped.push(col);
+            self.group_by_also(col);
+        }
+        self.weighted_key(col, text, false)
     }
 
     /// The output for an expression whose shard value is in `col`.
-    fn aggregate_output(&mut self, e: &Expr, col: Col, distinct: &mut Option<String>) -> Result<Output, String> {
+    fn aggregate_output(&mut self, e: &Expr, col: Col) -> Result<Output, String> {
         if let Expr::Function(f) = e {
             if f.name.to_string().eq_ignore_ascii_case("GROUP_CONCAT") && f.over.is_none() {
                 return self.group_concat(f);
@@ -498,15 +483,7 @@ impl<'p, 'a> ScatterBuilder<'p, 'a> {
         let (is_distinct, arg) = function_arg(self.p, f)?;
         if is_distinct {
             let arg = arg.ok_or("DISTINCT without an argument")?;
-            if distinct.as_ref().is_some_and(|d| !same_text(d, &arg)) {
-                return Err("aggregates over two different DISTINCT expressions across shards".into());
-            }
-            *distinct = Some(arg);
-            let placeholder = SortKey {
-                column: 0,
-                descending: false,
-                by: SortBy::Value,
-            };
+            let placeholder = self.distinct_key(&arg);
             return match name.as_str() {
                 "COUNT" => Ok(Output::CountDistinct { column: placeholder }),
                 "SUM" => Ok(Output::SumDistinct {
@@ -624,11 +601,7 @@ impl<'p, 'a> ScatterBuilder<'p, 'a> {
         }
         let text = self.p.text(e);
         let col = self.hide(text);
-        let mut distinct = None;
-        let out = self.aggregate_output(e, col, &mut distinct)?;
-        if distinct.is_some() {
-            return Err("DISTINCT aggregates outside the select list across shards".into());
-        }
+        let out = self.aggregate_output(e, col)?;
         outputs.push(out);
         Ok(outputs.len() - 1)
     }
