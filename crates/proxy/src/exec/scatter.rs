@@ -185,6 +185,7 @@ pub fn resolve_merge(
         for (i, o) in a.outputs.iter_mut().enumerate() {
             *o = match o.clone() {
                 Output::First(c) => Output::First(fix(c)),
+                Output::Expr(o) => Output::Expr(o),
                 Output::Count(c) => Output::Count(fix(c)),
                 Output::Sum(c) => Output::Sum(fix(c)),
                 Output::Min(k) => Output::Min(key(&k)),

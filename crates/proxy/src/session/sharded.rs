@@ -74,7 +74,7 @@ impl Session {
             params: &[],
         };
         match &*plan {
-            ShardPlan::Reject(m) => Err(unsupported(m)),
+            ShardPlan::Reject(m) => Err(self.refusal(schema, sql, m).await),
             ShardPlan::Read { shards, one, many, .. } => {
                 let shards = resolve(shards, schema, &values)?;
                 if let ([shard], None) = (shards.as_slice(), &binary) {
@@ -83,7 +83,10 @@ impl Session {
                         .on_shard(schema, *shard, role, &one.render(sql, &fp.literals), stmt)
                         .await;
                 }
-                let scatter = many.as_ref().map_err(|m| unsupported(m))?;
+                let scatter = match many {
+                    Ok(s) => s,
+                    Err(m) => return Err(self.refusal(schema, sql, m).await),
+                };
                 self.scatter_read(schema, &shards, scatter, sql, &fp, binary).await
             }
             ShardPlan::Write {
@@ -513,6 +516,25 @@ impl Session {
         match first_error {
             Some(e) => Err(e),
             None => self.ok_with(1, 0, 0).await,
+        }
+    }
+
+    /// The error for a statement Tessera refuses: MariaDB's own when the statement is wrong
+    /// for one server too (a syntax error, a UNION of different widths), found by preparing it
+    /// on the default shard; else the refusal naming what is not supported.
+    async fn refusal(&mut self, schema: &ShardedSchema, sql: &str, message: &str) -> ProxyError {
+        let shard = schema.default_shard;
+        let Ok(mut conn) = self.shard_conn(schema, shard).await else {
+            return unsupported(message);
+        };
+        let text: std::sync::Arc<[u8]> = std::sync::Arc::from(for_shard(sql, schema, shard).as_bytes());
+        let verdict = conn.prepare(&text).await;
+        conn.forget_statement(&text);
+        let in_txn = self.sharded_transaction_open();
+        self.park_shard(shard, conn, in_txn);
+        match verdict {
+            Err(e @ ProxyError::Backend(_)) => e,
+            _ => unsupported(message),
         }
     }
 

@@ -39,7 +39,7 @@ pub(crate) struct Finished {
 impl Acc {
     pub(crate) fn new(out: &Output) -> Acc {
         match out {
-            Output::First(_) => Acc::First,
+            Output::First(_) | Output::Expr(_) => Acc::First,
             Output::Count(_) => Acc::Count(0),
             Output::Sum(_) => Acc::Sum(Sum::Empty),
             Output::Min(_) | Output::Max(_) => Acc::Extreme(None),

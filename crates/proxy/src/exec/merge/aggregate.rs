@@ -19,6 +19,8 @@ pub(crate) struct Aggregate<'s> {
     group: Option<Group>,
     emitted: bool,
     truncations: u64,
+    /// An output that could not be computed (arithmetic out of range, MariaDB's 1690).
+    error: Option<MergeError>,
 }
 
 /// The group being accumulated: its first row and one state per output.
@@ -36,6 +38,7 @@ impl<'s> Aggregate<'s> {
             group: None,
             emitted: false,
             truncations: 0,
+            error: None,
         }
     }
 
@@ -48,6 +51,9 @@ impl<'s> Aggregate<'s> {
             }
         }
         let done = self.group.take().map(|g| self.emit(g, budget));
+        if let Some(e) = self.take_error() {
+            return Err(e);
+        }
         let bytes = row_size(&row);
         budget.hold(bytes)?;
         let mut g = Group {
@@ -88,7 +94,23 @@ impl<'s> Aggregate<'s> {
             self.truncations += u64::from(f.truncated);
             out.push(f.value);
         }
+        // Arithmetic over aggregates, once the aggregates are known.
+        for (i, spec) in self.spec.outputs.iter().enumerate() {
+            if let Output::Expr(o) = spec {
+                match super::having::operand(o, &out) {
+                    Ok(v) => out[i] = v,
+                    Err(e) => {
+                        self.error.get_or_insert(e);
+                    }
+                }
+            }
+        }
         out
+    }
+
+    /// An error computing an output (arithmetic out of range), once.
+    pub(crate) fn take_error(&mut self) -> Option<MergeError> {
+        self.error.take()
     }
 
     /// GROUP_CONCAT values cut so far.
@@ -128,6 +150,7 @@ fn describe_output(out: &Output) -> String {
     let n = |c: &usize| c + 1;
     match out {
         Output::First(c) => format!("first {}", n(c)),
+        Output::Expr(_) => "arithmetic over outputs".to_string(),
         Output::Count(c) => format!("count {}", n(c)),
         Output::Sum(c) => format!("sum {}", n(c)),
         Output::Min(k) => format!("min {}", describe_key(k)),

@@ -76,7 +76,7 @@ fn eval(f: &Filter, row: &[Value]) -> Result<Option<bool>, MergeError> {
     })
 }
 
-fn operand(o: &Operand, row: &[Value]) -> Result<Value, MergeError> {
+pub(crate) fn operand(o: &Operand, row: &[Value]) -> Result<Value, MergeError> {
     match o {
         Operand::Output(c) => Ok(cell(row, *c).clone()),
         Operand::Literal(v) => Ok(v.clone()),

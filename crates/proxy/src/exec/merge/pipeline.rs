@@ -55,6 +55,11 @@ pub async fn run<S: RowSource, K: RowSink>(
     while !tail.done() {
         let Some(row) = merge.next(&mut sources, &mut budget).await? else {
             if let Some(last) = shape.finish(&mut budget) {
+                if let Shape::Aggregate(a) = &mut shape {
+                    if let Some(e) = a.take_error() {
+                        return Err(e);
+                    }
+                }
                 tail.push(last, sink, &mut budget).await?;
             }
             break;

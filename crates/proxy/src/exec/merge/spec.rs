@@ -114,6 +114,9 @@ pub enum Output {
         /// value once per group with its count); None: one.
         repeat: Option<usize>,
     },
+    /// Arithmetic over the row's other outputs (`SUM(qty) / COUNT(*)`, `COUNT(*) + 1`), with
+    /// MariaDB's result types (see `arith`).
+    Expr(Operand),
 }
 
 /// A HAVING condition with SQL's three-valued logic: a row passes only when it is true.
@@ -301,6 +304,7 @@ impl Output {
     /// Shard columns this output reads.
     fn columns(&self) -> Vec<usize> {
         match self {
+            Output::Expr(_) => Vec::new(),
             Output::First(c) | Output::Count(c) | Output::Sum(c) => vec![*c],
             Output::Min(k) | Output::Max(k) | Output::CountDistinct { column: k } => key_columns(k).collect(),
             Output::Avg { sum, count, .. } => vec![*sum, *count],

@@ -60,6 +60,36 @@ fn keyed_refs(p: &Planner, query: &Query) -> Vec<(String, String)> {
     impl Visitor for Refs<'_, '_> {
         type Break = ();
         fn pre_visit_table_factor(&mut self, f: &TableFactor) -> ControlFlow<()> {
+            if let TableFactor::Derived {
+                subquery,
+                alias: Some(alias),
+                ..
+            } = f
+            {
+                // A derived table that selects a shard key carries it: `d.customer_id`.
+                let inner = keyed_refs(self.p, subquery);
+                if let SetExpr::Select(s) = &*subquery.body {
+                    for item in &s.projection {
+                        let (expr, name) = match item {
+                            tessera_sql::sqlparser::ast::SelectItem::UnnamedExpr(e) => (e, None),
+                            tessera_sql::sqlparser::ast::SelectItem::ExprWithAlias { expr, alias } => {
+                                (expr, Some(alias.value.clone()))
+                            }
+                            _ => continue,
+                        };
+                        let column = match expr {
+                            Expr::Identifier(i) => i.value.clone(),
+                            Expr::CompoundIdentifier(parts) => {
+                                parts.last().map(|i| i.value.clone()).unwrap_or_default()
+                            }
+                            _ => continue,
+                        };
+                        if inner.iter().any(|(_, k)| k.eq_ignore_ascii_case(&column)) {
+                            self.out.push((alias.name.value.clone(), name.unwrap_or(column)));
+                        }
+                    }
+                }
+            }
             if let TableFactor::Table { name, alias, .. } = f {
                 let t = resolve(name, self.p.schema, &self.p.offsets, &mut Vec::new());
                 if let Place::Sharded { key, .. } = t.place {

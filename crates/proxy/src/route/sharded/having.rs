@@ -69,6 +69,11 @@ pub fn translate(e: &Expr, p: &mut dyn Resolver) -> Result<Filter, String> {
     }
 }
 
+/// An arithmetic expression over outputs (aggregates, aliases, literals; + - * /).
+pub fn operand_of(e: &Expr, p: &mut dyn Resolver) -> Result<Operand, String> {
+    operand(e, p)
+}
+
 fn operand(e: &Expr, p: &mut dyn Resolver) -> Result<Operand, String> {
     match e {
         Expr::Nested(inner) => operand(inner, p),
@@ -120,11 +125,21 @@ fn compare_op(op: &BinaryOperator) -> Option<CmpOp> {
 pub fn literal(v: &SqlValue) -> Result<Value, String> {
     match v {
         SqlValue::Null => Ok(Value::Null),
-        SqlValue::Number(n, _) => Ok(n
-            .parse::<i64>()
-            .map(Value::Int)
-            .or_else(|_| n.parse::<f64>().map(Value::Double))
-            .map_err(|_| format!("the number {n}"))?),
+        // As MariaDB types literals: integers, exact decimals with a point, doubles with an
+        // exponent.
+        SqlValue::Number(n, _) => {
+            if let Ok(i) = n.parse::<i64>() {
+                return Ok(Value::Int(i));
+            }
+            if !n.contains(['e', 'E']) {
+                if let Ok(d) = crate::exec::merge::decimal::Decimal::parse(n.as_bytes()) {
+                    return Ok(Value::Decimal(d));
+                }
+            }
+            n.parse::<f64>()
+                .map(Value::Double)
+                .map_err(|_| format!("the number {n}"))
+        }
         SqlValue::SingleQuotedString(s) | SqlValue::DoubleQuotedString(s) => {
             Ok(Value::Bytes(bytes::Bytes::from(s.clone().into_bytes())))
         }

@@ -209,6 +209,8 @@ pub struct Planner<'a> {
     /// Shard keys of the sharded tables the statement references.
     pub keys: Vec<String>,
     clauses: Option<Clauses>,
+    /// The statement has an ORDER BY/LIMIT the parse did not see (UPDATE ... LIMIT).
+    pub ordered_limit: bool,
 }
 
 impl<'a> Planner<'a> {
@@ -223,6 +225,7 @@ impl<'a> Planner<'a> {
             baked: Vec::new(),
             keys: Vec::new(),
             clauses: None,
+            ordered_limit: false,
         }
     }
 
@@ -485,7 +488,10 @@ pub struct Planned {
 pub fn plan(sql: &str, fp: &Fingerprint, schema: &ShardedSchema) -> Planned {
     let mut p = Planner::new(sql, fp, schema);
     let plan = match parse_for_planning(sql) {
-        Ok(stmt) => plan_statement(&mut p, &stmt),
+        Ok((stmt, ordered_limit)) => {
+            p.ordered_limit = ordered_limit;
+            plan_statement(&mut p, &stmt)
+        }
         Err(e) => unparsed(&p, &e.to_string()),
     };
     Planned { plan, baked: p.baked }
@@ -493,23 +499,32 @@ pub fn plan(sql: &str, fp: &Fingerprint, schema: &ShardedSchema) -> Planned {
 
 /// Parses a statement; MariaDB's `LOCK IN SHARE MODE` (which sqlparser does not know) is
 /// blanked out for the parse only: offsets stay those of the text, which keeps it.
-fn parse_for_planning(sql: &str) -> Result<Statement, tessera_sql::analyze::AnalyzeError> {
-    match tessera_sql::analyze::parse_one(sql) {
-        Ok(s) => Ok(s),
-        Err(e) => {
-            let tokens: Vec<_> = tessera_sql::Lexer::new(sql).filter(|t| t.is_significant()).collect();
-            let at = tokens.windows(4).position(|w| {
-                w[0].is_word("LOCK") && w[1].is_word("IN") && w[2].is_word("SHARE") && w[3].is_word("MODE")
-            });
-            let Some(i) = at else {
-                return Err(e);
-            };
-            let range = tokens[i].offset..tokens[i + 3].end();
-            let mut blanked = sql.to_string();
-            blanked.replace_range(range.clone(), &" ".repeat(range.len()));
-            tessera_sql::analyze::parse_one(&blanked)
+fn parse_for_planning(sql: &str) -> Result<(Statement, bool), tessera_sql::analyze::AnalyzeError> {
+    let e = match tessera_sql::analyze::parse_one(sql) {
+        Ok(s) => return Ok((s, false)),
+        Err(e) => e,
+    };
+    let tokens: Vec<_> = tessera_sql::Lexer::new(sql).filter(|t| t.is_significant()).collect();
+    let blank = |range: std::ops::Range<usize>| {
+        let mut blanked = sql.to_string();
+        blanked.replace_range(range.clone(), &" ".repeat(range.len()));
+        blanked
+    };
+    let lock = tokens
+        .windows(4)
+        .position(|w| w[0].is_word("LOCK") && w[1].is_word("IN") && w[2].is_word("SHARE") && w[3].is_word("MODE"));
+    if let Some(i) = lock {
+        return tessera_sql::analyze::parse_one(&blank(tokens[i].offset..tokens[i + 3].end())).map(|s| (s, false));
+    }
+    // `UPDATE ... ORDER BY ... LIMIT n` (MariaDB's single-table form): planned without its
+    // ORDER BY/LIMIT, which the statement keeps; the plan then runs on one shard only.
+    if tokens.first().is_some_and(|t| t.is_word("UPDATE")) {
+        let clauses = Clauses::locate(sql);
+        if let Some(at) = clauses.start(Clause::Order).or_else(|| clauses.start(Clause::Limit)) {
+            return tessera_sql::analyze::parse_one(&blank(at..clauses.end)).map(|s| (s, true));
         }
     }
+    Err(e)
 }
 
 /// A statement Tessera cannot parse: it may still run on the default shard when it names none
@@ -524,7 +539,7 @@ fn unparsed(p: &Planner, error: &str) -> ShardPlan {
     });
     if mentions_table {
         return ShardPlan::Reject(format!(
-            "Tessera cannot analyze this statement over sharded tables ({error})"
+            "a statement over sharded tables that Tessera cannot parse ({error})"
         ));
     }
     ShardPlan::Read {
@@ -602,13 +617,6 @@ fn read(p: &mut Planner, stmt: &Statement, q: &Query) -> ShardPlan {
         }
         tables::Spread::Sharded => {}
     }
-    if let tessera_sql::sqlparser::ast::SetExpr::Select(_) = &*q.body {
-        // Rows combined on one shard must live together, also when one shard answers.
-        if let Err(m) = colocate::check_colocated(p, q, &tables) {
-            return ShardPlan::Reject(m);
-        }
-    }
-    let sharded: Vec<(String, String)> = top_sharded(p, q);
     p.keys = tables
         .iter()
         .filter_map(|t| match &t.place {
@@ -616,6 +624,13 @@ fn read(p: &mut Planner, stmt: &Statement, q: &Query) -> ShardPlan {
             _ => None,
         })
         .collect();
+    if let tessera_sql::sqlparser::ast::SetExpr::Select(_) = &*q.body {
+        // Rows combined on one shard must live together, also when one shard answers.
+        if let Err(m) = colocate::check_colocated(p, q, &tables) {
+            return ShardPlan::Reject(m);
+        }
+    }
+    let sharded: Vec<(String, String)> = top_sharded(p, q);
     let function = tables.iter().find_map(|t| match &t.place {
         tables::Place::Sharded { function, .. } => Some(function.clone()),
         _ => None,

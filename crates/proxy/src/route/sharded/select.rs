@@ -95,17 +95,32 @@ pub fn aggregate_name(e: &Expr) -> Option<String> {
     }
 }
 
+/// Whether `e` uses an aggregate of this query level (aggregates inside a subquery belong to
+/// the subquery).
 pub fn contains_aggregate(e: &Expr) -> bool {
     use std::ops::ControlFlow;
-    use tessera_sql::sqlparser::ast::visit_expressions;
-    visit_expressions(e, |x| {
-        if aggregate_name(x).is_some() {
-            ControlFlow::Break(())
-        } else {
+    use tessera_sql::sqlparser::ast::{Visit, Visitor};
+    struct Find {
+        depth: usize,
+    }
+    impl Visitor for Find {
+        type Break = ();
+        fn pre_visit_query(&mut self, _q: &Query) -> ControlFlow<()> {
+            self.depth += 1;
             ControlFlow::Continue(())
         }
-    })
-    .is_break()
+        fn post_visit_query(&mut self, _q: &Query) -> ControlFlow<()> {
+            self.depth -= 1;
+            ControlFlow::Continue(())
+        }
+        fn pre_visit_expr(&mut self, x: &Expr) -> ControlFlow<()> {
+            if self.depth == 0 && aggregate_name(x).is_some() {
+                return ControlFlow::Break(());
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    e.visit(&mut Find { depth: 0 }).is_break()
 }
 
 /// One item of the select list.
@@ -373,9 +388,27 @@ impl<'p, 'a> ScatterBuilder<'p, 'a> {
             group_cols.push((col, false));
         }
         let mut outputs = Vec::new();
+        let mut computed = Vec::new();
         for i in 0..self.items.len() {
-            let out = self.output_of(i)?;
-            outputs.push(out);
+            match self.items[i].expr.clone() {
+                Some(e) if contains_aggregate(&e) && aggregate_name(&e).is_none() => {
+                    // Arithmetic over aggregates: computed after the merge (placeholder now,
+                    // its aggregates become hidden outputs after the visible ones).
+                    computed.push((i, e));
+                    outputs.push(Output::First(col_index(Col::Visible(i))));
+                }
+                _ => outputs.push(self.output_of(i)?),
+            }
+        }
+        for (i, e) in computed {
+            let mut ctx = HavingCtx {
+                b: self,
+                outputs: &mut outputs,
+                strict: true,
+            };
+            let operand = super::having::operand_of(&e, &mut ctx)
+                .map_err(|_| format!("the expression {e} over aggregates across shards"))?;
+            outputs[i] = Output::Expr(operand);
         }
         let mut sort_cols = group_cols.clone();
         if let Some((extra, _)) = self.concat.clone() {
@@ -607,7 +640,11 @@ impl<'p, 'a> ScatterBuilder<'p, 'a> {
     }
 
     fn filter(&mut self, e: &Expr, outputs: &mut Vec<Output>) -> Result<Filter, String> {
-        let mut ctx = HavingCtx { b: self, outputs };
+        let mut ctx = HavingCtx {
+            b: self,
+            outputs,
+            strict: false,
+        };
         super::having::translate(e, &mut ctx)
     }
 
@@ -639,10 +676,16 @@ impl<'p, 'a> ScatterBuilder<'p, 'a> {
 struct HavingCtx<'b, 'p, 'a> {
     b: &'b mut ScatterBuilder<'p, 'a>,
     outputs: &'b mut Vec<Output>,
+    /// Only aggregates and group columns are operands (a computed select item must not
+    /// resolve a function of aggregates, which the merge cannot compute, to itself).
+    strict: bool,
 }
 
 impl super::having::Resolver for HavingCtx<'_, '_, '_> {
     fn output(&mut self, e: &Expr) -> Result<usize, String> {
+        if self.strict && aggregate_name(e).is_none() && contains_aggregate(e) {
+            return Err(format!("the expression {e} over aggregates across shards"));
+        }
         self.b.output_for(e, self.outputs)
     }
 
@@ -664,6 +707,29 @@ fn function_arg(p: &mut Planner, f: &tessera_sql::sqlparser::ast::Function) -> R
     match list.args.as_slice() {
         [FunctionArg::Unnamed(FunctionArgExpr::Wildcard)] => Ok((distinct, None)),
         [FunctionArg::Unnamed(FunctionArgExpr::Expr(e))] => Ok((distinct, Some(p.text(e)))),
+        args if distinct && f.name.to_string().eq_ignore_ascii_case("COUNT") => {
+            // COUNT(DISTINCT a, b): distinct tuples with no NULL, keyed by their weights.
+            let mut parts = Vec::new();
+            for a in args {
+                match a {
+                    FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => parts.push(p.text(e)),
+                    _ => return Err(format!("{}() with this argument across shards", f.name)),
+                }
+            }
+            let weights: Vec<String> = parts
+                .iter()
+                .map(|t| format!("HEX(WEIGHT_STRING(RTRIM({t})))"))
+                .collect();
+            let nulls: Vec<String> = parts.iter().map(|t| format!("({t}) IS NULL")).collect();
+            Ok((
+                true,
+                Some(format!(
+                    "IF({}, NULL, CONCAT_WS(':', {}))",
+                    nulls.join(" OR "),
+                    weights.join(", ")
+                )),
+            ))
+        }
         _ => Err(format!("{}() with several arguments across shards", f.name)),
     }
 }

@@ -58,15 +58,8 @@ pub fn plan(p: &mut Planner, stmt: &Statement) -> ShardPlan {
                     })
                 };
                 let alias = alias.as_ref().map(|a| a.name.value.clone());
-                return keyed_write(
-                    p,
-                    stmt,
-                    name,
-                    alias,
-                    u.selection.as_ref(),
-                    u.limit.is_some(),
-                    &key_assigned,
-                );
+                let ordered = u.limit.is_some() || p.ordered_limit;
+                return keyed_write(p, stmt, name, alias, u.selection.as_ref(), ordered, &key_assigned);
             }
             by_tables(p, stmt, "this UPDATE over sharded tables")
         }
@@ -277,8 +270,12 @@ fn insert(p: &mut Planner, stmt: &Statement, i: &tessera_sql::sqlparser::ast::In
     let Some(source) = &i.source else {
         return ShardPlan::Reject("INSERT ... SET into a sharded table (use VALUES)".into());
     };
-    let SetExpr::Values(values) = &*source.body else {
-        return ShardPlan::Reject("INSERT ... SELECT into a sharded table".into());
+    let values = match &*source.body {
+        SetExpr::Values(values) => values,
+        SetExpr::Select(s) if s.from.is_empty() && position.is_some() => {
+            return insert_select_row(p, s, position.unwrap_or_default(), function, &target.table);
+        }
+        _ => return ShardPlan::Reject("INSERT ... SELECT into a sharded table".into()),
     };
     if position.is_none() {
         // The generated key joins the column list.
@@ -376,6 +373,43 @@ fn split_rows(
         function,
         reason,
     }))
+}
+
+/// `INSERT INTO t (...) SELECT <values>` (no FROM): one row, on its key's shard.
+fn insert_select_row(
+    p: &mut Planner,
+    s: &tessera_sql::sqlparser::ast::Select,
+    position: usize,
+    function: ShardFunction,
+    table: &str,
+) -> ShardPlan {
+    use tessera_sql::sqlparser::ast::SelectItem;
+    let key = match s.projection.get(position) {
+        Some(SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. }) => e,
+        _ => return ShardPlan::Reject("INSERT ... SELECT without the shard key value".into()),
+    };
+    let literal_at = |o: usize| p.literal_at(o);
+    let placeholder_at = |o: usize| p.placeholder_at(o);
+    let no_key = |_: &Expr| false;
+    let reader = KeyReader {
+        offsets: &p.offsets,
+        is_key: &no_key,
+        literal_at: &literal_at,
+        placeholder_at: &placeholder_at,
+    };
+    let Some(source) = reader.value(key) else {
+        return ShardPlan::Reject(format!("an INSERT into {table} whose shard-key value is an expression"));
+    };
+    ShardPlan::Write {
+        shards: ShardSet::Key {
+            function,
+            expr: KeyExpr::Eq(source),
+        },
+        sql: p.one_template(),
+        reason: format!("INSERT ... SELECT of one row into {table}, by its shard key"),
+        one_shard_only: None,
+        replicated: false,
+    }
 }
 
 /// The `)` that closes the `(` at `open`.
