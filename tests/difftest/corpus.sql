@@ -335,7 +335,7 @@ SELECT name FROM tags WHERE name = 'abc' UNION SELECT name FROM tags WHERE name 
 SELECT name FROM customers WHERE name = 'abc' UNION SELECT city FROM customers WHERE city = 'OSLO'; -- ci
 SELECT name FROM tags WHERE name = 'abc' UNION SELECT name FROM customers WHERE name = 'ABC'; -- error
 SELECT id FROM events WHERE id < 0 UNION ALL SELECT id FROM events WHERE id > 400 ORDER BY id DESC LIMIT 4; -- ordered
-(SELECT id FROM customers ORDER BY id LIMIT 3) UNION ALL (SELECT id FROM customers ORDER BY id DESC LIMIT 3);
+(SELECT id FROM customers ORDER BY id LIMIT 3) UNION ALL (SELECT id FROM customers ORDER BY id DESC LIMIT 3); -- refuse: a UNION branch with its own ORDER BY/LIMIT over shards
 SELECT customer_id FROM orders WHERE customer_id = 7 UNION SELECT id FROM customers WHERE id = 7; -- prepared
 SELECT id FROM orders WHERE customer_id = 7 UNION ALL SELECT id FROM orders WHERE customer_id = 8 ORDER BY id; -- ordered prepared
 SELECT category FROM products UNION SELECT city FROM customers ORDER BY 1 LIMIT 5; -- ordered ci

@@ -45,6 +45,14 @@ pub struct ServerConfig {
     pub require_tls: bool,
     /// Worker threads of the runtime; 0 = one per core.
     pub worker_threads: usize,
+    /// In a transaction that holds rows on several shards, a statement waits at most this long
+    /// for a row lock (`innodb_lock_wait_timeout` of that statement): waits across shards can be
+    /// deadlocks no single server sees. The statement then fails with 1205, as any lock wait
+    /// timeout does.
+    pub cross_shard_lock_wait_s: u64,
+    /// Bytes a merge of shard results may buffer (sorting groups, GROUP_CONCAT, DISTINCT
+    /// aggregates) before the statement fails with a clear error.
+    pub merge_memory_cap: usize,
 }
 
 impl Default for ServerConfig {
@@ -62,6 +70,8 @@ impl Default for ServerConfig {
             tls_key: None,
             require_tls: false,
             worker_threads: 0,
+            cross_shard_lock_wait_s: 5,
+            merge_memory_cap: 64 << 20,
         }
     }
 }

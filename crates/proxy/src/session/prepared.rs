@@ -464,6 +464,14 @@ impl Session {
             }
             _ => run.sql.clone(),
         };
+        let sql = match self.cross_shard_lock_bound(&run.class) {
+            Some(prefix) => {
+                let mut text = prefix.into_bytes();
+                text.extend_from_slice(&sql);
+                Arc::from(text)
+            }
+            None => sql,
+        };
         let local = Execution {
             request: run.request.clone(),
             types: run.types.clone(),

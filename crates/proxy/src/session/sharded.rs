@@ -192,6 +192,10 @@ impl Session {
         self.target_schema = Some(s.database.clone());
         let target = Target { group: s.group, role };
         let sql = for_shard(sql, schema, shard);
+        let sql = match self.cross_shard_lock_bound(&stmt.class) {
+            Some(prefix) => std::borrow::Cow::Owned(format!("{prefix}{sql}")),
+            None => sql,
+        };
         let stmts = [Stmt {
             sql: &sql,
             class: stmt.class.clone(),
@@ -199,6 +203,18 @@ impl Session {
         let result = self.run_on_target(target, sql.as_bytes(), &stmts).await;
         self.target_schema = None;
         result.map(|()| Next::Continue)
+    }
+
+    /// `SET STATEMENT innodb_lock_wait_timeout = n FOR ` for a statement that may wait for row
+    /// locks while the session's transaction holds another shard: MariaDB cannot see a deadlock
+    /// across shards, so the wait is bounded (server.cross_shard_lock_wait_s).
+    pub fn cross_shard_lock_bound(&self, class: &tessera_sql::Classification) -> Option<String> {
+        let locks = class.kind.writes() || class.flags.contains(tessera_sql::Flags::LOCKING_READ);
+        if !locks || self.shard_held.is_empty() {
+            return None;
+        }
+        let bound = self.ctx.config.server.cross_shard_lock_wait_s.max(1);
+        Some(format!("SET STATEMENT innodb_lock_wait_timeout = {bound} FOR "))
     }
 
     /// Makes `held` the connection of `shard` (parking another shard's in `shard_held`), and
@@ -645,12 +661,17 @@ impl Session {
         use crate::exec::scatter::{read_header, resolve_merge, ShardSource, ShardState, TextSink};
         let text = scatter.sql.render(sql, &fp.literals);
         let mut states: Vec<ShardState> = Vec::with_capacity(shards.len());
-        for &shard in shards {
+        for (i, &shard) in shards.iter().enumerate() {
             let mut conn = self.shard_conn(schema, shard).await?;
-            let per_shard = text.replace(
-                crate::route::sharded::DATABASE_MARKER,
-                &crate::state::quote_ident(&schema.shards[shard].database),
-            );
+            let per_shard = text
+                .replace(
+                    crate::route::sharded::DATABASE_MARKER,
+                    &crate::state::quote_ident(&schema.shards[shard].database),
+                )
+                .replace(
+                    crate::route::sharded::union::ONCE_MARKER,
+                    if i == 0 { "1=1" } else { "1=0" },
+                );
             queue_query(&mut conn, &per_shard);
             if let Err(e) = conn.flush().await {
                 conn.broken = true;
@@ -700,7 +721,10 @@ impl Session {
             .get("group_concat_max_len")
             .and_then(|v| v.parse().ok())
             .unwrap_or(1_048_576);
-        let spec = resolve_merge(scatter, &states[0].columns, max_len);
+        let spec = resolve_merge(scatter, &states[0].columns, max_len).map(|mut s| {
+            s.memory_cap = self.ctx.config.server.merge_memory_cap;
+            s
+        });
         if spec.is_err() {
             self.handle.set_running(None);
         }

@@ -10,8 +10,45 @@ use tessera_sql::sqlparser::ast::{
     visit_expressions, BinaryOperator, Expr, GroupByExpr, Query, SetExpr, TableFactor, TableWithJoins,
 };
 
+/// An outer join whose preserved side has no sharded table and whose other side has one
+/// (`products LEFT JOIN orders`): every shard would add the unmatched rows again.
+fn check_outer_joins(p: &Planner, query: &Query) -> Result<(), String> {
+    use tessera_sql::sqlparser::ast::JoinOperator as J;
+    let SetExpr::Select(s) = &*query.body else {
+        return Ok(());
+    };
+    let sharded = |f: &TableFactor| match f {
+        TableFactor::Table { name, .. } => {
+            matches!(
+                resolve(name, p.schema, &p.offsets, &mut Vec::new()).place,
+                Place::Sharded { .. }
+            )
+        }
+        TableFactor::Derived { subquery, .. } => count_sharded_refs(p, subquery) > 0,
+        _ => false,
+    };
+    for twj in &s.from {
+        let mut left = sharded(&twj.relation);
+        for j in &twj.joins {
+            let right = sharded(&j.relation);
+            let bad = match &j.join_operator {
+                J::Left(_) | J::LeftOuter(_) => !left && right,
+                J::Right(_) | J::RightOuter(_) => left && !right,
+                J::FullOuter(_) => left != right,
+                _ => false,
+            };
+            if bad {
+                return Err("an outer join that keeps the rows of a broadcast table against a sharded one".into());
+            }
+            left |= right;
+        }
+    }
+    Ok(())
+}
+
 /// Checks the whole query; Err names the construct.
 pub fn check_colocated(p: &Planner, query: &Query, tables: &[TableRef]) -> Result<(), String> {
+    check_outer_joins(p, query)?;
     let functions: Vec<_> = tables
         .iter()
         .filter_map(|t| match &t.place {

@@ -43,7 +43,10 @@ pub fn rows(plan: &ShardPlan, schema: &ShardedSchema, group_names: &[String], sq
             Some(shard.to_string()),
             Some(group),
             Some(s.database.clone()),
-            Some(text.replace(DATABASE_MARKER, &quoted)),
+            Some(
+                text.replace(DATABASE_MARKER, &quoted)
+                    .replace(super::union::ONCE_MARKER, "<once>"),
+            ),
         ]
     };
     match plan {

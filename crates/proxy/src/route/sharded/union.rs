@@ -24,6 +24,7 @@ pub fn plan(p: &mut Planner, query: &Query) -> Result<Scatter, String> {
     }
     for b in &branches {
         add_weights(p, b)?;
+        once_if_broadcast(p, b)?;
     }
     let mut keys = order_keys(query, branches[0])?;
     if distinct {
@@ -100,8 +101,8 @@ fn collect<'q>(
     }
 }
 
-/// A branch must be a plain select of one sharded table (a branch of no sharded table would
-/// be answered once per shard).
+/// A branch must be a plain select of one sharded table, or of one broadcast table (which
+/// then runs on one shard of the scatter only, see [`ONCE_MARKER`]).
 fn check_branch(p: &Planner, s: &Select) -> Result<(), String> {
     if s.distinct.is_some() || has_aggregates(s) {
         return Err("a UNION branch with DISTINCT or aggregates across shards".into());
@@ -112,16 +113,62 @@ fn check_branch(p: &Planner, s: &Select) -> Result<(), String> {
     {
         return Err("a UNION branch selecting * across shards".into());
     }
-    let sharded = s.from.iter().any(|t| match &t.relation {
+    let placed = s.from.iter().all(|t| match &t.relation {
         TableFactor::Table { name, .. } => matches!(
             super::tables::resolve(name, p.schema, &p.offsets, &mut Vec::new()).place,
-            Place::Sharded { .. }
+            Place::Sharded { .. } | Place::Broadcast
         ),
         _ => false,
     });
-    if !sharded || s.from.len() != 1 || s.from.iter().any(|t| !t.joins.is_empty()) {
+    if !placed || s.from.len() != 1 || s.from.iter().any(|t| !t.joins.is_empty()) {
         return Err("a UNION branch that is not a plain select of one sharded table across shards".into());
     }
+    Ok(())
+}
+
+/// Replaced by `1=1` on the first shard of a scatter and `1=0` on the others: a broadcast
+/// table's branch answers once.
+pub const ONCE_MARKER: &str = "\u{1}tessera-once\u{1}";
+
+/// A branch over a broadcast table reads it on one shard only: the table becomes
+/// `(SELECT * FROM t WHERE <once>) AS t`.
+fn once_if_broadcast(p: &mut Planner, b: &Select) -> Result<(), String> {
+    let Some(TableFactor::Table { name, alias, .. }) = b.from.first().map(|t| &t.relation) else {
+        return Ok(());
+    };
+    if super::tables::resolve(name, p.schema, &p.offsets, &mut Vec::new()).place != Place::Broadcast {
+        return Ok(());
+    }
+    let idents: Vec<_> = name
+        .0
+        .iter()
+        .filter_map(|part| match part {
+            tessera_sql::sqlparser::ast::ObjectNamePart::Identifier(i) => p.offsets.range(i.span),
+            _ => None,
+        })
+        .collect();
+    let (Some(first), Some(last)) = (idents.first(), idents.last()) else {
+        return Err("a UNION branch whose table is not found".into());
+    };
+    let range = first.start..last.end;
+    let qualified = idents.len() > 1;
+    let table = p.sql[last.clone()].to_string();
+    p.common_edits
+        .retain(|e| !(e.range.start >= range.start && e.range.end <= range.end));
+    let db = if qualified {
+        format!("{}.", super::DATABASE_MARKER)
+    } else {
+        String::new()
+    };
+    let alias_text = if alias.is_some() {
+        String::new()
+    } else {
+        format!(" AS {table}")
+    };
+    p.shard_edits.push(Edit::replace(
+        range,
+        format!("(SELECT * FROM {db}{table} WHERE {ONCE_MARKER}){alias_text}"),
+    ));
     Ok(())
 }
 
