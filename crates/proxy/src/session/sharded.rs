@@ -150,6 +150,18 @@ impl Session {
             StatementKind::Use(db) => return self.use_schema(db).await,
             k if Self::is_sharded_kind(k) => return self.run_sharded(sql, stmt, index).await,
             StatementKind::Commit | StatementKind::Rollback => self.end_other_shards(sql).await?,
+            StatementKind::LoadData { .. } => {
+                // Rows of a sharded or broadcast table must be placed: not split yet.
+                let shard = match load_target(sql).map(|t| schema.table(&t)) {
+                    Some(crate::topology::TablePlacement::Single(s)) => s,
+                    _ => {
+                        return Err(unsupported(
+                            "LOAD DATA into a sharded or broadcast table (load with INSERT)",
+                        ))
+                    }
+                };
+                return self.on_shard(schema, shard, Role::Primary, sql, stmt).await;
+            }
             _ => {}
         }
         let shard = self.held_shard.unwrap_or(schema.default_shard);
@@ -567,6 +579,22 @@ impl Session {
         self.client.flush().await?;
         Ok(Next::Continue)
     }
+}
+
+/// The table of `LOAD DATA ... INTO TABLE t`.
+fn load_target(sql: &str) -> Option<String> {
+    let tokens: Vec<_> = tessera_sql::Lexer::new(sql).filter(|t| t.is_significant()).collect();
+    let at = tokens
+        .windows(2)
+        .position(|w| w[0].is_word("INTO") && w[1].is_word("TABLE"))?;
+    let mut name = tokens.get(at + 2)?;
+    if tokens
+        .get(at + 3)
+        .is_some_and(|t| t.kind == tessera_sql::TokenKind::Dot)
+    {
+        name = tokens.get(at + 4)?;
+    }
+    Some(tessera_sql::unquote(name.text).into_owned())
 }
 
 /// `DATABASE()` / `SCHEMA()` answer the logical schema (shards have databases of their own).
