@@ -21,7 +21,6 @@ async fn harness_self_check() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "fails until sharded execution answers like one MariaDB; run with `make difftest`"]
 async fn tessera_answers_like_one_mariadb() {
     let self_check = std::env::var("DIFFTEST_SELF").is_ok_and(|v| v == "1");
     let mode = if self_check { Mode::SelfCheck } else { Mode::Tessera };

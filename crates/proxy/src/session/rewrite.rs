@@ -18,14 +18,20 @@ pub enum Term<'a> {
 /// Replaces calls of `ROW_COUNT()` and (when `found_rows` is given) `FOUND_ROWS()` outside
 /// strings, identifiers and comments. Returns None when nothing was replaced.
 pub fn replace_session_functions(sql: &str, row_count: i64, found_rows: Option<u64>) -> Option<String> {
-    // As BIGINT, the type MariaDB gives these functions (a bare literal would be INT).
-    let row_count = format!("CAST({row_count} AS SIGNED)");
-    let found_rows = found_rows.map(|n| format!("CAST({n} AS SIGNED)"));
+    // As BIGINT, the type MariaDB gives these functions: a small literal (even cast) is INT;
+    // adding a BIGINT zero types the sum BIGINT.
+    let row_count = bigint(row_count);
+    let found_rows = found_rows.map(|n| bigint(n as i64));
     let mut terms = vec![Term::Call("ROW_COUNT", &row_count)];
     if let Some(n) = &found_rows {
         terms.push(Term::Call("FOUND_ROWS", n));
     }
     replace_terms(sql, &terms)
+}
+
+/// `n` as a BIGINT-typed expression.
+fn bigint(n: i64) -> String {
+    format!("({n} + 0 * 9223372036854775807)")
 }
 
 /// Hidden user variables a prepared statement reads instead of ROW_COUNT() / FOUND_ROWS().
@@ -220,15 +226,15 @@ mod tests {
     fn replaces_calls_only() {
         assert_eq!(
             replace_session_functions("SELECT ROW_COUNT()", 3, None).as_deref(),
-            Some("SELECT CAST(3 AS SIGNED) AS `ROW_COUNT()`")
+            Some("SELECT (3 + 0 * 9223372036854775807) AS `ROW_COUNT()`")
         );
         assert_eq!(
             replace_session_functions("select row_count ( ), found_rows()", -1, Some(7)).as_deref(),
-            Some("select CAST(-1 AS SIGNED) AS `row_count ( )`, CAST(7 AS SIGNED) AS `found_rows()`")
+            Some("select (-1 + 0 * 9223372036854775807) AS `row_count ( )`, (7 + 0 * 9223372036854775807) AS `found_rows()`")
         );
         assert_eq!(
             replace_session_functions("SELECT ROW_COUNT() + 1", 3, None).as_deref(),
-            Some("SELECT CAST(3 AS SIGNED) + 1")
+            Some("SELECT (3 + 0 * 9223372036854775807) + 1")
         );
         assert_eq!(replace_session_functions("SELECT found_rows()", 1, None), None);
         assert_eq!(
@@ -239,7 +245,7 @@ mod tests {
         assert_eq!(replace_session_functions("SELECT 1 /* ROW_COUNT() */", 1, None), None);
         assert_eq!(
             replace_session_functions("SELECT 'it''s', ROW_COUNT()", 2, None).as_deref(),
-            Some("SELECT 'it''s', CAST(2 AS SIGNED) AS `ROW_COUNT()`")
+            Some("SELECT 'it''s', (2 + 0 * 9223372036854775807) AS `ROW_COUNT()`")
         );
     }
 }

@@ -688,6 +688,12 @@ impl Session {
     ) -> Result<Next, ProxyError> {
         use crate::exec::scatter::{read_header, resolve_merge, ShardSource, ShardState, TextSink};
         let text = scatter.sql.render(sql, &fp.literals);
+        let calc_found_rows = text.to_ascii_uppercase().contains("SQL_CALC_FOUND_ROWS");
+        if calc_found_rows && (scatter.merge.aggregate.is_some() || scatter.merge.distinct) {
+            return Err(unsupported(
+                "SQL_CALC_FOUND_ROWS with GROUP BY or DISTINCT across shards",
+            ));
+        }
         let mut states: Vec<ShardState> = Vec::with_capacity(shards.len());
         for (i, &shard) in shards.iter().enumerate() {
             let mut conn = self.shard_conn(schema, shard).await?;
@@ -795,9 +801,28 @@ impl Session {
             warnings = warnings.saturating_add(st.warnings);
         }
         self.handle.set_running(None);
+        // SQL_CALC_FOUND_ROWS: the rows of every shard without LIMIT, summed (each shard
+        // counts its own; a plain scatter's rows are disjoint).
+        let mut found = None;
+        if calc_found_rows && merged.is_ok() {
+            let mut total = 0u64;
+            for st in states.iter_mut() {
+                match st.conn.query_rows("SELECT FOUND_ROWS()").await {
+                    Ok((_, rows)) => {
+                        let v = rows.first().and_then(|r| r.first()).and_then(|v| v.as_deref());
+                        total += v
+                            .and_then(|v| std::str::from_utf8(v).ok())
+                            .and_then(|v| v.parse::<u64>().ok())
+                            .unwrap_or(0);
+                    }
+                    Err(_) => st.conn.broken = true,
+                }
+            }
+            found = Some(total);
+        }
         let result = match merged {
             Ok(stats) => {
-                self.last.found_rows = stats.rows_sent;
+                self.last.found_rows = found.unwrap_or(stats.rows_sent);
                 self.last.row_count = -1;
                 self.write_result_end(warnings).await
             }
