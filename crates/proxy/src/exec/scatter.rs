@@ -179,7 +179,6 @@ pub fn resolve_merge(
     let mut spec = s.merge.clone();
     spec.visible = visible;
     spec.order = spec.order.iter().map(key).collect();
-    weigh_final_order(&mut spec, &weights);
     if let Some(a) = spec.aggregate.as_mut() {
         a.group_by = a.group_by.iter().map(key).collect();
         for (i, o) in a.outputs.iter_mut().enumerate() {
@@ -242,6 +241,7 @@ pub fn resolve_merge(
             };
         }
     }
+    weigh_final_order(&mut spec, &weights);
     Ok(spec)
 }
 
@@ -252,21 +252,31 @@ fn weigh_final_order(spec: &mut MergeSpec, weights: &[(usize, usize)]) {
         return;
     };
     for k in spec.final_order.iter_mut() {
-        let Some(Output::First(c)) = agg.outputs.get(k.column) else {
+        // The output that holds the key's collation weight: the group column's weight, or
+        // MIN/MAX over the weights (the weight of the MIN/MAX value).
+        let weight_output = match agg.outputs.get(k.column) {
+            Some(Output::First(c)) => weights.iter().find(|(v, _)| v == c).map(|(_, w)| Output::First(*w)),
+            Some(Output::Min(m)) => weight_of(m, weights).map(|w| Output::Min(SortKey::asc(w))),
+            Some(Output::Max(m)) => weight_of(m, weights).map(|w| Output::Max(SortKey::asc(w))),
+            _ => None,
+        };
+        let Some(wanted) = weight_output else {
             continue;
         };
-        let Some((_, w)) = weights.iter().find(|(v, _)| v == c) else {
-            continue;
-        };
-        let out = match agg.outputs.iter().position(|o| *o == Output::First(*w)) {
+        let out = match agg.outputs.iter().position(|o| *o == wanted) {
             Some(i) => i,
             None => {
-                agg.outputs.push(Output::First(*w));
+                agg.outputs.push(wanted);
                 agg.outputs.len() - 1
             }
         };
         k.by = SortBy::Weight(out);
     }
+}
+
+/// The weight column of a MIN/MAX key over a collated string.
+fn weight_of(k: &SortKey, weights: &[(usize, usize)]) -> Option<usize> {
+    weights.iter().find(|(v, _)| *v == k.column).map(|(_, w)| *w)
 }
 
 /// A column definition packet with another name (the column's type and origin unchanged).

@@ -425,8 +425,12 @@ impl Generator {
                 sql.push_str(&format!(" ORDER BY {}", group_order.join(", ")));
                 marks.ordered = true;
             }
-            40..=64 => {
-                let i = self.rng.below(aggs.len());
+            // ORDER BY a GROUP_CONCAT result is refused by design across shards.
+            40..=64 if aggs.iter().any(|a| !a.starts_with("GROUP_CONCAT")) => {
+                let candidates: Vec<usize> = (0..aggs.len())
+                    .filter(|&i| !aggs[i].starts_with("GROUP_CONCAT"))
+                    .collect();
+                let i = candidates[self.rng.below(candidates.len())];
                 let first = if aliased { format!("a{i}") } else { aggs[i].clone() };
                 sql.push_str(&format!(" ORDER BY {first} DESC, {}", group_order.join(", ")));
                 marks.ordered = true;

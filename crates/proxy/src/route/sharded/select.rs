@@ -662,6 +662,11 @@ impl<'p, 'a> ScatterBuilder<'p, 'a> {
         let mut keys = Vec::new();
         for (e, desc) in order {
             let column = self.output_for(&e, outputs)?;
+            if matches!(outputs.get(column), Some(Output::GroupConcat { .. })) {
+                // Its order is the collation's over the whole concatenation, which only the
+                // server computes.
+                return Err("ORDER BY a GROUP_CONCAT() result across shards".into());
+            }
             keys.push(SortKey {
                 column,
                 descending: desc,
