@@ -131,6 +131,10 @@ struct Item {
     text: String,
 }
 
+/// A GROUP_CONCAT's extra grouping of the shard rows: (column, descending) in shard order, and
+/// the merge keys over them.
+type ConcatGrouping = (Vec<(Col, bool)>, Vec<SortKey>);
+
 /// Builds the scatter of one SELECT.
 struct ScatterBuilder<'p, 'a> {
     p: &'p mut Planner<'a>,
@@ -142,7 +146,7 @@ struct ScatterBuilder<'p, 'a> {
     weighted: Vec<WeightedKey>,
     wildcard: bool,
     /// The GROUP_CONCAT's extra grouping: (column, descending) in shard order, and its keys.
-    concat: Option<(Vec<(Col, bool)>, Vec<SortKey>)>,
+    concat: Option<ConcatGrouping>,
     /// Hidden columns the shard SQL groups by for DISTINCT aggregates.
     distinct_grouped: Vec<Col>,
 }
