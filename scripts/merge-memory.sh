@@ -24,7 +24,7 @@ echo "loading 4 shards x $ROWS rows ..."
 for s in 0 1 2 3; do
   port=${PORTS[$((s / 2))]}
   on "$port" "CREATE DATABASE big_$s; CREATE TABLE big_$s.t (id BIGINT PRIMARY KEY, x VARCHAR(32), pad CHAR(60)) ENGINE=InnoDB;
-    INSERT INTO big_$s.t SELECT seq * 4 + $s, CONCAT('v', (seq * 7919 + $s) % 1000003), REPEAT('p', 60) FROM seq_1_to_$ROWS;"
+    INSERT INTO big_$s.t SELECT seq * 4 + $s, CONCAT('v', (seq * 7919 + $s) % 1000003), REPEAT('p', 60) FROM big_$s.seq_1_to_$ROWS;"
 done
 
 PROXY_PORT=$(free_port)
