@@ -102,12 +102,21 @@ impl ColumnDefinition {
     }
 
     pub fn encode(&self, out: &mut BytesMut) {
+        self.encode_with(out, false);
+    }
+
+    /// Encodes for a client that negotiated MariaDB's extended metadata (an extra, here
+    /// empty, type-information field after the names).
+    pub fn encode_with(&self, out: &mut BytesMut, extended_metadata: bool) {
         put_lenenc_bytes(out, b"def");
         put_lenenc_bytes(out, self.schema.as_bytes());
         put_lenenc_bytes(out, self.table.as_bytes());
         put_lenenc_bytes(out, self.table.as_bytes());
         put_lenenc_bytes(out, self.name.as_bytes());
         put_lenenc_bytes(out, self.name.as_bytes());
+        if extended_metadata {
+            put_lenenc_bytes(out, b"");
+        }
         out.put_u8(0x0c);
         out.put_u16_le(self.charset);
         out.put_u32_le(self.length);
@@ -158,9 +167,24 @@ pub fn write_text_result<S, V>(
     S: AsyncRead + AsyncWrite + Unpin,
     V: AsRef<[u8]>,
 {
+    write_text_result_with(out, columns, rows, status, capabilities, false)
+}
+
+/// [`write_text_result`] for a client that may have negotiated extended metadata.
+pub fn write_text_result_with<S, V>(
+    out: &mut PacketStream<S>,
+    columns: &[ColumnDefinition],
+    rows: &[Vec<Option<V>>],
+    status: u16,
+    capabilities: u32,
+    extended_metadata: bool,
+) where
+    S: AsyncRead + AsyncWrite + Unpin,
+    V: AsRef<[u8]>,
+{
     out.write_with(|b| put_lenenc_int(b, columns.len() as u64));
     for c in columns {
-        out.write_with(|b| c.encode(b));
+        out.write_with(|b| c.encode_with(b, extended_metadata));
     }
     if capabilities & crate::flags::CLIENT_DEPRECATE_EOF == 0 {
         out.write_with(|b| crate::response::encode_eof(b, 0, status));

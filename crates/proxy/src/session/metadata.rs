@@ -7,7 +7,7 @@ use super::{Next, Session};
 use crate::error::ProxyError;
 use crate::route::Target;
 use crate::topology::ShardedSchema;
-use tessera_protocol::resultset::write_text_result;
+use tessera_protocol::resultset::write_text_result_with;
 use tessera_sql::{Classification, Lexer, StatementKind, TokenKind};
 
 /// Whether a statement reads metadata that names databases.
@@ -85,7 +85,14 @@ impl Session {
         self.last.found_rows = rows.len() as u64;
         self.last.row_count = -1;
         let status = self.status_flags();
-        write_text_result(&mut self.client, &columns, &rows, status, self.capabilities);
+        write_text_result_with(
+            &mut self.client,
+            &columns,
+            &rows,
+            status,
+            self.capabilities,
+            self.extended_metadata,
+        );
         self.client.flush().await?;
         Ok(Next::Continue)
     }

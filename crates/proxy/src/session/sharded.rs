@@ -874,7 +874,7 @@ impl Session {
     /// `EXPLAIN ROUTE <statement>`: the plan as rows (see [`crate::route::sharded::explain`]).
     pub async fn explain_route(&mut self, statement: &str) -> Result<Next, ProxyError> {
         use crate::route::sharded::explain;
-        use tessera_protocol::resultset::{write_text_result, ColumnDefinition};
+        use tessera_protocol::resultset::{write_text_result_with, ColumnDefinition};
         let group_names: Vec<String> = self.ctx.config.groups.iter().map(|g| g.name.clone()).collect();
         let rows: Vec<explain::Row> = match self.logical_schema() {
             Some((index, topology)) => {
@@ -911,7 +911,14 @@ impl Session {
         let columns: Vec<ColumnDefinition> = explain::COLUMNS.iter().map(|c| ColumnDefinition::text(c)).collect();
         let status = self.status_flags();
         let rows: Vec<Vec<Option<String>>> = rows.into_iter().map(Vec::from).collect();
-        write_text_result(&mut self.client, &columns, &rows, status, self.capabilities);
+        write_text_result_with(
+            &mut self.client,
+            &columns,
+            &rows,
+            status,
+            self.capabilities,
+            self.extended_metadata,
+        );
         self.client.flush().await?;
         Ok(Next::Continue)
     }
