@@ -53,6 +53,9 @@ pub struct ServerConfig {
     /// Bytes a merge of shard results may buffer (sorting groups, GROUP_CONCAT, DISTINCT
     /// aggregates) before the statement fails with a clear error.
     pub merge_memory_cap: usize,
+    /// A statement on several shards fails (1969) when a shard has not started answering
+    /// within this; its connections are closed.
+    pub scatter_deadline_ms: u64,
 }
 
 impl Default for ServerConfig {
@@ -72,6 +75,7 @@ impl Default for ServerConfig {
             worker_threads: 0,
             cross_shard_lock_wait_s: 5,
             merge_memory_cap: 64 << 20,
+            scatter_deadline_ms: 60_000,
         }
     }
 }
@@ -82,6 +86,9 @@ impl ServerConfig {
     }
     pub fn shutdown_timeout(&self) -> Duration {
         Duration::from_millis(self.shutdown_timeout_ms)
+    }
+    pub fn scatter_deadline(&self) -> Duration {
+        Duration::from_millis(self.scatter_deadline_ms.max(1))
     }
     pub fn net_write_timeout(&self) -> Duration {
         Duration::from_millis(self.net_write_timeout_ms.max(1))

@@ -728,17 +728,41 @@ impl Session {
         self.handle.set_running_all(running);
         let mut raw = Vec::new();
         let mut failure = None;
-        for (i, st) in states.iter_mut().enumerate() {
-            match read_header(&mut st.conn).await {
-                Ok((columns, r)) => {
-                    st.columns = columns;
-                    if i == 0 {
-                        raw = r;
+        // Every shard must start answering within the deadline (they run in parallel).
+        let deadline = self.ctx.config.server.scatter_deadline();
+        let headers = tokio::time::timeout(deadline, async {
+            let mut out = Vec::with_capacity(states.len());
+            for st in states.iter_mut() {
+                out.push(read_header(&mut st.conn).await);
+            }
+            out
+        })
+        .await;
+        match headers {
+            Ok(headers) => {
+                for (i, (st, h)) in states.iter_mut().zip(headers).enumerate() {
+                    match h {
+                        Ok((columns, r)) => {
+                            st.columns = columns;
+                            if i == 0 {
+                                raw = r;
+                            }
+                        }
+                        Err(e) => {
+                            failure.get_or_insert(e);
+                        }
                     }
                 }
-                Err(e) => {
-                    failure.get_or_insert(e);
-                }
+            }
+            Err(_) => {
+                failure = Some(ProxyError::Backend(tessera_protocol::response::ErrPacket::new(
+                    1969,
+                    "70100",
+                    format!(
+                        "Query execution was interrupted (the shards did not answer within server.scatter_deadline_ms = {})",
+                        deadline.as_millis()
+                    ),
+                )));
             }
         }
         if let Some(e) = failure {
