@@ -71,13 +71,14 @@ pub struct MatrixEnv<'a> {
 }
 
 impl MatrixEnv<'_> {
-    /// sysbench's data set in `topology` (sharded: ids written by sysbench, see [`DataSet::auto_inc`]).
+    /// sysbench's data set in `topology` (sysbench's defaults everywhere: in the sharded
+    /// topology `sbtest*` ids come from Tessera's AUTO_INCREMENT sequence).
     fn data(&self, topology: Topology) -> DataSet {
         DataSet {
             db: SYSBENCH_DB.into(),
             tables: self.opts.tables,
             table_size: self.opts.table_size,
-            auto_inc: !topology.is_sharded(),
+            auto_inc: true,
         }
     }
 

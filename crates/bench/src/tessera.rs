@@ -108,7 +108,7 @@ fn sharded_groups_toml(backends: &Backends, sharding: &Sharding) -> String {
         .collect();
     text.push_str(&format!(
         "[[schemas]]\nname = {:?}\nshards = [{}]\ndefault_shard = 0\n\
-         [[schemas.tables]]\nname = \"{SHARDED_TABLES}\"\nshard_key = \"{SHARD_KEY}\"\nfunction = \"{SHARD_FUNCTION}\"\n",
+         [[schemas.tables]]\nname = \"{SHARDED_TABLES}\"\nshard_key = \"{SHARD_KEY}\"\nfunction = \"{SHARD_FUNCTION}\"\nauto_increment = true\n",
         sharding.schema,
         shards.join(", ")
     ));
@@ -290,6 +290,7 @@ default_shard = 0
 name = "sbtest*"
 shard_key = "id"
 function = "hash"
+auto_increment = true
 "#;
         assert!(text.ends_with(expected), "{text}");
         assert!(!text.contains("name = \"main\""), "{text}");

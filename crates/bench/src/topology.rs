@@ -71,8 +71,8 @@ impl Topology {
             }
             Topology::Sharded { groups } => format!(
                 "{groups} groups x {SHARDS_PER_GROUP} shards, {SHARDED_TABLES} by {SHARD_KEY} ({SHARD_FUNCTION}); \
-                 direct is one MariaDB server with all rows; sysbench --auto_inc=off (ids in the INSERTs, \
-                 so that Tessera can place the rows)"
+                 direct is one MariaDB server with all rows; sysbench's defaults (ids of its AUTO_INCREMENT \
+                 column from Tessera's sequence, unique over the shards)"
             ),
         }
     }
