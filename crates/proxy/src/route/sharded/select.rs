@@ -701,6 +701,26 @@ impl super::having::Resolver for HavingCtx<'_, '_, '_> {
     fn bake(&mut self, e: &Expr) {
         self.b.p.bake(e);
     }
+
+    fn shard_computable(&self, e: &Expr) -> bool {
+        use std::ops::ControlFlow;
+        use tessera_sql::sqlparser::ast::visit_expressions;
+        if contains_aggregate(e) {
+            return false;
+        }
+        let items = &self.b.items;
+        let names_alias = visit_expressions(e, |x| match x {
+            Expr::Identifier(id)
+                if items
+                    .iter()
+                    .any(|i| i.alias.as_deref().is_some_and(|a| a.eq_ignore_ascii_case(&id.value))) =>
+            {
+                ControlFlow::Break(())
+            }
+            _ => ControlFlow::Continue(()),
+        });
+        !names_alias.is_break()
+    }
 }
 
 /// (DISTINCT?, the single argument's text) of an aggregate call; COUNT(*) has no argument.
