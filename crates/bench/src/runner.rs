@@ -73,7 +73,7 @@ pub struct MatrixEnv<'a> {
 impl MatrixEnv<'_> {
     /// sysbench's data set in `topology` (sysbench's defaults everywhere: in the sharded
     /// topology `sbtest*` ids come from Tessera's AUTO_INCREMENT sequence).
-    fn data(&self, topology: Topology) -> DataSet {
+    fn data(&self) -> DataSet {
         DataSet {
             db: SYSBENCH_DB.into(),
             tables: self.opts.tables,
@@ -127,7 +127,7 @@ fn run_topology(
     outcome: &mut MatrixOutcome,
 ) -> Result<()> {
     let deployment = deploy(topology, env.opts.mysql.as_ref(), &[SYSBENCH_DB])?;
-    let data = env.data(topology);
+    let data = env.data();
     prepare_data(&deployment.direct, &data, env.opts.tables)?;
     deployment.wait_for_replicas()?;
     let tessera = match env.tessera {

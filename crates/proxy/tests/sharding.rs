@@ -270,6 +270,52 @@ async fn a_sharded_schema_takes_ddl_writes_transactions_and_point_reads() {
         );
     }
 
+    // LOAD DATA LOCAL INFILE is split by key: every record on its shard, all or nothing.
+    let mut loader = Client::connect_with(
+        env.proxy.addr.port(),
+        "app",
+        "app",
+        Some("shop"),
+        tessera_protocol::flags::CLIENT_LOCAL_FILES,
+    )
+    .await
+    .expect("login with LOCAL INFILE");
+    let sql = "LOAD DATA LOCAL INFILE 'orders.csv' INTO TABLE orders FIELDS TERMINATED BY ',' ENCLOSED BY '\"' IGNORE 1 LINES (id, customer_id, note)";
+    let mut command = vec![0x03u8];
+    command.extend_from_slice(sql.as_bytes());
+    let request = loader.raw(&command).await;
+    assert_eq!(request[0], 0xfb, "Tessera asks for the file");
+    let file: String = std::iter::once("id,customer_id,note\n".to_string())
+        .chain((3001..3041).map(|k| format!("{k},{k},\"n,{k}\"\n")))
+        .collect();
+    loader.io.write_packet(&file.as_bytes()[..100]);
+    loader.io.write_packet(&file.as_bytes()[100..]);
+    loader.io.write_packet(&[]);
+    loader.io.flush().await.expect("file sent");
+    let ok = loader.io.read_packet().await.expect("answer");
+    assert_eq!(ok[0], 0, "OK after the load: {ok:?}");
+    for k in 3001..3041i64 {
+        let note = env.on_shard(crc32_shard(k), &format!("SELECT note FROM orders WHERE id = {k}"));
+        assert_eq!(note, format!("n,{k}"), "row {k} on its shard");
+    }
+    assert_eq!((0..4).map(|i| env.count_on(i, "orders")).sum::<u64>(), 62);
+    // A record no shard can take fails the whole load: no shard keeps any of its rows.
+    let sql = "LOAD DATA LOCAL INFILE 'bad.csv' INTO TABLE orders FIELDS TERMINATED BY ',' (id, customer_id, note)";
+    let mut command = vec![0x03u8];
+    command.extend_from_slice(sql.as_bytes());
+    assert_eq!(loader.raw(&command).await[0], 0xfb);
+    loader.io.write_packet(b"4001,4001,x\n4002,4002,y\n4003,abc,z\n");
+    loader.io.write_packet(&[]);
+    loader.io.flush().await.expect("file sent");
+    let err = loader.io.read_packet().await.expect("answer");
+    assert_eq!(err[0], 0xff, "an error: {err:?}");
+    assert_eq!(u16::from_le_bytes([err[1], err[2]]), 1366);
+    assert_eq!(
+        (0..4).map(|i| env.count_on(i, "orders")).sum::<u64>(),
+        62,
+        "nothing of the failed load"
+    );
+
     // Metadata shows the logical schema.
     let tables = c.query("SHOW TABLES").await.expect("show tables");
     assert!(tables.iter().any(|r| r[0].as_deref() == Some("orders")), "{tables:?}");
@@ -280,9 +326,9 @@ async fn a_sharded_schema_takes_ddl_writes_transactions_and_point_reads() {
     assert_eq!(schemas, vec![vec![Some("shop".to_string())]]);
 
     // Scatter reads merge as one server would answer.
-    assert_eq!(c.value("SELECT COUNT(*) FROM orders").await.as_deref(), Some("22"));
+    assert_eq!(c.value("SELECT COUNT(*) FROM orders").await.as_deref(), Some("62"));
     let top = c
-        .query("SELECT id FROM orders ORDER BY id DESC LIMIT 2, 3")
+        .query("SELECT id FROM orders WHERE id < 3000 ORDER BY id DESC LIMIT 2, 3")
         .await
         .expect("sorted scatter");
     let ids: Vec<_> = top.iter().map(|r| r[0].clone().unwrap_or_default()).collect();

@@ -151,16 +151,16 @@ impl Session {
             k if Self::is_sharded_kind(k) => return self.run_sharded(sql, stmt, index).await,
             StatementKind::Commit | StatementKind::Rollback => self.end_other_shards(sql).await?,
             StatementKind::LoadData { .. } => {
-                // Rows of a sharded or broadcast table must be placed: not split yet.
-                let shard = match load_target(sql).map(|t| schema.table(&t)) {
-                    Some(crate::topology::TablePlacement::Single(s)) => s,
-                    _ => {
-                        return Err(unsupported(
-                            "LOAD DATA into a sharded or broadcast table (load with INSERT)",
-                        ))
+                return match load_target(sql).map(|t| schema.table(&t)) {
+                    Some(crate::topology::TablePlacement::Single(s)) => {
+                        self.on_shard(schema, s, Role::Primary, sql, stmt).await
                     }
+                    Some(crate::topology::TablePlacement::Sharded(t)) => {
+                        let (key, function) = (t.key.clone(), t.function.clone());
+                        self.load_sharded(schema, sql, &key, &function).await
+                    }
+                    _ => Err(unsupported("LOAD DATA into a broadcast table (load with INSERT)")),
                 };
-                return self.on_shard(schema, shard, Role::Primary, sql, stmt).await;
             }
             _ => {}
         }
@@ -945,5 +945,242 @@ impl Session {
         );
         self.client.flush().await?;
         Ok(Next::Continue)
+    }
+}
+
+impl Session {
+    /// LOAD DATA LOCAL INFILE into a sharded table: the client's file is cut into records,
+    /// each sent to the LOAD DATA of its key's shard; all shards commit or none does.
+    async fn load_sharded(
+        &mut self,
+        schema: &ShardedSchema,
+        sql: &str,
+        key: &str,
+        function: &crate::route::shard_fn::ShardFunction,
+    ) -> Result<Next, ProxyError> {
+        use super::load_data::{file_name, LoadSpec};
+        if self.capabilities & tessera_protocol::flags::CLIENT_LOCAL_FILES == 0
+            || !sql.to_ascii_uppercase().contains("LOCAL")
+        {
+            return Err(unsupported(
+                "LOAD DATA INFILE of a server file into a sharded table (use LOCAL)",
+            ));
+        }
+        let spec = LoadSpec::parse(sql).map_err(|m| unsupported(&m))?;
+        let columns = match &spec.columns {
+            Some(c) => c.clone(),
+            None => self.table_columns(schema, &spec.table).await?,
+        };
+        let key_field = columns
+            .iter()
+            .position(|c| c.eq_ignore_ascii_case(key))
+            .ok_or_else(|| unsupported("LOAD DATA that does not read the shard key from the file"))?;
+        let name = file_name(sql).ok_or_else(|| unsupported("LOAD DATA without a file name"))?;
+        let in_txn = self.sharded_transaction_open();
+        let (begin, commit, undo) = if in_txn {
+            (
+                "SAVEPOINT tessera_statement",
+                None,
+                "ROLLBACK TO SAVEPOINT tessera_statement",
+            )
+        } else {
+            ("START TRANSACTION", Some("COMMIT"), "ROLLBACK")
+        };
+        let mut conns = Vec::with_capacity(schema.shard_count());
+        for shard in 0..schema.shard_count() {
+            let mut conn = self.shard_conn(schema, shard).await?;
+            let opened = self
+                .open_shard_load(&mut conn, begin, &for_shard(&spec.shard_sql, schema, shard))
+                .await;
+            conns.push((shard, conn));
+            if let Err(e) = opened {
+                let _ = self.close_shard_loads(&mut conns).await;
+                self.undo_shard_loads(&mut conns, undo, in_txn).await;
+                return Err(e);
+            }
+        }
+        let mut request = vec![tessera_protocol::response::LOCAL_INFILE_HEADER];
+        request.extend_from_slice(&name);
+        self.client.write_packet(&request);
+        self.client.flush().await?;
+        let streamed = self.stream_records(&spec, key_field, function, &mut conns).await;
+        let counts = self.close_shard_loads(&mut conns).await;
+        let total = match (streamed, counts) {
+            (Err(e), _) | (Ok(()), Err(e)) => {
+                self.undo_shard_loads(&mut conns, undo, in_txn).await;
+                return Err(e);
+            }
+            (Ok(()), Ok(total)) => total,
+        };
+        if let Some(c) = commit {
+            for (shard, conn) in conns.iter_mut() {
+                if let Err(e) = conn.simple_command(c).await {
+                    conn.broken = true;
+                    tracing::error!(session = self.id, shard, error = %e, "LOAD DATA did not commit on a shard");
+                }
+            }
+        }
+        for (shard, conn) in conns {
+            self.park_shard(shard, conn, in_txn);
+        }
+        self.last.row_count = total.affected as i64;
+        let ok = OkPacket {
+            affected_rows: total.affected,
+            status: self.status_flags(),
+            warnings: total.warnings.min(u64::from(u16::MAX)) as u16,
+            info: total.message().into_bytes(),
+            ..Default::default()
+        };
+        self.client.write_with(|b| ok.encode(b, self.capabilities));
+        self.client.flush().await?;
+        Ok(Next::Continue)
+    }
+
+    /// Starts a shard's transaction and its LOAD DATA LOCAL (which asks for the file).
+    async fn open_shard_load(&mut self, conn: &mut PooledConn, begin: &str, sql: &str) -> Result<(), ProxyError> {
+        conn.simple_command(begin).await?;
+        queue_query(conn, sql);
+        conn.flush().await?;
+        let answer = conn.read().await?;
+        if answer.first() == Some(&tessera_protocol::response::LOCAL_INFILE_HEADER) {
+            return Ok(());
+        }
+        conn.broken = true;
+        match tessera_protocol::response::ErrPacket::parse(&answer) {
+            Ok(e) if tessera_protocol::response::is_err(&answer) => Err(ProxyError::Backend(e)),
+            _ => Err(ProxyError::Sharding(
+                "a shard did not ask for the LOAD DATA file".into(),
+            )),
+        }
+    }
+
+    /// Reads the client's file to its end, sending each record to its shard.
+    async fn stream_records(
+        &mut self,
+        spec: &super::load_data::LoadSpec,
+        key_field: usize,
+        function: &crate::route::shard_fn::ShardFunction,
+        conns: &mut [(usize, PooledConn)],
+    ) -> Result<(), ProxyError> {
+        use super::load_data::{key_value, RecordSplitter};
+        const CHUNK: usize = 64 * 1024;
+        let n = conns.len();
+        let mut splitter = RecordSplitter::new(spec, key_field);
+        let mut skip = spec.ignore_lines;
+        let mut buffers: Vec<Vec<u8>> = vec![Vec::new(); n];
+        let mut failure: Option<ProxyError> = None;
+        loop {
+            let chunk = self.client.read_packet().await?;
+            let last = chunk.is_empty();
+            let mut records = splitter.feed(&chunk);
+            if last {
+                records.extend(splitter.finish());
+            }
+            for (bytes, key) in records {
+                if skip > 0 {
+                    skip -= 1;
+                    continue;
+                }
+                if failure.is_some() {
+                    continue;
+                }
+                match function.shard_of(&key_value(key), n) {
+                    Ok(s) => buffers[s].extend_from_slice(&bytes),
+                    Err(e) => {
+                        let (code, state) = e.mysql_code();
+                        failure = Some(ProxyError::Backend(tessera_protocol::response::ErrPacket::new(
+                            code,
+                            state,
+                            e.to_string(),
+                        )));
+                    }
+                }
+            }
+            for (s, buf) in buffers.iter_mut().enumerate() {
+                if failure.is_none() && (buf.len() >= CHUNK || (last && !buf.is_empty())) {
+                    conns[s].1.io.write_packet(buf);
+                    conns[s].1.flush().await?;
+                    buf.clear();
+                }
+            }
+            if last {
+                break;
+            }
+        }
+        failure.map_or(Ok(()), Err)
+    }
+
+    /// Ends every shard's file (the empty packet) and reads its answer; sums the counts.
+    async fn close_shard_loads(
+        &mut self,
+        conns: &mut [(usize, PooledConn)],
+    ) -> Result<super::load_data::LoadCounts, ProxyError> {
+        let mut total = super::load_data::LoadCounts::default();
+        let mut first_error = None;
+        for (_, conn) in conns.iter_mut() {
+            if conn.broken {
+                continue;
+            }
+            conn.io.write_packet(&[]);
+            let answer = match conn.flush().await {
+                Ok(()) => conn.read().await,
+                Err(e) => Err(e),
+            };
+            match answer {
+                Ok(p) if tessera_protocol::response::is_ok(&p) => {
+                    if let Ok(ok) = OkPacket::parse(&p, conn.capabilities) {
+                        let mut counts = super::load_data::LoadCounts::parse(&ok.info);
+                        counts.affected = ok.affected_rows;
+                        total.add(counts);
+                    }
+                }
+                Ok(p) => {
+                    let e = tessera_protocol::response::ErrPacket::parse(&p)
+                        .map(ProxyError::Backend)
+                        .unwrap_or_else(|_| ProxyError::Sharding("a shard's LOAD DATA answer".into()));
+                    first_error.get_or_insert(e);
+                }
+                Err(e) => {
+                    conn.broken = true;
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        first_error.map_or(Ok(total), Err)
+    }
+
+    /// Rolls the shards' loads back and gives their connections back (or keeps them in the
+    /// client's transaction).
+    async fn undo_shard_loads(&mut self, conns: &mut Vec<(usize, PooledConn)>, undo: &str, in_txn: bool) {
+        for (_, c) in conns.iter_mut() {
+            if !c.broken && c.simple_command(undo).await.is_err() {
+                c.broken = true;
+            }
+        }
+        for (shard, conn) in conns.drain(..) {
+            self.park_shard(shard, conn, in_txn);
+        }
+    }
+
+    /// The columns of a table in order (from the default shard).
+    async fn table_columns(&mut self, schema: &ShardedSchema, table: &str) -> Result<Vec<String>, ProxyError> {
+        let s = &schema.shards[schema.default_shard];
+        let group = self.ctx.group_checked(s.group)?.clone();
+        let mut conn = group
+            .primary()
+            .pool_for(&self.user)
+            .checkout(self.flavour(), true)
+            .await?;
+        let sql = format!(
+            "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = {} AND TABLE_NAME = {} ORDER BY ORDINAL_POSITION",
+            crate::state::quote_string(&s.database),
+            crate::state::quote_string(table)
+        );
+        let (_, rows) = conn.query_rows(&sql).await?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|r| r.into_iter().next().flatten())
+            .map(|v| String::from_utf8_lossy(&v).into_owned())
+            .collect())
     }
 }
