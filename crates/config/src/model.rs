@@ -73,7 +73,7 @@ impl Default for ServerConfig {
             tls_key: None,
             require_tls: false,
             worker_threads: 0,
-            cross_shard_lock_wait_s: 5,
+            cross_shard_lock_wait_s: 2,
             merge_memory_cap: 64 << 20,
             scatter_deadline_ms: 60_000,
         }
