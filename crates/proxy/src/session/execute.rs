@@ -81,25 +81,30 @@ impl Session {
     /// The database a backend connection must have selected for the next statement: a shard's
     /// database on a sharded schema (the default shard's for statements of no shard), else the
     /// client's.
-    pub fn backend_schema(&self) -> Option<String> {
+    pub fn backend_schema(&self) -> Option<&str> {
         if let Some(t) = &self.target_schema {
-            return Some(t.clone());
+            return Some(t);
         }
         let name = self.state.schema.as_deref()?;
+        if self.ctx.topology.is_empty() {
+            return Some(name);
+        }
         match self.ctx.topology.schema(name) {
             Some(s) => s
                 .shards
                 .get(self.held_shard.unwrap_or(s.default_shard))
-                .map(|d| d.database.clone()),
-            None => Some(name.to_string()),
+                .map(|d| d.database.as_str()),
+            None => Some(name),
         }
     }
 
     /// Sends only the differences (one SET and/or one COM_INIT_DB, pipelined).
     async fn sync(&mut self, conn: &mut PooledConn, scope: SyncScope) -> Result<(), ProxyError> {
         let set = self.state.set_statement_from(&conn.state, scope);
-        let want = self.backend_schema();
-        let schema = want.clone().filter(|w| conn.state.schema.as_ref() != Some(w));
+        let schema = self
+            .backend_schema()
+            .filter(|w| conn.state.schema.as_deref() != Some(*w))
+            .map(str::to_owned);
         if set.is_none() && schema.is_none() {
             return Ok(());
         }
@@ -134,8 +139,10 @@ impl Session {
                     conn.forget_prepared();
                 }
                 conn.state.sync_to(&self.state, scope);
-                if want.is_some() {
-                    conn.state.schema = want;
+                // A shard's database, where the client's names a logical schema.
+                let backend = self.backend_schema();
+                if backend.is_some() && backend != self.state.schema.as_deref() {
+                    conn.state.schema = backend.map(str::to_owned);
                 }
                 Ok(())
             }

@@ -43,6 +43,9 @@ pub struct ClientStmt {
 
 /// A prepared statement's sharded plan.
 pub struct ShardedStmt {
+    /// The statement as one shard runs it when that differs from the client's text (logical
+    /// database qualifiers, as [`crate::route::sharded::DATABASE_MARKER`]); rendered once.
+    pub one_sql: Option<String>,
     /// The column definitions PREPARE answered (binary results over several shards use them).
     pub columns: std::sync::OnceLock<Arc<[Bytes]>>,
     pub schema: usize,
@@ -377,7 +380,9 @@ impl Session {
         if let crate::route::sharded::ShardPlan::Reject(m) = &*plan {
             return Err(ProxyError::NotSharded(m.clone()));
         }
+        let one_sql = plan.one_shard_sql(text, &fp.literals).filter(|one| one != text);
         Ok(Some(Arc::new(ShardedStmt {
+            one_sql,
             columns: Default::default(),
             schema,
             plan,
@@ -427,7 +432,7 @@ impl Session {
             .ok_or(ProxyError::Client(tessera_protocol::ProtocolError::Malformed(
                 "COM_STMT_EXECUTE parameters",
             )))?;
-        let keys: Vec<_> = params.iter().map(|p| p.key.clone()).collect();
+        let keys: Vec<_> = params.into_iter().map(|p| p.key).collect();
         let topology = self.ctx.topology.clone();
         let schema = &topology.schemas[sharded.schema];
         let values = crate::route::sharded::values::Values {
@@ -440,6 +445,8 @@ impl Session {
             .shards_for(schema, &values)
             .map_err(|m| ProxyError::Backend(ErrPacket::new(1526, "HY000", m)))?;
         let [shard] = shards.as_slice() else {
+            let params = super::params::decode(run.request.null_bitmap, &run.types, run.request.values, &run.long_data)
+                .unwrap_or_default();
             let text = super::params::inline(&run.text, &params);
             let columns = sharded.columns.get().cloned().unwrap_or_else(|| Arc::from(Vec::new()));
             return self
@@ -457,12 +464,12 @@ impl Session {
                 crate::route::Role::Primary
             },
         };
-        let sql = match sharded.plan.one_shard_sql(&run.text, &sharded.fp.literals) {
-            Some(one) if one.as_str() != &*run.text => {
+        let sql = match &sharded.one_sql {
+            Some(one) => {
                 let q = crate::state::quote_ident(&s.database);
                 Arc::from(one.replace(crate::route::sharded::DATABASE_MARKER, &q).as_bytes())
             }
-            _ => run.sql.clone(),
+            None => run.sql.clone(),
         };
         let sql = match self.cross_shard_lock_bound(&run.class) {
             Some(prefix) => {
