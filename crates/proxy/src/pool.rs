@@ -112,6 +112,17 @@ impl Pool {
     /// Borrows a connection (FOUND_ROWS flavour as asked), waiting up to checkout_timeout.
     /// `no_schema` asks for a connection without a default schema (MySQL cannot unset one).
     pub async fn checkout(self: &Arc<Self>, flavour: Flavour, no_schema: bool) -> Result<PooledConn, ProxyError> {
+        self.checkout_preferring(flavour, no_schema, None).await
+    }
+
+    /// [`Pool::checkout`], preferring a recently used idle connection that has `schema`
+    /// selected already (shards of one server have databases of their own: no COM_INIT_DB).
+    pub async fn checkout_preferring(
+        self: &Arc<Self>,
+        flavour: Flavour,
+        no_schema: bool,
+        schema: Option<&str>,
+    ) -> Result<PooledConn, ProxyError> {
         self.check_backoff()?;
         let wait = self.cfg.checkout_timeout();
         let permit = match tokio::time::timeout(wait, self.permits.clone().acquire_owned()).await {
@@ -126,7 +137,7 @@ impl Pool {
             }
         };
         self.stats.checkouts.fetch_add(1, Ordering::Relaxed);
-        let conn = match self.take_idle(flavour, no_schema) {
+        let conn = match self.take_idle(flavour, no_schema, schema) {
             Some(c) => c,
             None => self.open(flavour).await?,
         };
@@ -154,17 +165,23 @@ impl Pool {
 
     /// Pops a healthy idle connection, closing expired or dead ones on the way; with
     /// `no_schema`, one without a default schema is preferred.
-    fn take_idle(&self, flavour: Flavour, no_schema: bool) -> Option<BackendConn> {
+    fn take_idle(&self, flavour: Flavour, no_schema: bool, schema: Option<&str>) -> Option<BackendConn> {
+        /// Idle connections looked at for one with the wanted schema (newest first).
+        const LOOK: usize = 8;
         loop {
             let conn = {
                 let mut idle = self.idle.lock().ok()?;
                 let list = &mut idle[flavour.index()];
-                let at = match no_schema {
-                    true => list
+                let newest = list.len().checked_sub(1)?;
+                let at = match (no_schema, schema) {
+                    (true, _) => list.iter().rposition(|c| c.state.schema.is_none()).unwrap_or(newest),
+                    (false, Some(want)) => list
                         .iter()
-                        .rposition(|c| c.state.schema.is_none())
-                        .unwrap_or(list.len().checked_sub(1)?),
-                    false => list.len().checked_sub(1)?,
+                        .rev()
+                        .take(LOOK)
+                        .position(|c| c.state.schema.as_deref() == Some(want))
+                        .map_or(newest, |back| newest - back),
+                    (false, None) => newest,
                 };
                 list.remove(at)
             };

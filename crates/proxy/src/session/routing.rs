@@ -116,9 +116,10 @@ impl Session {
         }
         self.routing.last_server = Some((target.group, chosen));
         let no_schema = self.state.schema.is_none();
+        let want = self.backend_schema();
         group.servers[chosen]
             .pool_for(&self.user)
-            .checkout(self.flavour(), no_schema)
+            .checkout_preferring(self.flavour(), no_schema, want)
             .await
     }
 
