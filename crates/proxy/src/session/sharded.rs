@@ -19,6 +19,33 @@ use tessera_protocol::command::COM_QUERY;
 use tessera_protocol::response::OkPacket;
 use tessera_sql::{Fingerprint, StatementKind};
 
+/// How a statement on several shards is made all-or-nothing: in a transaction per shard, or
+/// under a savepoint inside the client's open transaction.
+struct StatementTxn {
+    begin: &'static str,
+    /// None inside the client's transaction (its COMMIT decides).
+    commit: Option<&'static str>,
+    undo: &'static str,
+}
+
+impl StatementTxn {
+    fn new(in_client_txn: bool) -> StatementTxn {
+        if in_client_txn {
+            StatementTxn {
+                begin: "SAVEPOINT tessera_statement",
+                commit: None,
+                undo: "ROLLBACK TO SAVEPOINT tessera_statement",
+            }
+        } else {
+            StatementTxn {
+                begin: "START TRANSACTION",
+                commit: Some("COMMIT"),
+                undo: "ROLLBACK",
+            }
+        }
+    }
+}
+
 /// The result of one statement on one shard, for sums.
 #[derive(Default)]
 struct Summed {
@@ -362,15 +389,7 @@ impl Session {
         replicated: bool,
     ) -> Result<Next, ProxyError> {
         let in_txn = self.sharded_transaction_open();
-        let (begin, commit, undo) = if in_txn {
-            (
-                "SAVEPOINT tessera_statement",
-                None,
-                "ROLLBACK TO SAVEPOINT tessera_statement",
-            )
-        } else {
-            ("START TRANSACTION", Some("COMMIT"), "ROLLBACK")
-        };
+        let StatementTxn { begin, commit, undo } = StatementTxn::new(in_txn);
         let mut conns: Vec<(usize, PooledConn)> = Vec::new();
         let mut sum = Summed::default();
         let mut failure = None;
@@ -977,15 +996,7 @@ impl Session {
             .ok_or_else(|| unsupported("LOAD DATA that does not read the shard key from the file"))?;
         let name = file_name(sql).ok_or_else(|| unsupported("LOAD DATA without a file name"))?;
         let in_txn = self.sharded_transaction_open();
-        let (begin, commit, undo) = if in_txn {
-            (
-                "SAVEPOINT tessera_statement",
-                None,
-                "ROLLBACK TO SAVEPOINT tessera_statement",
-            )
-        } else {
-            ("START TRANSACTION", Some("COMMIT"), "ROLLBACK")
-        };
+        let StatementTxn { begin, commit, undo } = StatementTxn::new(in_txn);
         let mut conns = Vec::with_capacity(schema.shard_count());
         for shard in 0..schema.shard_count() {
             let mut conn = self.shard_conn(schema, shard).await?;
