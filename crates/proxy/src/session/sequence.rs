@@ -40,21 +40,18 @@ impl Sequences {
     }
 }
 
-/// Reserves `size` values of sequence `name` (`schema.table`, key column `key`): returns the
-/// first. `conn` is a connection to the default shard's primary, outside any transaction of the
-/// client; `shards` are connections to read the largest key from when the sequence is new.
+/// Reserves `size` values of sequence `name` (`schema.table`) above `max_key`: returns the
+/// first. `conn` is a connection to the default shard's primary, outside any transaction of
+/// the client.
 pub async fn reserve(
     conn: &mut PooledConn,
     schema: &ShardedSchema,
-    table: &str,
-    key: &str,
     name: &str,
     size: i128,
     max_key: i128,
 ) -> Result<i128, ProxyError> {
     let db = crate::state::quote_ident(&schema.shards[schema.default_shard].database);
     let quoted = crate::state::quote_string(name);
-    let _ = (table, key);
     conn.simple_command(&format!(
         "CREATE TABLE IF NOT EXISTS {db}.tessera_sequences (name VARCHAR(190) PRIMARY KEY, next_id BIGINT NOT NULL) ENGINE=InnoDB"
     ))
@@ -69,13 +66,8 @@ pub async fn reserve(
         "UPDATE {db}.tessera_sequences SET next_id = LAST_INSERT_ID(next_id + {size}) WHERE name = {quoted}"
     ))
     .await?;
-    let (_, rows) = conn.query_rows("SELECT LAST_INSERT_ID()").await?;
-    let end: i128 = rows
-        .first()
-        .and_then(|r| r.first())
-        .and_then(|v| v.as_deref())
-        .and_then(|v| std::str::from_utf8(v).ok())
-        .and_then(|v| v.parse().ok())
+    let result = conn.query_rows("SELECT LAST_INSERT_ID()").await?;
+    let end: i128 = super::sharded::first_number(&result)
         .ok_or_else(|| ProxyError::Sharding(format!("the sequence {name} gave no value")))?;
     Ok(end - size)
 }

@@ -340,13 +340,8 @@ impl Session {
         let max_key = self.max_key(schema, &table, key).await?;
         let size = super::sequence::BLOCK.max(n as i128);
         let s = &schema.shards[schema.default_shard];
-        let group = self.ctx.group_checked(s.group)?.clone();
-        let mut conn = group
-            .primary()
-            .pool_for(&self.user)
-            .checkout(self.flavour(), true)
-            .await?;
-        let first = super::sequence::reserve(&mut conn, schema, &table, key, &p.sequence, size, max_key).await?;
+        let mut conn = self.side_conn(s).await?;
+        let first = super::sequence::reserve(&mut conn, schema, &p.sequence, size, max_key).await?;
         self.ctx.sequences.store(&p.sequence, first + n as i128, first + size);
         Ok((first..first + n as i128).collect())
     }
@@ -355,24 +350,14 @@ impl Session {
     async fn max_key(&mut self, schema: &ShardedSchema, table: &str, key: &str) -> Result<i128, ProxyError> {
         let mut max = 0i128;
         for shard in &schema.shards {
-            let group = self.ctx.group_checked(shard.group)?.clone();
-            let mut conn = group
-                .primary()
-                .pool_for(&self.user)
-                .checkout(self.flavour(), true)
-                .await?;
+            let mut conn = self.side_conn(shard).await?;
             let sql = format!(
                 "SELECT MAX({}) FROM {}.{}",
                 crate::state::quote_ident(key),
                 crate::state::quote_ident(&shard.database),
                 crate::state::quote_ident(table)
             );
-            let (_, rows) = conn.query_rows(&sql).await?;
-            let v = rows.first().and_then(|r| r.first()).and_then(|v| v.as_deref());
-            if let Some(v) = v
-                .and_then(|v| std::str::from_utf8(v).ok())
-                .and_then(|v| v.parse::<i128>().ok())
-            {
+            if let Some(v) = first_number::<i128>(&conn.query_rows(&sql).await?) {
                 max = max.max(v);
             }
         }
@@ -545,12 +530,7 @@ impl Session {
         let mut first_error = None;
         for shard in 0..schema.shard_count() {
             let s = &schema.shards[shard];
-            let group = self.ctx.group_checked(s.group)?.clone();
-            let mut conn = group
-                .primary()
-                .pool_for(&self.user)
-                .checkout(self.flavour(), true)
-                .await?;
+            let mut conn = self.side_conn(s).await?;
             let sql = format!(
                 "CREATE DATABASE {}{}",
                 if if_not_exists { "IF NOT EXISTS " } else { "" },
@@ -583,6 +563,17 @@ impl Session {
             Err(e @ ProxyError::Backend(_)) => e,
             _ => unsupported(message),
         }
+    }
+
+    /// A connection of Tessera's own to a shard's primary (no default database, outside the
+    /// client's transaction): sequences, the shard databases, table columns.
+    async fn side_conn(&self, shard: &crate::topology::Shard) -> Result<PooledConn, ProxyError> {
+        let group = self.ctx.group_checked(shard.group)?.clone();
+        group
+            .primary()
+            .pool_for(&self.user)
+            .checkout(self.flavour(), true)
+            .await
     }
 
     /// An OK packet with these counts.
@@ -629,6 +620,12 @@ fn logical_database_calls(sql: &str, schema: &str) -> Option<String> {
     let literal = crate::state::quote_string(schema);
     use super::rewrite::Term;
     super::rewrite::replace_terms(sql, &[Term::Call("DATABASE", &literal), Term::Call("SCHEMA", &literal)])
+}
+
+/// The first value of a result, read as a number.
+pub fn first_number<T: std::str::FromStr>(result: &crate::backend::conn::TextResult) -> Option<T> {
+    let v = result.1.first()?.first()?.as_deref()?;
+    std::str::from_utf8(v).ok()?.parse().ok()
 }
 
 /// The SQL with the logical schema's qualifiers naming shard `shard`'s database.
@@ -851,13 +848,7 @@ impl Session {
             let mut total = 0u64;
             for st in states.iter_mut() {
                 match st.conn.query_rows("SELECT FOUND_ROWS()").await {
-                    Ok((_, rows)) => {
-                        let v = rows.first().and_then(|r| r.first()).and_then(|v| v.as_deref());
-                        total += v
-                            .and_then(|v| std::str::from_utf8(v).ok())
-                            .and_then(|v| v.parse::<u64>().ok())
-                            .unwrap_or(0);
-                    }
+                    Ok(result) => total += first_number::<u64>(&result).unwrap_or(0),
                     Err(_) => st.conn.broken = true,
                 }
             }
@@ -1176,12 +1167,7 @@ impl Session {
     /// The columns of a table in order (from the default shard).
     async fn table_columns(&mut self, schema: &ShardedSchema, table: &str) -> Result<Vec<String>, ProxyError> {
         let s = &schema.shards[schema.default_shard];
-        let group = self.ctx.group_checked(s.group)?.clone();
-        let mut conn = group
-            .primary()
-            .pool_for(&self.user)
-            .checkout(self.flavour(), true)
-            .await?;
+        let mut conn = self.side_conn(s).await?;
         let sql = format!(
             "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = {} AND TABLE_NAME = {} ORDER BY ORDINAL_POSITION",
             crate::state::quote_string(&s.database),
