@@ -56,6 +56,16 @@ pub struct ServerConfig {
     /// A statement on several shards fails (1969) when a shard has not started answering
     /// within this; its connections are closed.
     pub scatter_deadline_ms: u64,
+    /// Database (on every group holding shards) of the two-phase commit decision log,
+    /// `<xa_database>.xa_decisions`; created when missing.
+    pub xa_database: String,
+    /// Recovery of in-doubt XA branches runs at start and then this often.
+    pub xa_recovery_interval_ms: u64,
+    /// A prepared branch without a decision is rolled back once recovery has seen it in doubt
+    /// this long (its transaction is then certainly gone or too late to commit).
+    pub xa_resolve_after_ms: u64,
+    /// Decisions no in-doubt branch needs are deleted after this many seconds.
+    pub xa_decision_retention_s: u64,
 }
 
 impl Default for ServerConfig {
@@ -76,6 +86,10 @@ impl Default for ServerConfig {
             cross_shard_lock_wait_s: 2,
             merge_memory_cap: 64 << 20,
             scatter_deadline_ms: 60_000,
+            xa_database: "tessera".into(),
+            xa_recovery_interval_ms: 5_000,
+            xa_resolve_after_ms: 10_000,
+            xa_decision_retention_s: 600,
         }
     }
 }
@@ -89,6 +103,12 @@ impl ServerConfig {
     }
     pub fn scatter_deadline(&self) -> Duration {
         Duration::from_millis(self.scatter_deadline_ms.max(1))
+    }
+    pub fn xa_recovery_interval(&self) -> Duration {
+        Duration::from_millis(self.xa_recovery_interval_ms.max(10))
+    }
+    pub fn xa_resolve_after(&self) -> Duration {
+        Duration::from_millis(self.xa_resolve_after_ms)
     }
     pub fn net_write_timeout(&self) -> Duration {
         Duration::from_millis(self.net_write_timeout_ms.max(1))

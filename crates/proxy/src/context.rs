@@ -52,6 +52,12 @@ pub struct Context {
     pub plans: crate::route::sharded::cache::PlanCache,
     /// Blocks of AUTO_INCREMENT shard keys this process holds.
     pub sequences: crate::session::sequence::Sequences,
+    /// This process's id in the XIDs of its transactions (random at start).
+    pub instance: u32,
+    /// Numbers the transactions this process starts with XA.
+    xa_sequence: std::sync::atomic::AtomicU64,
+    /// Steps where a test makes this process abort or pause (`TESSERA_FAILPOINTS`).
+    pub failpoints: crate::txn::failpoints::Failpoints,
     next_id: AtomicU32,
 }
 
@@ -81,8 +87,19 @@ impl Context {
             topology,
             plans: Default::default(),
             sequences: Default::default(),
+            instance: rand::random(),
+            xa_sequence: Default::default(),
+            failpoints: crate::txn::failpoints::Failpoints::from_env().map_err(ProxyError::Config)?,
             next_id: AtomicU32::new(1),
         })
+    }
+
+    /// A gtrid for a new transaction whose coordinator branch is on group `group`.
+    pub fn new_gtrid(&self, group: usize) -> Result<String, ProxyError> {
+        let name = &self.group_checked(group)?.name;
+        let n = self.xa_sequence.fetch_add(1, Ordering::Relaxed) + 1;
+        crate::txn::xid::gtrid(self.instance, n, name)
+            .ok_or_else(|| ProxyError::Config(format!("group name `{name}` is too long for an XA transaction id")))
     }
 
     /// A fresh connection id for a client (never 0).

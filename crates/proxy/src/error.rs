@@ -63,6 +63,12 @@ pub enum ProxyError {
     /// A sharded execution failed in a way no single backend error describes.
     #[error("Tessera: {0}")]
     Sharding(String),
+    /// A transaction across shards was rolled back on every shard (the reason says why).
+    #[error("XA_RBROLLBACK: Tessera rolled back the transaction on every shard: {0}")]
+    TxnRolledBack(String),
+    /// The decision of a two-phase COMMIT could not be learnt; recovery will apply it.
+    #[error("Tessera: the outcome of COMMIT is not known yet: {0}")]
+    TxnOutcomeUnknown(String),
 }
 
 impl ProxyError {
@@ -84,6 +90,8 @@ impl ProxyError {
             ProxyError::UnknownThread(_) => (1094, "HY000"),
             ProxyError::Config(_) | ProxyError::Sharding(_) => (1105, "HY000"),
             ProxyError::MergeLimit(_) => (1038, "HY001"),
+            ProxyError::TxnRolledBack(_) => (1402, "XA100"),
+            ProxyError::TxnOutcomeUnknown(_) => (1180, "HY000"),
         };
         ErrPacket::new(code, state, self.to_string())
     }

@@ -12,6 +12,7 @@
 //!   [`collations`]: MariaDB's collation ids; [`tracking`]: the session tracking a client asked for.
 //! - [`context`]: what sessions share (config snapshot, pools, registry, metrics).
 //! - [`error`]: the proxy's errors and their MySQL error numbers.
+//! - [`txn`]: transactions across shards: XA two-phase commit, the decision log, recovery.
 //! - [`demo`]: `tessera demo` and `tessera sandbox`.
 
 pub mod admin;
@@ -36,3 +37,4 @@ pub mod state;
 pub mod tls;
 pub mod topology;
 pub mod tracking;
+pub mod txn;

@@ -30,6 +30,20 @@ pub struct Metrics {
     pub state_syncs: AtomicU64,
     pub backend_lost: AtomicU64,
     pub pins: [AtomicU64; PIN_REASONS.len()],
+    /// Transactions on sharded schemas committed in one phase / with XA two-phase commit.
+    pub commits_one_phase: AtomicU64,
+    pub commits_two_phase: AtomicU64,
+    /// Two-phase transactions rolled back (a branch failed before the decision).
+    pub xa_rolled_back: AtomicU64,
+    /// Branches a COMMIT decision left to recovery (their server could not be reached).
+    pub xa_left_to_recovery: AtomicU64,
+    /// Branches recovery committed / rolled back.
+    pub xa_recovered_commit: AtomicU64,
+    pub xa_recovered_rollback: AtomicU64,
+    /// Branches in doubt after the last recovery scan (gauge).
+    pub xa_in_doubt: AtomicU64,
+    /// Completed recovery scans.
+    pub xa_recovery_scans: AtomicU64,
 }
 
 impl Metrics {
@@ -113,8 +127,32 @@ pub fn render(ctx: &Context) -> String {
     for (i, r) in PIN_REASONS.iter().enumerate() {
         let _ = writeln!(out, "tessera_pins_total{{reason=\"{r}\"}} {}", get(&m.pins[i]));
     }
+    render_transactions(m, &mut out);
     render_pools(ctx, &mut out);
     out
+}
+
+/// Commits on sharded schemas by protocol, and the recovery of in-doubt XA branches.
+fn render_transactions(m: &Metrics, out: &mut String) {
+    let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+    let _ = writeln!(
+        out,
+        "# HELP tessera_commits_total Transactions on sharded schemas committed, by protocol (one_phase: one written shard; two_phase: XA).\n# TYPE tessera_commits_total counter\n\
+         tessera_commits_total{{protocol=\"one_phase\"}} {}\ntessera_commits_total{{protocol=\"two_phase\"}} {}",
+        get(&m.commits_one_phase),
+        get(&m.commits_two_phase)
+    );
+    let _ = writeln!(
+        out,
+        "# HELP tessera_xa_recovered_total In-doubt XA branches resolved by recovery, by outcome.\n# TYPE tessera_xa_recovered_total counter\n\
+         tessera_xa_recovered_total{{outcome=\"commit\"}} {}\ntessera_xa_recovered_total{{outcome=\"rollback\"}} {}",
+        get(&m.xa_recovered_commit),
+        get(&m.xa_recovered_rollback)
+    );
+    line(out, "tessera_xa_rolled_back_total", "Two-phase transactions rolled back before their decision.", "counter", get(&m.xa_rolled_back));
+    line(out, "tessera_xa_left_to_recovery_total", "Branches a COMMIT decision left to recovery (server unreachable).", "counter", get(&m.xa_left_to_recovery));
+    line(out, "tessera_xa_in_doubt", "XA branches in doubt after the last recovery scan.", "gauge", get(&m.xa_in_doubt));
+    line(out, "tessera_xa_recovery_scans_total", "Completed recovery scans.", "counter", get(&m.xa_recovery_scans));
 }
 
 fn render_pools(ctx: &Context, out: &mut String) {

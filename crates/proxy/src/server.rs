@@ -41,6 +41,7 @@ pub async fn start(config: Config) -> Result<Running, ProxyError> {
         tokio::spawn(async move { drop(pool.checkout(crate::pool::Flavour::default(), false).await) });
     }
     crate::monitor::spawn(&ctx);
+    crate::txn::recovery::spawn(&ctx);
     let admin_addr = crate::admin::spawn_http(ctx.clone()).await?;
     let accept_task = tokio::spawn(accept_loop(ctx.clone(), listener, rx));
     tracing::info!(%addr, "tessera listening");

@@ -47,6 +47,9 @@ pub struct Outcome {
     pub last_insert_id_known: bool,
 }
 
+/// MariaDB's deadlock error: the server rolled the transaction back.
+pub const ER_LOCK_DEADLOCK: u16 = 1213;
+
 impl Outcome {
     pub fn in_transaction(&self) -> bool {
         self.status & SERVER_STATUS_IN_TRANS != 0
@@ -76,6 +79,8 @@ where
     C: AsyncRead + AsyncWrite + Unpin,
 {
     backend.response_started = false;
+    // An error answer carries no status: the transaction state stays what it was.
+    let status = if backend.in_transaction { SERVER_STATUS_IN_TRANS } else { 0 };
     let mut f = Forwarder {
         backend,
         client,
@@ -83,7 +88,10 @@ where
         write_timeout: side.write_timeout,
         tracking: side.tracking,
         acknowledged: side.acknowledged,
-        out: Outcome::default(),
+        out: Outcome {
+            status,
+            ..Outcome::default()
+        },
     };
     let mut result = f.run(mode).await;
     if result.is_ok() {
@@ -180,7 +188,12 @@ impl<C: AsyncRead + AsyncWrite + Unpin> Forwarder<'_, C> {
     }
 
     fn err(&mut self, p: &[u8]) -> Result<bool, ProxyError> {
-        self.out.error = Some(ErrPacket::parse(p)?);
+        let e = ErrPacket::parse(p)?;
+        if e.code == ER_LOCK_DEADLOCK {
+            // A deadlock rolls back the whole transaction.
+            self.out.status &= !SERVER_STATUS_IN_TRANS;
+        }
+        self.out.error = Some(e);
         self.client.write_packet(p);
         Ok(false)
     }

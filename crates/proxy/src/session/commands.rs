@@ -64,6 +64,10 @@ impl Session {
             held_shard: None,
             shard_held: Default::default(),
             target_schema: None,
+            txn: Default::default(),
+            client_xa: None,
+            client_xa_shard: None,
+            last_error: None,
         };
         match session.enter_schema(authed.database).await {
             Ok(()) => Some(session),

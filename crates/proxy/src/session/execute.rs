@@ -295,6 +295,7 @@ impl Session {
     }
 
     fn record_last(&mut self, outcome: &Outcome) {
+        self.last_error = outcome.error.as_ref().map(|e| e.code);
         self.last.row_count = match (&outcome.error, outcome.result_rows) {
             (Some(_), _) | (None, Some(_)) => -1,
             (None, None) => outcome.affected_rows as i64,

@@ -20,6 +20,7 @@ pub mod query;
 pub mod rewrite;
 pub mod routing;
 pub mod sequence;
+pub mod shard_txn;
 pub mod sharded;
 pub mod track_set;
 pub mod uservars;
@@ -98,6 +99,14 @@ pub struct Session {
     pub shard_held: std::collections::BTreeMap<usize, PooledConn>,
     /// The database the next checkout must select (a shard's), instead of the client's.
     pub target_schema: Option<String>,
+    /// On a sharded schema: the open transaction's shards (coordinator and XA branches).
+    pub txn: crate::txn::ShardTxn,
+    /// The client's XA START, until its first statement picks the shard.
+    pub client_xa: Option<String>,
+    /// The shard the client's own XA transaction runs on.
+    pub client_xa_shard: Option<usize>,
+    /// The error number of the last statement forwarded, if it failed.
+    pub last_error: Option<u16>,
 }
 
 /// Serves one accepted TCP connection to the end.
@@ -269,10 +278,20 @@ impl Session {
     /// True while a backend transaction is open for this session.
     pub fn in_transaction(&self) -> bool {
         self.held.as_ref().is_some_and(|c| c.in_transaction)
+            || self.txn.is_open()
+            || self.shard_held.values().any(|c| c.in_transaction)
     }
 
     /// Returns held backend state to a clean slate and unregisters the session.
     async fn close(&mut self) {
+        if self.txn.is_open() {
+            self.abort_sharded_txn().await;
+        }
+        for (_, conn) in std::mem::take(&mut self.shard_held) {
+            let mut conn = conn;
+            // A transaction or XA branch left open ends with its connection.
+            conn.broken |= conn.in_transaction;
+        }
         if let Some(mut conn) = self.held.take() {
             if conn.reset().await.is_err() {
                 conn.broken = true;

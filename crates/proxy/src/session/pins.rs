@@ -108,6 +108,11 @@ impl Pins {
         }
     }
 
+    /// The client has an XA transaction open on its connection.
+    pub fn in_xa(&self) -> bool {
+        self.xa
+    }
+
     fn track_xa(&mut self, sql: &str) {
         match word(sql, 1).as_deref() {
             Some("start") | Some("begin") => self.xa = true,

@@ -243,11 +243,15 @@ impl Session {
             // A session statement on a sharded schema (BEGIN, COMMIT, SET ...): on the shard the
             // session is on; COMMIT and ROLLBACK reach every shard it holds.
             let schema = &topology.schemas[index];
-            if matches!(
-                run.class.kind,
-                tessera_sql::StatementKind::Commit | tessera_sql::StatementKind::Rollback
-            ) {
-                self.end_other_shards(&run.text).await?;
+            if !self.pins.in_xa() {
+                match run.class.kind {
+                    tessera_sql::StatementKind::Commit => return self.client_ends_txn(&run.text, true).await,
+                    tessera_sql::StatementKind::Rollback => return self.client_ends_txn(&run.text, false).await,
+                    tessera_sql::StatementKind::Begin | tessera_sql::StatementKind::StartTransactionReadOnly => {
+                        return self.client_begins_txn(&run.text).await
+                    }
+                    _ => {}
+                }
             }
             let shard = self.held_shard.unwrap_or(schema.default_shard);
             self.bind_shard(schema, shard).await?;
@@ -257,7 +261,7 @@ impl Session {
                 role: target.role,
             };
             return self
-                .execute_with_schema(stmt_id, &run, &stmts, target, &s.database)
+                .execute_with_schema(stmt_id, &run, &stmts, target, (shard, &s.database))
                 .await;
         }
         let mut exclude = None;
@@ -404,7 +408,7 @@ impl Session {
         };
         let schema = &topology.schemas[index];
         let shard = self.held_shard.unwrap_or(schema.default_shard);
-        self.bind_shard(schema, shard).await?;
+        self.bind_shard_idle(shard);
         let s = &schema.shards[shard];
         self.target_schema = Some(s.database.clone());
         let role = self.plan_target([(text, class)]).role;
@@ -453,6 +457,7 @@ impl Session {
                 .run_sharded_as(&text, &stmts[0], sharded.schema, Some(columns))
                 .await;
         };
+        self.check_client_xa_shard(*shard)?;
         self.bind_shard(schema, *shard).await?;
         let s = &schema.shards[*shard];
         let role = self.plan_target([(stmts[0].sql, &stmts[0].class)]).role;
@@ -490,7 +495,7 @@ impl Session {
             session_functions: run.session_functions,
             sharded: None,
         };
-        self.execute_with_schema(stmt_id, &local, stmts, target, &s.database)
+        self.execute_with_schema(stmt_id, &local, stmts, target, (*shard, &s.database))
             .await
     }
 
@@ -501,17 +506,26 @@ impl Session {
         run: &Execution<'_>,
         stmts: &[Stmt<'_>],
         target: crate::route::Target,
-        database: &str,
+        shard: (usize, &str),
     ) -> Result<Next, ProxyError> {
+        let (shard, database) = shard;
         let mut exclude = None;
         loop {
             self.target_schema = Some(database.to_string());
             let was_held = self.held.is_some();
+            self.last_error = None;
             let result = self.execute_on(target, exclude, stmt_id, run, stmts).await;
             self.target_schema = None;
             match result {
-                Ok(()) => return Ok(Next::Continue),
-                Err(e) => exclude = Some(self.retry_or_fail(target, was_held, exclude, e)?),
+                Ok(()) => {
+                    let error = self.last_error;
+                    self.after_shard_statement(shard, &run.class, error).await?;
+                    return Ok(Next::Continue);
+                }
+                Err(e) => match self.retry_or_fail(target, was_held, exclude, e) {
+                    Ok(server) => exclude = Some(server),
+                    Err(e) => return Err(self.lost_in_txn(shard, e).await),
+                },
             }
         }
     }

@@ -19,33 +19,6 @@ use tessera_protocol::command::COM_QUERY;
 use tessera_protocol::response::OkPacket;
 use tessera_sql::{Fingerprint, StatementKind};
 
-/// How a statement on several shards is made all-or-nothing: in a transaction per shard, or
-/// under a savepoint inside the client's open transaction.
-struct StatementTxn {
-    begin: &'static str,
-    /// None inside the client's transaction (its COMMIT decides).
-    commit: Option<&'static str>,
-    undo: &'static str,
-}
-
-impl StatementTxn {
-    fn new(in_client_txn: bool) -> StatementTxn {
-        if in_client_txn {
-            StatementTxn {
-                begin: "SAVEPOINT tessera_statement",
-                commit: None,
-                undo: "ROLLBACK TO SAVEPOINT tessera_statement",
-            }
-        } else {
-            StatementTxn {
-                begin: "START TRANSACTION",
-                commit: Some("COMMIT"),
-                undo: "ROLLBACK",
-            }
-        }
-    }
-}
-
 /// The result of one statement on one shard, for sums.
 #[derive(Default)]
 struct Summed {
@@ -175,8 +148,25 @@ impl Session {
         }
         match &stmt.class.kind {
             StatementKind::Use(db) => return self.use_schema(db).await,
+            StatementKind::Ddl if self.txn.is_open() => {
+                // DDL commits the open transaction first, as on one server.
+                self.end_sharded_txn(true).await?;
+                return self.run_sharded(sql, stmt, index).await;
+            }
             k if Self::is_sharded_kind(k) => return self.run_sharded(sql, stmt, index).await,
-            StatementKind::Commit | StatementKind::Rollback => self.end_other_shards(sql).await?,
+            StatementKind::Begin | StatementKind::StartTransactionReadOnly if !self.pins.in_xa() => {
+                return self.client_begins_txn(sql).await
+            }
+            StatementKind::Commit if !self.pins.in_xa() => return self.client_ends_txn(sql, true).await,
+            StatementKind::Rollback if !self.pins.in_xa() => return self.client_ends_txn(sql, false).await,
+            StatementKind::Xa => {
+                if let Some(next) = self.client_xa_statement(schema, sql).await? {
+                    return Ok(next);
+                }
+                let shard = self.client_xa_shard.unwrap_or(schema.default_shard);
+                let role = Role::Primary;
+                return self.on_shard(schema, shard, role, sql, stmt).await;
+            }
             StatementKind::LoadData { .. } => {
                 return match load_target(sql).map(|t| schema.table(&t)) {
                     Some(crate::topology::TablePlacement::Single(s)) => {
@@ -227,6 +217,7 @@ impl Session {
         stmt: &Stmt<'_>,
     ) -> Result<Next, ProxyError> {
         let s = &schema.shards[shard];
+        self.check_client_xa_shard(shard)?;
         self.bind_shard(schema, shard).await?;
         self.target_schema = Some(s.database.clone());
         let target = Target { group: s.group, role };
@@ -239,9 +230,17 @@ impl Session {
             sql: &sql,
             class: stmt.class.clone(),
         }];
+        self.last_error = None;
         let result = self.run_on_target(target, sql.as_bytes(), &stmts).await;
         self.target_schema = None;
-        result.map(|()| Next::Continue)
+        match result {
+            Ok(()) => {
+                let error = self.last_error;
+                self.after_shard_statement(shard, &stmt.class, error).await?;
+                Ok(Next::Continue)
+            }
+            Err(e) => Err(self.lost_in_txn(shard, e).await),
+        }
     }
 
     /// `SET STATEMENT innodb_lock_wait_timeout = n FOR ` for a statement that may wait for row
@@ -267,51 +266,31 @@ impl Session {
         }
         self.held = self.shard_held.remove(&shard);
         self.held_shard = Some(shard);
-        if self.held.is_none() && self.sharded_transaction_open() {
+        if self.held.is_none() && (self.sharded_transaction_open() || self.client_xa.is_some()) {
             let conn = self.shard_conn(schema, shard).await?;
             self.held = Some(conn);
         }
         Ok(())
     }
 
-    /// Whether any shard connection holds an open transaction.
-    pub fn sharded_transaction_open(&self) -> bool {
-        self.shard_held.values().any(|c| c.in_transaction) || self.held.as_ref().is_some_and(|c| c.in_transaction)
+    /// Makes `held` the connection of `shard` without opening a transaction there (PREPARE).
+    pub fn bind_shard_idle(&mut self, shard: usize) {
+        if self.held_shard == Some(shard) {
+            return;
+        }
+        if let (Some(conn), Some(prev)) = (self.held.take(), self.held_shard) {
+            self.shard_held.insert(prev, conn);
+        }
+        self.held = self.shard_held.remove(&shard);
+        self.held_shard = Some(shard);
     }
 
-    /// COMMIT / ROLLBACK reach every shard connection the session holds besides the current
-    /// one; failures name the shards.
-    pub async fn end_other_shards(&mut self, sql: &str) -> Result<(), ProxyError> {
-        let others: Vec<(usize, PooledConn)> = std::mem::take(&mut self.shard_held).into_iter().collect();
-        let mut failed = Vec::new();
-        let mut done = Vec::new();
-        for (shard, mut conn) in others {
-            match conn.simple_command(sql).await {
-                Ok(ok) => {
-                    conn.in_transaction = ok.status & tessera_protocol::flags::SERVER_STATUS_IN_TRANS != 0;
-                    done.push(shard);
-                    if conn.in_transaction {
-                        self.shard_held.insert(shard, conn);
-                    }
-                }
-                Err(e) => {
-                    conn.broken = true;
-                    failed.push(format!("shard {shard}: {e}"));
-                }
-            }
-        }
-        if failed.is_empty() {
-            return Ok(());
-        }
-        tracing::error!(session = self.id, statement = sql, done = ?done, failed = ?failed, "a statement ending a transaction failed on some shards");
-        Err(ProxyError::Backend(tessera_protocol::response::ErrPacket::new(
-            1180,
-            "HY000",
-            format!(
-                "Tessera: {sql} failed on {} (done on shards {done:?})",
-                failed.join("; ")
-            ),
-        )))
+    /// Whether the session has a transaction open on a sharded schema (begun, or holding a
+    /// shard, also implicitly with autocommit off).
+    pub fn sharded_transaction_open(&self) -> bool {
+        self.txn.is_open()
+            || self.shard_held.values().any(|c| c.in_transaction)
+            || self.held.as_ref().is_some_and(|c| c.in_transaction)
     }
 
     /// A write on several shards in one step: inside the client's transaction under a
@@ -373,71 +352,21 @@ impl Session {
         insert_id: Option<i128>,
         replicated: bool,
     ) -> Result<Next, ProxyError> {
-        let in_txn = self.sharded_transaction_open();
-        let StatementTxn { begin, commit, undo } = StatementTxn::new(in_txn);
-        let mut conns: Vec<(usize, PooledConn)> = Vec::new();
+        let implicit = !self.sharded_transaction_open();
+        if implicit {
+            // An autocommit statement on several shards is a transaction of its own.
+            self.txn.pending_begin = Some("START TRANSACTION".into());
+        }
         let mut sum = Summed::default();
-        let mut failure = None;
-        for (shard, sql) in &per_shard {
-            let mut conn = match self.shard_conn(schema, *shard).await {
-                Ok(c) => c,
-                Err(e) => {
-                    failure = Some(e);
-                    break;
-                }
-            };
-            let sql = for_shard(sql, schema, *shard);
-            let step = async {
-                conn.simple_command(begin).await?;
-                conn.simple_command(&sql).await
+        let result = self.write_each_shard(schema, &per_shard, replicated, implicit, &mut sum).await;
+        match (result, implicit) {
+            (Ok(()), true) => self.end_sharded_txn(true).await?,
+            (Ok(()), false) => {}
+            (Err(e), true) => {
+                self.abort_sharded_txn().await;
+                return Err(e);
             }
-            .await;
-            match step {
-                Ok(ok) => {
-                    // A broadcast table's copies change alike: one shard's counts are the answer.
-                    let first = conns.is_empty();
-                    if !replicated || first {
-                        sum.affected += ok.affected_rows;
-                        sum.warnings = sum.warnings.saturating_add(ok.warnings);
-                    }
-                    if sum.insert_id == 0 {
-                        sum.insert_id = ok.last_insert_id;
-                    }
-                    conns.push((*shard, conn));
-                }
-                Err(e) => {
-                    conns.push((*shard, conn));
-                    failure = Some(e);
-                    break;
-                }
-            }
-        }
-        let finish = if failure.is_some() { Some(undo) } else { commit };
-        let mut commit_failures = Vec::new();
-        for (shard, conn) in conns.iter_mut() {
-            if let Some(f) = finish {
-                if let Err(e) = conn.simple_command(f).await {
-                    conn.broken = true;
-                    commit_failures.push(format!("shard {shard}: {e}"));
-                }
-            }
-        }
-        for (shard, conn) in conns {
-            self.park_shard(shard, conn, in_txn);
-        }
-        if let Some(e) = failure {
-            return Err(e);
-        }
-        if !commit_failures.is_empty() {
-            tracing::error!(session = self.id, failed = ?commit_failures, "a write across shards did not commit everywhere");
-            return Err(ProxyError::Backend(tessera_protocol::response::ErrPacket::new(
-                1180,
-                "HY000",
-                format!(
-                    "Tessera: COMMIT failed on {}; the other shards committed",
-                    commit_failures.join("; ")
-                ),
-            )));
+            (Err(e), false) => return Err(e),
         }
         self.last.row_count = sum.affected as i64;
         if let Some(id) = insert_id.and_then(|i| u64::try_from(i).ok()) {
@@ -447,6 +376,82 @@ impl Session {
             self.state.last_insert_id = sum.insert_id;
         }
         self.ok_with(sum.affected, sum.insert_id, sum.warnings).await
+    }
+
+    /// Runs each shard's statement in the session's transaction (inside the client's, under a
+    /// savepoint that undoes the statement on every shard when one fails).
+    async fn write_each_shard(
+        &mut self,
+        schema: &ShardedSchema,
+        per_shard: &[(usize, String)],
+        replicated: bool,
+        implicit: bool,
+        sum: &mut Summed,
+    ) -> Result<(), ProxyError> {
+        const SAVEPOINT: &str = "SAVEPOINT tessera_statement";
+        let mut done: Vec<usize> = Vec::new();
+        for (shard, sql) in per_shard {
+            let mut conn = match self.shard_conn(schema, *shard).await {
+                Ok(c) => c,
+                Err(e) => return Err(self.statement_failed(schema, &done, implicit, e).await),
+            };
+            let sql = for_shard(sql, schema, *shard);
+            let step = async {
+                if !implicit {
+                    conn.simple_command(SAVEPOINT).await?;
+                }
+                conn.simple_command(&sql).await
+            }
+            .await;
+            self.txn.wrote.insert(*shard);
+            self.park_shard(*shard, conn, true);
+            match step {
+                Ok(ok) => {
+                    // A broadcast table's copies change alike: one shard's counts are the answer.
+                    if !replicated || done.is_empty() {
+                        sum.affected += ok.affected_rows;
+                        sum.warnings = sum.warnings.saturating_add(ok.warnings);
+                    }
+                    if sum.insert_id == 0 {
+                        sum.insert_id = ok.last_insert_id;
+                    }
+                    done.push(*shard);
+                }
+                Err(e) => {
+                    done.push(*shard);
+                    return Err(self.statement_failed(schema, &done, implicit, e).await);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Undoes a failed statement on several shards: the whole transaction when the failure
+    /// ends it (a lost shard, a deadlock, a lock wait), else back to the statement's savepoint.
+    async fn statement_failed(&mut self, schema: &ShardedSchema, done: &[usize], implicit: bool, e: ProxyError) -> ProxyError {
+        let ends_txn = match &e {
+            ProxyError::Backend(p) => p.code == 1213 || p.code == 1205,
+            _ => true,
+        };
+        if implicit {
+            return e;
+        }
+        if ends_txn {
+            self.abort_sharded_txn().await;
+            return match e {
+                ProxyError::Backend(_) => e,
+                e => ProxyError::TxnRolledBack(format!("a shard was lost during the transaction ({e})")),
+            };
+        }
+        for shard in done {
+            if let Ok(mut conn) = self.shard_conn(schema, *shard).await {
+                if conn.simple_command("ROLLBACK TO SAVEPOINT tessera_statement").await.is_err() {
+                    conn.broken = true;
+                }
+                self.park_shard(*shard, conn, true);
+            }
+        }
+        e
     }
 
     /// A connection for `shard` with the session's state (the one held for it, or a new one).
@@ -464,9 +469,8 @@ impl Session {
         let result = self.acquire_fresh(Target::primary(s.group)).await;
         self.target_schema = None;
         let mut conn = result?;
-        if self.sharded_transaction_open() && !conn.in_transaction {
-            conn.simple_command("START TRANSACTION").await?;
-            conn.in_transaction = true;
+        if (self.sharded_transaction_open() || self.client_xa.is_some()) && !conn.in_transaction {
+            self.open_branch(schema, shard, &mut conn).await?;
         }
         Ok(conn)
     }
@@ -567,7 +571,7 @@ impl Session {
 
     /// A connection of Tessera's own to a shard's primary (no default database, outside the
     /// client's transaction): sequences, the shard databases, table columns.
-    async fn side_conn(&self, shard: &crate::topology::Shard) -> Result<PooledConn, ProxyError> {
+    pub async fn side_conn(&self, shard: &crate::topology::Shard) -> Result<PooledConn, ProxyError> {
         let group = self.ctx.group_checked(shard.group)?.clone();
         group
             .primary()
@@ -986,19 +990,27 @@ impl Session {
             .position(|c| c.eq_ignore_ascii_case(key))
             .ok_or_else(|| unsupported("LOAD DATA that does not read the shard key from the file"))?;
         let name = file_name(sql).ok_or_else(|| unsupported("LOAD DATA without a file name"))?;
-        let in_txn = self.sharded_transaction_open();
-        let StatementTxn { begin, commit, undo } = StatementTxn::new(in_txn);
+        let implicit = !self.sharded_transaction_open();
+        if implicit {
+            // An autocommit LOAD DATA is a transaction of its own across the shards.
+            self.txn.pending_begin = Some("START TRANSACTION".into());
+        }
+        let begin = (!implicit).then_some("SAVEPOINT tessera_statement");
         let mut conns = Vec::with_capacity(schema.shard_count());
         for shard in 0..schema.shard_count() {
-            let mut conn = self.shard_conn(schema, shard).await?;
-            let opened = self
-                .open_shard_load(&mut conn, begin, &for_shard(&spec.shard_sql, schema, shard))
-                .await;
-            conns.push((shard, conn));
+            let opened = match self.shard_conn(schema, shard).await {
+                Ok(mut conn) => {
+                    let r = self
+                        .open_shard_load(&mut conn, begin, &for_shard(&spec.shard_sql, schema, shard))
+                        .await;
+                    conns.push((shard, conn));
+                    r
+                }
+                Err(e) => Err(e),
+            };
             if let Err(e) = opened {
                 let _ = self.close_shard_loads(&mut conns).await;
-                self.undo_shard_loads(&mut conns, undo, in_txn).await;
-                return Err(e);
+                return Err(self.undo_shard_loads(conns, implicit, e).await);
             }
         }
         let mut request = vec![tessera_protocol::response::LOCAL_INFILE_HEADER];
@@ -1008,22 +1020,15 @@ impl Session {
         let streamed = self.stream_records(&spec, key_field, function, &mut conns).await;
         let counts = self.close_shard_loads(&mut conns).await;
         let total = match (streamed, counts) {
-            (Err(e), _) | (Ok(()), Err(e)) => {
-                self.undo_shard_loads(&mut conns, undo, in_txn).await;
-                return Err(e);
-            }
+            (Err(e), _) | (Ok(()), Err(e)) => return Err(self.undo_shard_loads(conns, implicit, e).await),
             (Ok(()), Ok(total)) => total,
         };
-        if let Some(c) = commit {
-            for (shard, conn) in conns.iter_mut() {
-                if let Err(e) = conn.simple_command(c).await {
-                    conn.broken = true;
-                    tracing::error!(session = self.id, shard, error = %e, "LOAD DATA did not commit on a shard");
-                }
-            }
-        }
         for (shard, conn) in conns {
-            self.park_shard(shard, conn, in_txn);
+            self.txn.wrote.insert(shard);
+            self.park_shard(shard, conn, true);
+        }
+        if implicit {
+            self.end_sharded_txn(true).await?;
         }
         self.last.row_count = total.affected as i64;
         let ok = OkPacket {
@@ -1039,8 +1044,10 @@ impl Session {
     }
 
     /// Starts a shard's transaction and its LOAD DATA LOCAL (which asks for the file).
-    async fn open_shard_load(&mut self, conn: &mut PooledConn, begin: &str, sql: &str) -> Result<(), ProxyError> {
-        conn.simple_command(begin).await?;
+    async fn open_shard_load(&mut self, conn: &mut PooledConn, begin: Option<&str>, sql: &str) -> Result<(), ProxyError> {
+        if let Some(begin) = begin {
+            conn.simple_command(begin).await?;
+        }
         queue_query(conn, sql);
         conn.flush().await?;
         let answer = conn.read().await?;
@@ -1153,15 +1160,17 @@ impl Session {
 
     /// Rolls the shards' loads back and gives their connections back (or keeps them in the
     /// client's transaction).
-    async fn undo_shard_loads(&mut self, conns: &mut Vec<(usize, PooledConn)>, undo: &str, in_txn: bool) {
-        for (_, c) in conns.iter_mut() {
-            if !c.broken && c.simple_command(undo).await.is_err() {
-                c.broken = true;
+    async fn undo_shard_loads(&mut self, conns: Vec<(usize, PooledConn)>, implicit: bool, e: ProxyError) -> ProxyError {
+        for (shard, mut conn) in conns {
+            if !implicit && !conn.broken && conn.simple_command("ROLLBACK TO SAVEPOINT tessera_statement").await.is_err() {
+                conn.broken = true;
             }
+            self.park_shard(shard, conn, true);
         }
-        for (shard, conn) in conns.drain(..) {
-            self.park_shard(shard, conn, in_txn);
+        if implicit || !matches!(e, ProxyError::Backend(_)) {
+            self.abort_sharded_txn().await;
         }
+        e
     }
 
     /// The columns of a table in order (from the default shard).

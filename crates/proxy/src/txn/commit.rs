@@ -1,0 +1,328 @@
+//! Committing and rolling back a transaction's branches. One written branch (or none): every
+//! branch commits in one phase (COMMIT, or XA END + XA COMMIT ONE PHASE). Two or more: XA
+//! PREPARE on the written XA branches while the decision row is inserted into the
+//! coordinator's transaction, then the coordinator's COMMIT (the decision), then XA COMMIT on
+//! each branch. Statements to different servers are sent before any answer is read, so the
+//! branches work in parallel.
+
+use super::decision::{self, Outcome};
+use super::xid::Xid;
+use crate::context::Context;
+use crate::error::ProxyError;
+use crate::metrics::Metrics;
+use crate::pool::PooledConn;
+use tessera_protocol::command::COM_QUERY;
+
+/// One branch of a transaction: a shard's connection.
+pub struct Branch {
+    pub shard: usize,
+    pub conn: PooledConn,
+    /// None for the coordinator (a plain transaction); the XID of an XA branch.
+    pub xid: Option<Xid>,
+    pub wrote: bool,
+}
+
+/// How a transaction committed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    OnePhase,
+    TwoPhase,
+}
+
+/// Commits the branches; `gtrid` is the transaction's when it has XA branches.
+pub async fn commit(ctx: &Context, gtrid: Option<&str>, branches: &mut [Branch]) -> Result<Protocol, ProxyError> {
+    let written = branches.iter().filter(|b| b.wrote).count();
+    let result = match gtrid {
+        Some(gtrid) if written > 1 => two_phase(ctx, gtrid, branches).await,
+        _ => one_phase(branches).await,
+    };
+    if result.is_ok() {
+        let m = &ctx.metrics;
+        Metrics::inc(match result {
+            Ok(Protocol::TwoPhase) => &m.commits_two_phase,
+            _ => &m.commits_one_phase,
+        });
+    }
+    result
+}
+
+/// Rolls back every branch (errors only break their connections: a server rolls back what a
+/// closed connection left, and recovery rolls back prepared branches without a decision).
+pub async fn rollback(branches: &mut [Branch]) {
+    for b in branches.iter_mut() {
+        match &b.xid {
+            None => send(&mut b.conn, &["ROLLBACK"]),
+            Some(x) => send(&mut b.conn, &[&format!("XA END {}", x.sql()), &format!("XA ROLLBACK {}", x.sql())]),
+        }
+        if b.conn.flush().await.is_err() {
+            b.conn.broken = true;
+        }
+    }
+    for b in branches.iter_mut() {
+        let n = if b.xid.is_some() { 2 } else { 1 };
+        let results = answers(&mut b.conn, n).await;
+        let last = results.last();
+        let rolled_back = match last {
+            Some(Ok(())) => true,
+            // XA_RBROLLBACK / XAER_NOTA: the branch is already gone.
+            Some(Err(ProxyError::Backend(p))) => p.code == 1402 || p.code == 1397,
+            _ => false,
+        };
+        if !rolled_back {
+            b.conn.broken = true;
+        }
+        b.conn.in_transaction = false;
+    }
+}
+
+/// Every branch in one phase; the error of a written branch is the result.
+async fn one_phase(branches: &mut [Branch]) -> Result<Protocol, ProxyError> {
+    for b in branches.iter_mut() {
+        match &b.xid {
+            None => send(&mut b.conn, &["COMMIT"]),
+            Some(x) => send(
+                &mut b.conn,
+                &[&format!("XA END {}", x.sql()), &format!("XA COMMIT {} ONE PHASE", x.sql())],
+            ),
+        }
+        if let Err(e) = b.conn.flush().await {
+            b.conn.broken = true;
+            if b.wrote {
+                return Err(e);
+            }
+        }
+    }
+    let mut outcome = Ok(Protocol::OnePhase);
+    for b in branches.iter_mut() {
+        let n = if b.xid.is_some() { 2 } else { 1 };
+        let results = answers(&mut b.conn, n).await;
+        b.conn.in_transaction = false;
+        if let Some(Err(e)) = results.into_iter().find(|r| r.is_err()) {
+            if b.wrote {
+                outcome = Err(e);
+            } else {
+                b.conn.broken = true;
+            }
+        }
+    }
+    outcome
+}
+
+/// Two-phase commit with the decision in the coordinator's transaction.
+async fn two_phase(ctx: &Context, gtrid: &str, branches: &mut [Branch]) -> Result<Protocol, ProxyError> {
+    ctx.failpoints.hit("xa.before_prepare").await;
+    let db = ctx.config.server.xa_database.clone();
+    if let Err(e) = prepare_with_decision(ctx, gtrid, &db, branches).await {
+        rollback(branches).await;
+        Metrics::inc(&ctx.metrics.xa_rolled_back);
+        return Err(e);
+    }
+    ctx.failpoints.hit("xa.after_prepare").await;
+    let decided = match branches.iter_mut().find(|b| b.xid.is_none()) {
+        Some(coordinator) => commit_coordinator(&mut coordinator.conn).await,
+        None => Err(ProxyError::TxnRolledBack("the transaction's first shard was lost".into())),
+    };
+    match decided {
+        Ok(()) => {}
+        Err(e) => return settle_undecided(ctx, gtrid, &db, branches, e).await,
+    }
+    ctx.failpoints.hit("xa.after_decision").await;
+    finish_prepared(ctx, gtrid, branches, Outcome::Commit).await;
+    Ok(Protocol::TwoPhase)
+}
+
+/// Sends the decision row to the coordinator and XA END + XA PREPARE to every written XA
+/// branch (read-only XA branches commit in one phase), then reads every answer.
+async fn prepare_with_decision(
+    ctx: &Context,
+    gtrid: &str,
+    db: &str,
+    branches: &mut [Branch],
+) -> Result<(), ProxyError> {
+    let record = decision::record_sql(db, gtrid, Outcome::Commit);
+    for b in branches.iter_mut() {
+        let sqls = match (&b.xid, b.wrote) {
+            (None, _) => vec![record.clone()],
+            (Some(x), true) => vec![format!("XA END {}", x.sql()), format!("XA PREPARE {}", x.sql())],
+            (Some(x), false) => vec![format!("XA END {}", x.sql()), format!("XA COMMIT {} ONE PHASE", x.sql())],
+        };
+        let refs: Vec<&str> = sqls.iter().map(String::as_str).collect();
+        send(&mut b.conn, &refs);
+        if let Err(e) = b.conn.flush().await {
+            b.conn.broken = true;
+            tracing::warn!(shard = b.shard, error = %e, "a branch was lost before PREPARE");
+        }
+    }
+    let mut failure = None;
+    for b in branches.iter_mut() {
+        let n = if b.xid.is_some() { 2 } else { 1 };
+        let mut results = answers(&mut b.conn, n).await;
+        if b.xid.is_none() {
+            if let Some(Err(e)) = results.first() {
+                if decision::is_missing_table(e) {
+                    // The log's table is created on a connection of its own, then recorded again.
+                    results = vec![record_after_creating(ctx, b, db, &record).await];
+                }
+            }
+        }
+        if let Some(Err(e)) = results.into_iter().find(|r| r.is_err()) {
+            if b.wrote || b.xid.is_none() {
+                failure.get_or_insert(prepare_failure(b.shard, e));
+            }
+        }
+        if b.xid.is_some() && !b.wrote {
+            b.conn.in_transaction = false;
+        }
+    }
+    failure.map_or(Ok(()), Err)
+}
+
+/// The decision row inserted after the log table was created on a side connection.
+async fn record_after_creating(ctx: &Context, b: &mut Branch, db: &str, record: &str) -> Result<(), ProxyError> {
+    let pool = b.conn.pool().clone();
+    let mut side = pool.checkout(b.conn.flavour(), true).await?;
+    decision::ensure_table(&mut side, db).await?;
+    drop(side);
+    let _ = ctx;
+    b.conn.simple_command(record).await.map(drop)
+}
+
+fn prepare_failure(shard: usize, e: ProxyError) -> ProxyError {
+    match e {
+        // A deadlock or lock wait ends the whole transaction with the server's own error.
+        ProxyError::Backend(p) if p.code == 1213 || p.code == 1205 => ProxyError::Backend(p),
+        e => ProxyError::TxnRolledBack(format!("shard {shard} could not prepare: {e}")),
+    }
+}
+
+/// The coordinator's COMMIT: after it the decision is durable.
+async fn commit_coordinator(conn: &mut PooledConn) -> Result<(), ProxyError> {
+    let result = conn.simple_command("COMMIT").await;
+    conn.in_transaction = false;
+    result.map(drop)
+}
+
+/// The coordinator's COMMIT failed. An error answer means it did not commit: roll back. A lost
+/// connection leaves the outcome to the log: a `rollback` row is written unless the `commit`
+/// row is there (fencing), and the branches follow what stands; an unreachable log leaves them
+/// to recovery.
+async fn settle_undecided(
+    ctx: &Context,
+    gtrid: &str,
+    db: &str,
+    branches: &mut [Branch],
+    e: ProxyError,
+) -> Result<Protocol, ProxyError> {
+    let lost = matches!(e, ProxyError::BackendUnavailable { .. }) || !matches!(e, ProxyError::Backend(_));
+    let outcome = if lost {
+        match fence_on_coordinator(ctx, gtrid, db, branches).await {
+            Ok(o) => o,
+            Err(fence_error) => {
+                tracing::error!(gtrid, error = %e, fence_error = %fence_error, "COMMIT outcome unknown; recovery will finish the transaction");
+                return Err(ProxyError::TxnOutcomeUnknown(format!(
+                    "the first shard was lost during COMMIT ({e}); recovery will finish the transaction"
+                )));
+            }
+        }
+    } else {
+        Outcome::Rollback
+    };
+    finish_prepared(ctx, gtrid, branches, outcome).await;
+    match outcome {
+        Outcome::Commit => {
+            Metrics::inc(&ctx.metrics.commits_two_phase);
+            Ok(Protocol::TwoPhase)
+        }
+        Outcome::Rollback => {
+            Metrics::inc(&ctx.metrics.xa_rolled_back);
+            Err(ProxyError::TxnRolledBack(format!("COMMIT failed on the first shard: {e}")))
+        }
+    }
+}
+
+async fn fence_on_coordinator(
+    ctx: &Context,
+    gtrid: &str,
+    db: &str,
+    branches: &[Branch],
+) -> Result<Outcome, ProxyError> {
+    let coordinator = branches
+        .iter()
+        .find(|b| b.xid.is_none())
+        .ok_or_else(|| ProxyError::TxnRolledBack("no coordinator".into()))?;
+    let pool = coordinator.conn.pool().clone();
+    let mut side = pool.checkout(coordinator.conn.flavour(), true).await?;
+    let wait = ctx.config.server.cross_shard_lock_wait_s.max(1);
+    decision::fence(&mut side, db, gtrid, wait).await
+}
+
+/// XA COMMIT (or XA ROLLBACK) on every prepared branch: the first alone, then the rest
+/// together. A branch that cannot be reached is left to recovery, which follows the log.
+async fn finish_prepared(ctx: &Context, gtrid: &str, branches: &mut [Branch], outcome: Outcome) {
+    let verb = match outcome {
+        Outcome::Commit => "XA COMMIT",
+        Outcome::Rollback => "XA ROLLBACK",
+    };
+    let mut prepared: Vec<&mut Branch> = branches.iter_mut().filter(|b| b.xid.is_some() && b.wrote).collect();
+    let mut first = true;
+    for chunk in split_first(&mut prepared) {
+        for b in chunk.iter_mut() {
+            let sql = format!("{verb} {}", b.xid.as_ref().map(Xid::sql).unwrap_or_default());
+            send(&mut b.conn, &[&sql]);
+            if b.conn.flush().await.is_err() {
+                b.conn.broken = true;
+            }
+        }
+        for b in chunk.iter_mut() {
+            let result = answers(&mut b.conn, 1).await.pop().unwrap_or(Ok(()));
+            b.conn.in_transaction = false;
+            if let Err(e) = result {
+                b.conn.broken = true;
+                Metrics::inc(&ctx.metrics.xa_left_to_recovery);
+                tracing::warn!(gtrid, shard = b.shard, error = %e, verb, "branch left to recovery");
+            }
+        }
+        if first && outcome == Outcome::Commit {
+            ctx.failpoints.hit("xa.after_first_commit").await;
+        }
+        first = false;
+    }
+}
+
+fn split_first<'a, 'b>(all: &'a mut [&'b mut Branch]) -> Vec<&'a mut [&'b mut Branch]> {
+    if all.is_empty() {
+        return Vec::new();
+    }
+    let (head, tail) = all.split_at_mut(1);
+    if tail.is_empty() {
+        vec![head]
+    } else {
+        vec![head, tail]
+    }
+}
+
+/// Queues statements on a connection (sent by the next flush).
+pub fn send(conn: &mut PooledConn, sqls: &[&str]) {
+    if conn.broken {
+        return;
+    }
+    for sql in sqls {
+        conn.begin_command(|b| {
+            b.extend_from_slice(&[COM_QUERY]);
+            b.extend_from_slice(sql.as_bytes());
+        });
+    }
+}
+
+/// Reads `n` OK/ERR answers; after a lost connection the rest are errors too.
+pub async fn answers(conn: &mut PooledConn, n: usize) -> Vec<Result<(), ProxyError>> {
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        if conn.broken {
+            out.push(Err(ProxyError::TxnRolledBack("connection lost".into())));
+            continue;
+        }
+        out.push(conn.read_ok().await.map(drop));
+    }
+    out
+}
