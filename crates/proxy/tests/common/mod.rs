@@ -354,4 +354,5 @@ impl Client {
         )
     }
 }
+pub mod shards;
 pub mod stmt;
