@@ -113,6 +113,15 @@ fn validate_server(c: &Config) -> Result<(), Problem> {
     if s.max_connections == 0 {
         return Err(invalid("server.max_connections", "must be at least 1", "raise it"));
     }
+    let plain_name =
+        |n: &str| !n.is_empty() && n.len() <= 64 && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    if !plain_name(&s.xa_database) {
+        return Err(invalid(
+            "server.xa_database",
+            format!("`{}` is not a plain database name", s.xa_database),
+            "use letters, digits and underscores (default \"tessera\")",
+        ));
+    }
     Ok(())
 }
 
@@ -290,6 +299,9 @@ fn validate_schemas_of(c: &Config) -> Result<(), Problem> {
     Ok(())
 }
 
+/// Groups holding shards name the coordinator in XA gtrids (64 bytes in all).
+const MAX_SHARD_GROUP_NAME: usize = 30;
+
 fn validate_shard_entries(c: &Config, key: &str, schema: &SchemaConfig) -> Result<(), Problem> {
     if schema.shards.is_empty() {
         return Err(invalid(
@@ -314,6 +326,13 @@ fn validate_shard_entries(c: &Config, key: &str, schema: &SchemaConfig) -> Resul
                 shard_key,
                 format!("unknown group `{group}` (configured groups: {})", known.join(", ")),
                 "use the name of a [[groups]] entry, or add that group",
+            ));
+        }
+        if group.len() > MAX_SHARD_GROUP_NAME {
+            return Err(invalid(
+                shard_key,
+                format!("group name `{group}` is longer than {MAX_SHARD_GROUP_NAME} bytes"),
+                "give groups holding shards a shorter name (it is part of XA transaction ids)",
             ));
         }
         if !seen.insert(entry.as_str()) {

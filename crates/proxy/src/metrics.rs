@@ -149,10 +149,34 @@ fn render_transactions(m: &Metrics, out: &mut String) {
         get(&m.xa_recovered_commit),
         get(&m.xa_recovered_rollback)
     );
-    line(out, "tessera_xa_rolled_back_total", "Two-phase transactions rolled back before their decision.", "counter", get(&m.xa_rolled_back));
-    line(out, "tessera_xa_left_to_recovery_total", "Branches a COMMIT decision left to recovery (server unreachable).", "counter", get(&m.xa_left_to_recovery));
-    line(out, "tessera_xa_in_doubt", "XA branches in doubt after the last recovery scan.", "gauge", get(&m.xa_in_doubt));
-    line(out, "tessera_xa_recovery_scans_total", "Completed recovery scans.", "counter", get(&m.xa_recovery_scans));
+    line(
+        out,
+        "tessera_xa_rolled_back_total",
+        "Two-phase transactions rolled back before their decision.",
+        "counter",
+        get(&m.xa_rolled_back),
+    );
+    line(
+        out,
+        "tessera_xa_left_to_recovery_total",
+        "Branches a COMMIT decision left to recovery (server unreachable).",
+        "counter",
+        get(&m.xa_left_to_recovery),
+    );
+    line(
+        out,
+        "tessera_xa_in_doubt",
+        "XA branches in doubt after the last recovery scan.",
+        "gauge",
+        get(&m.xa_in_doubt),
+    );
+    line(
+        out,
+        "tessera_xa_recovery_scans_total",
+        "Completed recovery scans.",
+        "counter",
+        get(&m.xa_recovery_scans),
+    );
 }
 
 fn render_pools(ctx: &Context, out: &mut String) {

@@ -252,3 +252,29 @@ async fn idle_sessions_give_back_connections_kept_for_one_statement() {
         assert_eq!(c.value("SELECT 'ok'").await.as_deref(), Some("ok"));
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_error_inside_a_transaction_keeps_the_transaction() {
+    let env = Env::start("", "max_size = 4").await;
+    let mut c = env.client_in_test().await;
+    c.query("CREATE TABLE err_in_txn (id INT PRIMARY KEY)")
+        .await
+        .expect("table");
+    c.query("INSERT INTO err_in_txn VALUES (1)").await.expect("row");
+    c.query("BEGIN").await.expect("begin");
+    c.query("INSERT INTO err_in_txn VALUES (2)").await.expect("in txn");
+    let e = c
+        .query("INSERT INTO err_in_txn VALUES (1)")
+        .await
+        .expect_err("duplicate");
+    assert_eq!(e.code, 1062);
+    c.query("INSERT INTO err_in_txn VALUES (3)")
+        .await
+        .expect("still in txn");
+    c.query("ROLLBACK").await.expect("rollback");
+    assert_eq!(
+        c.value("SELECT GROUP_CONCAT(id) FROM err_in_txn").await.as_deref(),
+        Some("1"),
+        "the rows written around the error were in the rolled back transaction"
+    );
+}

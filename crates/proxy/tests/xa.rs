@@ -39,7 +39,12 @@ fn total_orders(env: &ShardedEnv, filter: &str) -> u64 {
 
 fn in_doubt(env: &ShardedEnv) -> usize {
     (0..2)
-        .map(|s| env.on_server(s, "XA RECOVER").lines().filter(|l| l.contains("tsr:")).count())
+        .map(|s| {
+            env.on_server(s, "XA RECOVER")
+                .lines()
+                .filter(|l| l.contains("tsr:"))
+                .count()
+        })
         .sum()
 }
 
@@ -70,7 +75,9 @@ async fn commits_are_one_phase_for_one_written_shard_and_two_phase_for_more() {
     // One shard written, another read: still one phase.
     c.query("BEGIN").await.expect("begin");
     c.query(&ins(2, a)).await.expect("insert");
-    c.query(&format!("SELECT * FROM orders WHERE customer_id = {b}")).await.expect("read");
+    c.query(&format!("SELECT * FROM orders WHERE customer_id = {b}"))
+        .await
+        .expect("read");
     c.query("COMMIT").await.expect("commit");
     assert_eq!(commits(&env), (before.0 + 2, before.1));
 
@@ -80,8 +87,14 @@ async fn commits_are_one_phase_for_one_written_shard_and_two_phase_for_more() {
     c.query(&ins(4, b)).await.expect("insert b");
     c.query("COMMIT").await.expect("commit");
     assert_eq!(commits(&env), (before.0 + 2, before.1 + 1));
-    assert_eq!(env.on_shard(crc32_shard(a), "SELECT COUNT(*) FROM orders WHERE id = 3"), "1");
-    assert_eq!(env.on_shard(crc32_shard(b), "SELECT COUNT(*) FROM orders WHERE id = 4"), "1");
+    assert_eq!(
+        env.on_shard(crc32_shard(a), "SELECT COUNT(*) FROM orders WHERE id = 3"),
+        "1"
+    );
+    assert_eq!(
+        env.on_shard(crc32_shard(b), "SELECT COUNT(*) FROM orders WHERE id = 4"),
+        "1"
+    );
     assert_eq!(
         env.on_server(0, "SELECT outcome FROM tessera.xa_decisions"),
         "commit",
@@ -107,7 +120,9 @@ async fn commits_are_one_phase_for_one_written_shard_and_two_phase_for_more() {
 
     // A duplicate on the second shard undoes the first shard's row too.
     let e = c
-        .query(&format!("INSERT INTO orders (id, customer_id) VALUES (9, {a}), (4, {b})"))
+        .query(&format!(
+            "INSERT INTO orders (id, customer_id) VALUES (9, {a}), (4, {b})"
+        ))
         .await
         .expect_err("duplicate key");
     assert_eq!(e.code, 1062);
@@ -120,8 +135,12 @@ async fn commits_are_one_phase_for_one_written_shard_and_two_phase_for_more() {
         .await
         .expect("prepare");
     c.query("BEGIN").await.expect("begin");
-    c.execute(id, &[Some("10"), Some(&a.to_string())]).await.expect("exec a");
-    c.execute(id, &[Some("11"), Some(&b.to_string())]).await.expect("exec b");
+    c.execute(id, &[Some("10"), Some(&a.to_string())])
+        .await
+        .expect("exec a");
+    c.execute(id, &[Some("11"), Some(&b.to_string())])
+        .await
+        .expect("exec b");
     c.query("COMMIT").await.expect("commit");
     assert_eq!(commits(&env).1, before.1 + 3);
     assert_eq!(total_orders(&env, "id IN (10, 11)"), 2);
@@ -135,7 +154,9 @@ async fn a_deadlock_in_a_transaction_across_shards_rolls_back_every_branch() {
     let (p, q) = (key_where(1, |s| s == 1), key_where(100, |s| s == 1));
     for (id, k) in [(1, x), (2, p), (3, q)] {
         setup
-            .query(&format!("INSERT INTO orders (id, customer_id, note) VALUES ({id}, {k}, 'old')"))
+            .query(&format!(
+                "INSERT INTO orders (id, customer_id, note) VALUES ({id}, {k}, 'old')"
+            ))
             .await
             .expect("row");
     }
@@ -143,12 +164,20 @@ async fn a_deadlock_in_a_transaction_across_shards_rolls_back_every_branch() {
     let mut c2 = env.client().await;
     // c1 holds shard 3 (its coordinator) and row p on shard 1; c2 holds row q on shard 1.
     c1.query("BEGIN").await.expect("begin");
-    c1.query(&format!("UPDATE orders SET note = 'c1' WHERE customer_id = {x}")).await.expect("x");
-    c1.query(&format!("UPDATE orders SET note = 'c1' WHERE customer_id = {p}")).await.expect("p");
+    c1.query(&format!("UPDATE orders SET note = 'c1' WHERE customer_id = {x}"))
+        .await
+        .expect("x");
+    c1.query(&format!("UPDATE orders SET note = 'c1' WHERE customer_id = {p}"))
+        .await
+        .expect("p");
     c2.query("BEGIN").await.expect("begin");
-    c2.query(&format!("UPDATE orders SET note = 'c2' WHERE customer_id = {q}")).await.expect("q");
+    c2.query(&format!("UPDATE orders SET note = 'c2' WHERE customer_id = {q}"))
+        .await
+        .expect("q");
     let blocked = tokio::spawn(async move {
-        let r = c1.query(&format!("UPDATE orders SET note = 'c1' WHERE customer_id = {q}")).await;
+        let r = c1
+            .query(&format!("UPDATE orders SET note = 'c1' WHERE customer_id = {q}"))
+            .await;
         (c1, r)
     });
     // Wait until c1's update waits for c2's lock, then close the cycle.
@@ -156,22 +185,36 @@ async fn a_deadlock_in_a_transaction_across_shards_rolls_back_every_branch() {
         env.on_server(0, "SELECT COUNT(*) FROM information_schema.INNODB_LOCK_WAITS") != "0"
     })
     .await;
-    let r2 = c2.query(&format!("UPDATE orders SET note = 'c2' WHERE customer_id = {p}")).await;
+    let r2 = c2
+        .query(&format!("UPDATE orders SET note = 'c2' WHERE customer_id = {p}"))
+        .await;
     let (mut c1, r1) = blocked.await.expect("task");
     let codes = (r1.as_ref().err().map(|e| e.code), r2.as_ref().err().map(|e| e.code));
     match codes {
         (Some(code), None) => {
             assert!(code == 1213 || code == 1205, "c1 failed with {code}");
             // c1's whole transaction is gone, also on its coordinator shard.
-            assert_eq!(env.on_shard(3, &format!("SELECT note FROM orders WHERE customer_id = {x}")), "old");
+            assert_eq!(
+                env.on_shard(3, &format!("SELECT note FROM orders WHERE customer_id = {x}")),
+                "old"
+            );
             c2.query("COMMIT").await.expect("c2 commits");
             c1.query("COMMIT").await.expect("nothing to commit");
-            assert_eq!(env.on_shard(1, &format!("SELECT note FROM orders WHERE customer_id = {p}")), "c2");
+            assert_eq!(
+                env.on_shard(1, &format!("SELECT note FROM orders WHERE customer_id = {p}")),
+                "c2"
+            );
         }
         (None, Some(1213)) => {
             c1.query("COMMIT").await.expect("c1 commits");
-            assert_eq!(env.on_shard(3, &format!("SELECT note FROM orders WHERE customer_id = {x}")), "c1");
-            assert_eq!(env.on_shard(1, &format!("SELECT note FROM orders WHERE customer_id = {q}")), "c1");
+            assert_eq!(
+                env.on_shard(3, &format!("SELECT note FROM orders WHERE customer_id = {x}")),
+                "c1"
+            );
+            assert_eq!(
+                env.on_shard(1, &format!("SELECT note FROM orders WHERE customer_id = {q}")),
+                "c1"
+            );
         }
         other => panic!("expected exactly one victim, got {other:?}"),
     }
@@ -196,7 +239,10 @@ async fn recovery_commits_what_the_log_decided_and_rolls_back_the_rest() {
             ),
         );
     }
-    env.on_server(0, "INSERT INTO tessera.xa_decisions (gtrid, outcome) VALUES ('tsr:0000dead:1@g0', 'commit')");
+    env.on_server(
+        0,
+        "INSERT INTO tessera.xa_decisions (gtrid, outcome) VALUES ('tsr:0000dead:1@g0', 'commit')",
+    );
     let m = &env.proxy.ctx.metrics;
     wait_for("both branches resolved", || {
         m.xa_recovered_commit.load(Ordering::Relaxed) >= 1 && m.xa_recovered_rollback.load(Ordering::Relaxed) >= 1
@@ -205,7 +251,10 @@ async fn recovery_commits_what_the_log_decided_and_rolls_back_the_rest() {
     assert_eq!(env.on_shard(2, "SELECT GROUP_CONCAT(id) FROM orders"), "101");
     assert_eq!(in_doubt(&env), 0);
     assert_eq!(
-        env.on_server(0, "SELECT outcome FROM tessera.xa_decisions WHERE gtrid = 'tsr:0000dead:2@g0'"),
+        env.on_server(
+            0,
+            "SELECT outcome FROM tessera.xa_decisions WHERE gtrid = 'tsr:0000dead:2@g0'"
+        ),
         "rollback",
         "the rollback was decided (fenced) before it was applied"
     );
@@ -223,8 +272,12 @@ async fn the_clients_own_xa_stays_on_one_shard() {
     let a2 = key_where(a + 1, |s| s == 1);
     let b = key_where(1, |s| s == 2);
     c.query("XA START 'app1'").await.expect("xa start");
-    c.query(&format!("INSERT INTO orders (id, customer_id) VALUES (1, {a})")).await.expect("first statement picks the shard");
-    c.query(&format!("INSERT INTO orders (id, customer_id) VALUES (2, {a2})")).await.expect("same shard");
+    c.query(&format!("INSERT INTO orders (id, customer_id) VALUES (1, {a})"))
+        .await
+        .expect("first statement picks the shard");
+    c.query(&format!("INSERT INTO orders (id, customer_id) VALUES (2, {a2})"))
+        .await
+        .expect("same shard");
     let e = c
         .query(&format!("INSERT INTO orders (id, customer_id) VALUES (3, {b})"))
         .await
@@ -235,7 +288,10 @@ async fn the_clients_own_xa_stays_on_one_shard() {
     drop(c);
     // A prepared XA transaction is committed from another connection: Tessera finds its shard.
     let mut other = env.client().await;
-    other.query("XA COMMIT 'app1'").await.expect("commit from another connection");
+    other
+        .query("XA COMMIT 'app1'")
+        .await
+        .expect("commit from another connection");
     assert_eq!(total_orders(&env, "id IN (1, 2)"), 2);
     let e = other.query("XA COMMIT 'nobody'").await.expect_err("unknown xid");
     assert_eq!(e.code, 1397);

@@ -80,7 +80,11 @@ where
 {
     backend.response_started = false;
     // An error answer carries no status: the transaction state stays what it was.
-    let status = if backend.in_transaction { SERVER_STATUS_IN_TRANS } else { 0 };
+    let status = if backend.in_transaction {
+        SERVER_STATUS_IN_TRANS
+    } else {
+        0
+    };
     let mut f = Forwarder {
         backend,
         client,

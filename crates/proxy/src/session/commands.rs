@@ -163,6 +163,15 @@ impl Session {
     }
 
     async fn reset_session_state(&mut self) {
+        // A reset rolls back the open transaction on every shard, as MariaDB rolls back its own.
+        if self.txn.is_open() {
+            self.abort_sharded_txn().await;
+        }
+        for (_, mut conn) in std::mem::take(&mut self.shard_held) {
+            conn.broken |= conn.in_transaction;
+        }
+        self.client_xa = None;
+        self.client_xa_shard = None;
         if let Some(mut conn) = self.held.take() {
             if conn.reset().await.is_err() {
                 conn.broken = true;

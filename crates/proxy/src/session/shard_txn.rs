@@ -17,19 +17,31 @@ use tessera_sql::{Classification, Flags, StatementKind};
 pub fn may_write(class: &Classification) -> bool {
     class.kind.writes()
         || class.flags.contains(Flags::WRITES)
-        || matches!(class.kind, StatementKind::Other | StatementKind::Execute | StatementKind::Do)
+        || matches!(
+            class.kind,
+            StatementKind::Other | StatementKind::Execute | StatementKind::Do
+        )
 }
 
 impl Session {
     /// Opens the transaction's branch on a shard's new connection: the client's BEGIN on the
     /// first shard, XA START on the others.
-    pub async fn open_branch(&mut self, schema: &ShardedSchema, shard: usize, conn: &mut PooledConn) -> Result<(), ProxyError> {
+    pub async fn open_branch(
+        &mut self,
+        schema: &ShardedSchema,
+        shard: usize,
+        conn: &mut PooledConn,
+    ) -> Result<(), ProxyError> {
         if let Some(xa) = self.client_xa.clone() {
             return self.open_client_xa(shard, conn, &xa).await;
         }
         let first = self.txn.coordinator.is_none() && self.txn.branches.is_empty();
         if first {
-            let begin = self.txn.pending_begin.take().unwrap_or_else(|| "START TRANSACTION".into());
+            let begin = self
+                .txn
+                .pending_begin
+                .take()
+                .unwrap_or_else(|| "START TRANSACTION".into());
             conn.simple_command(&begin).await?;
             self.txn.coordinator = Some(shard);
         } else {
@@ -64,7 +76,11 @@ impl Session {
         error: Option<u16>,
     ) -> Result<(), ProxyError> {
         let held_in_txn = self.held.as_ref().is_some_and(|c| c.in_transaction);
-        if held_in_txn && self.txn.coordinator.is_none() && !self.txn.branches.contains_key(&shard) && self.client_xa.is_none() {
+        if held_in_txn
+            && self.txn.coordinator.is_none()
+            && !self.txn.branches.contains_key(&shard)
+            && self.client_xa.is_none()
+        {
             self.txn.coordinator = Some(shard);
         }
         if self.txn.coordinator.is_some() || self.txn.branches.contains_key(&shard) {
@@ -78,7 +94,12 @@ impl Session {
         }
         if let Some(code) = error {
             if self.txn.spans_shards() && (code == 1213 || code == 1205) {
-                tracing::info!(session = self.id, code, shard, "a branch failed; rolling back the transaction on every shard");
+                tracing::info!(
+                    session = self.id,
+                    code,
+                    shard,
+                    "a branch failed; rolling back the transaction on every shard"
+                );
                 self.abort_sharded_txn().await;
             }
         }
@@ -140,10 +161,14 @@ impl Session {
             // A branch's connection is gone: its work is lost, so nothing may commit.
             commit::rollback(&mut branches).await;
             self.release_branches(branches);
-            return Err(ProxyError::TxnRolledBack("a shard's connection was lost during the transaction".into()));
+            return Err(ProxyError::TxnRolledBack(
+                "a shard's connection was lost during the transaction".into(),
+            ));
         }
         let result = if commit {
-            commit::commit(&self.ctx, gtrid.as_deref(), &mut branches).await.map(drop)
+            commit::commit(&self.ctx, gtrid.as_deref(), &mut branches)
+                .await
+                .map(drop)
         } else {
             commit::rollback(&mut branches).await;
             Ok(())
@@ -202,9 +227,15 @@ impl Session {
             Some("end") | Some("prepare") | Some("commit") | Some("rollback") if self.client_xa.is_some() => {
                 // XA START never reached a shard: nothing ran in the XA transaction.
                 self.client_xa = None;
-                Err(ProxyError::Backend(ErrPacket::new(1397, "XAE04", "XAER_NOTA: Unknown XID")))
+                Err(ProxyError::Backend(ErrPacket::new(
+                    1397,
+                    "XAE04",
+                    "XAER_NOTA: Unknown XID",
+                )))
             }
-            Some("commit") | Some("rollback") if !self.pins.in_xa() => self.xa_on_the_shard_that_knows(schema, sql).await.map(Some),
+            Some("commit") | Some("rollback") if !self.pins.in_xa() => {
+                self.xa_on_the_shard_that_knows(schema, sql).await.map(Some)
+            }
             _ => Ok(None),
         }
     }
@@ -250,12 +281,41 @@ impl Session {
     }
 }
 
+/// `SET [SESSION] autocommit = 1|ON|TRUE` (alone or among other assignments).
+pub fn sets_autocommit_on(sql: &str) -> bool {
+    let words: Vec<String> = tessera_sql::Lexer::new(sql)
+        .filter(|t| t.is_significant())
+        .map(|t| t.text.trim_start_matches("@@").to_ascii_lowercase())
+        .collect();
+    words.windows(3).any(|w| {
+        (w[0] == "autocommit" || w[0].ends_with(".autocommit"))
+            && (w[1] == "=" || w[1] == ":=")
+            && matches!(w[2].as_str(), "1" | "on" | "true")
+    })
+}
+
 fn and_chain(sql: &str) -> bool {
     let words: Vec<String> = tessera_sql::Lexer::new(sql)
         .filter(|t| t.is_significant())
         .map(|t| t.text.to_ascii_lowercase())
         .collect();
     words.windows(2).any(|w| w[0] == "and" && w[1] == "chain") && !words.iter().any(|w| w == "no")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn autocommit_on_and_chain_are_recognised() {
+        assert!(sets_autocommit_on("SET autocommit = 1"));
+        assert!(sets_autocommit_on("set @@session.autocommit=ON"));
+        assert!(sets_autocommit_on("SET sql_mode = '', autocommit = true"));
+        assert!(!sets_autocommit_on("SET autocommit = 0"));
+        assert!(and_chain("COMMIT AND CHAIN"));
+        assert!(!and_chain("COMMIT AND NO CHAIN"));
+        assert!(!and_chain("ROLLBACK"));
+    }
 }
 
 fn xa_outside() -> ProxyError {

@@ -157,6 +157,10 @@ impl Session {
             StatementKind::Begin | StatementKind::StartTransactionReadOnly if !self.pins.in_xa() => {
                 return self.client_begins_txn(sql).await
             }
+            StatementKind::Set(_) if self.txn.is_open() && super::shard_txn::sets_autocommit_on(sql) => {
+                // Switching autocommit on commits the open transaction, as on one server.
+                self.end_sharded_txn(true).await?;
+            }
             StatementKind::Commit if !self.pins.in_xa() => return self.client_ends_txn(sql, true).await,
             StatementKind::Rollback if !self.pins.in_xa() => return self.client_ends_txn(sql, false).await,
             StatementKind::Xa => {
@@ -358,7 +362,9 @@ impl Session {
             self.txn.pending_begin = Some("START TRANSACTION".into());
         }
         let mut sum = Summed::default();
-        let result = self.write_each_shard(schema, &per_shard, replicated, implicit, &mut sum).await;
+        let result = self
+            .write_each_shard(schema, &per_shard, replicated, implicit, &mut sum)
+            .await;
         match (result, implicit) {
             (Ok(()), true) => self.end_sharded_txn(true).await?,
             (Ok(()), false) => {}
@@ -428,7 +434,13 @@ impl Session {
 
     /// Undoes a failed statement on several shards: the whole transaction when the failure
     /// ends it (a lost shard, a deadlock, a lock wait), else back to the statement's savepoint.
-    async fn statement_failed(&mut self, schema: &ShardedSchema, done: &[usize], implicit: bool, e: ProxyError) -> ProxyError {
+    async fn statement_failed(
+        &mut self,
+        schema: &ShardedSchema,
+        done: &[usize],
+        implicit: bool,
+        e: ProxyError,
+    ) -> ProxyError {
         let ends_txn = match &e {
             ProxyError::Backend(p) => p.code == 1213 || p.code == 1205,
             _ => true,
@@ -445,7 +457,11 @@ impl Session {
         }
         for shard in done {
             if let Ok(mut conn) = self.shard_conn(schema, *shard).await {
-                if conn.simple_command("ROLLBACK TO SAVEPOINT tessera_statement").await.is_err() {
+                if conn
+                    .simple_command("ROLLBACK TO SAVEPOINT tessera_statement")
+                    .await
+                    .is_err()
+                {
                     conn.broken = true;
                 }
                 self.park_shard(*shard, conn, true);
@@ -1044,7 +1060,12 @@ impl Session {
     }
 
     /// Starts a shard's transaction and its LOAD DATA LOCAL (which asks for the file).
-    async fn open_shard_load(&mut self, conn: &mut PooledConn, begin: Option<&str>, sql: &str) -> Result<(), ProxyError> {
+    async fn open_shard_load(
+        &mut self,
+        conn: &mut PooledConn,
+        begin: Option<&str>,
+        sql: &str,
+    ) -> Result<(), ProxyError> {
         if let Some(begin) = begin {
             conn.simple_command(begin).await?;
         }
@@ -1162,7 +1183,13 @@ impl Session {
     /// client's transaction).
     async fn undo_shard_loads(&mut self, conns: Vec<(usize, PooledConn)>, implicit: bool, e: ProxyError) -> ProxyError {
         for (shard, mut conn) in conns {
-            if !implicit && !conn.broken && conn.simple_command("ROLLBACK TO SAVEPOINT tessera_statement").await.is_err() {
+            if !implicit
+                && !conn.broken
+                && conn
+                    .simple_command("ROLLBACK TO SAVEPOINT tessera_statement")
+                    .await
+                    .is_err()
+            {
                 conn.broken = true;
             }
             self.park_shard(shard, conn, true);

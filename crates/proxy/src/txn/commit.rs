@@ -52,7 +52,10 @@ pub async fn rollback(branches: &mut [Branch]) {
     for b in branches.iter_mut() {
         match &b.xid {
             None => send(&mut b.conn, &["ROLLBACK"]),
-            Some(x) => send(&mut b.conn, &[&format!("XA END {}", x.sql()), &format!("XA ROLLBACK {}", x.sql())]),
+            Some(x) => send(
+                &mut b.conn,
+                &[&format!("XA END {}", x.sql()), &format!("XA ROLLBACK {}", x.sql())],
+            ),
         }
         if b.conn.flush().await.is_err() {
             b.conn.broken = true;
@@ -82,7 +85,10 @@ async fn one_phase(branches: &mut [Branch]) -> Result<Protocol, ProxyError> {
             None => send(&mut b.conn, &["COMMIT"]),
             Some(x) => send(
                 &mut b.conn,
-                &[&format!("XA END {}", x.sql()), &format!("XA COMMIT {} ONE PHASE", x.sql())],
+                &[
+                    &format!("XA END {}", x.sql()),
+                    &format!("XA COMMIT {} ONE PHASE", x.sql()),
+                ],
             ),
         }
         if let Err(e) = b.conn.flush().await {
@@ -120,7 +126,9 @@ async fn two_phase(ctx: &Context, gtrid: &str, branches: &mut [Branch]) -> Resul
     ctx.failpoints.hit("xa.after_prepare").await;
     let decided = match branches.iter_mut().find(|b| b.xid.is_none()) {
         Some(coordinator) => commit_coordinator(&mut coordinator.conn).await,
-        None => Err(ProxyError::TxnRolledBack("the transaction's first shard was lost".into())),
+        None => Err(ProxyError::TxnRolledBack(
+            "the transaction's first shard was lost".into(),
+        )),
     };
     match decided {
         Ok(()) => {}
@@ -144,7 +152,10 @@ async fn prepare_with_decision(
         let sqls = match (&b.xid, b.wrote) {
             (None, _) => vec![record.clone()],
             (Some(x), true) => vec![format!("XA END {}", x.sql()), format!("XA PREPARE {}", x.sql())],
-            (Some(x), false) => vec![format!("XA END {}", x.sql()), format!("XA COMMIT {} ONE PHASE", x.sql())],
+            (Some(x), false) => vec![
+                format!("XA END {}", x.sql()),
+                format!("XA COMMIT {} ONE PHASE", x.sql()),
+            ],
         };
         let refs: Vec<&str> = sqls.iter().map(String::as_str).collect();
         send(&mut b.conn, &refs);
@@ -235,7 +246,9 @@ async fn settle_undecided(
         }
         Outcome::Rollback => {
             Metrics::inc(&ctx.metrics.xa_rolled_back);
-            Err(ProxyError::TxnRolledBack(format!("COMMIT failed on the first shard: {e}")))
+            Err(ProxyError::TxnRolledBack(format!(
+                "COMMIT failed on the first shard: {e}"
+            )))
         }
     }
 }

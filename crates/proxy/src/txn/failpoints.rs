@@ -92,7 +92,9 @@ fn parse_action(text: &str) -> Result<Action, String> {
             .map_err(|_| format!("failpoint action `{text}`: delay(MS) needs a number"))?;
         return Ok(Action::Delay(Duration::from_millis(ms)));
     }
-    Err(format!("failpoint action `{text}`: expected abort, abort@N or delay(MS)"))
+    Err(format!(
+        "failpoint action `{text}`: expected abort, abort@N or delay(MS)"
+    ))
 }
 
 #[cfg(test)]
@@ -103,7 +105,10 @@ mod tests {
     fn actions_parse_and_bad_ones_are_refused() {
         let f = Failpoints::parse("xa.after_prepare=abort@3, xa.after_decision=delay(20)").expect("valid");
         assert_eq!(f.points["xa.after_prepare"].0, Action::Abort { at: 3 });
-        assert_eq!(f.points["xa.after_decision"].0, Action::Delay(Duration::from_millis(20)));
+        assert_eq!(
+            f.points["xa.after_decision"].0,
+            Action::Delay(Duration::from_millis(20))
+        );
         assert!(Failpoints::parse("xa.nowhere=abort").is_err());
         assert!(Failpoints::parse("xa.after_prepare=explode").is_err());
         assert!(Failpoints::parse("xa.after_prepare=abort@0").is_err());

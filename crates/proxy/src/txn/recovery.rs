@@ -33,6 +33,12 @@ pub fn spawn(ctx: &Arc<Context>) {
     if ctx.topology.schemas.is_empty() {
         return;
     }
+    tracing::info!(
+        instance = format!("{:08x}", ctx.instance),
+        pid = std::process::id(),
+        "XA transaction ids of this process start with tsr:{:08x}:",
+        ctx.instance
+    );
     tokio::spawn(run(ctx.clone()));
 }
 
@@ -105,7 +111,9 @@ async fn scan(ctx: &Context, memory: &mut Memory) {
 }
 
 fn group_name(ctx: &Context, group: usize) -> String {
-    ctx.groups.get(group).map_or_else(|| group.to_string(), |g| g.name.clone())
+    ctx.groups
+        .get(group)
+        .map_or_else(|| group.to_string(), |g| g.name.clone())
 }
 
 /// Tessera's prepared branches on one group's primary (creating the log table there first).
@@ -141,7 +149,9 @@ async fn decisions_for(ctx: &Context, db: &str, found: &[Found]) -> HashMap<Stri
         };
         match result {
             Ok(rows) => out.extend(rows),
-            Err(e) => tracing::warn!(group = %group_name(ctx, group), error = %e, "xa recovery: decision log unreachable"),
+            Err(e) => {
+                tracing::warn!(group = %group_name(ctx, group), error = %e, "xa recovery: decision log unreachable")
+            }
         }
     }
     out

@@ -93,7 +93,10 @@ mod tests {
         assert_eq!(xid.sql(), "'tsr:00000001:7@g0','shop_1',29811");
         assert!(Xid::from_recovered(1, 17, 6, data).is_none(), "another formatID");
         assert!(Xid::from_recovered(29811, 3, 1, b"abcd").is_none(), "another prefix");
-        assert!(Xid::from_recovered(29811, 30, 6, data).is_none(), "lengths beyond the data");
+        assert!(
+            Xid::from_recovered(29811, 30, 6, data).is_none(),
+            "lengths beyond the data"
+        );
     }
 
     #[test]

@@ -79,7 +79,12 @@ impl ShardedEnv {
 
     /// `sql` run directly on server `i`.
     pub fn on_server(&self, i: usize, sql: &str) -> String {
-        self.sandbox.server(i).sql(sql).expect("server query").trim().to_string()
+        self.sandbox
+            .server(i)
+            .sql(sql)
+            .expect("server query")
+            .trim()
+            .to_string()
     }
 }
 
@@ -89,7 +94,11 @@ pub fn crc32_shard(k: i64) -> usize {
     for b in k.to_string().bytes() {
         crc ^= u32::from(b);
         for _ in 0..8 {
-            crc = if crc & 1 != 0 { (crc >> 1) ^ 0xedb8_8320 } else { crc >> 1 };
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ 0xedb8_8320
+            } else {
+                crc >> 1
+            };
         }
     }
     (!crc % 4) as usize
