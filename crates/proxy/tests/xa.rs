@@ -144,6 +144,19 @@ async fn commits_are_one_phase_for_one_written_shard_and_two_phase_for_more() {
     c.query("COMMIT").await.expect("commit");
     assert_eq!(commits(&env).1, before.1 + 3);
     assert_eq!(total_orders(&env, "id IN (10, 11)"), 2);
+
+    // With autocommit off every statement is in a transaction, across shards too.
+    c.query("SET autocommit = 0").await.expect("autocommit off");
+    c.query(&ins(12, a)).await.expect("insert a");
+    c.query(&ins(13, b)).await.expect("insert b");
+    c.query("ROLLBACK").await.expect("rollback");
+    assert_eq!(total_orders(&env, "id IN (12, 13)"), 0);
+    c.query(&ins(14, a)).await.expect("insert a");
+    c.query(&ins(15, b)).await.expect("insert b");
+    c.query("SET autocommit = 1").await.expect("commits");
+    assert_eq!(commits(&env).1, before.1 + 4);
+    assert_eq!(total_orders(&env, "id IN (14, 15)"), 2);
+    assert_eq!(in_doubt(&env), 0);
 }
 
 #[tokio::test(flavor = "multi_thread")]

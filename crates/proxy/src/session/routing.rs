@@ -81,7 +81,7 @@ impl Session {
 
     /// Whether the session runs in autocommit mode (without it, every statement opens or
     /// continues a transaction, which must stay on the primary).
-    fn autocommit(&self) -> bool {
+    pub fn autocommit(&self) -> bool {
         self.state
             .vars
             .get("autocommit")

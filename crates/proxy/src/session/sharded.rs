@@ -270,7 +270,7 @@ impl Session {
         }
         self.held = self.shard_held.remove(&shard);
         self.held_shard = Some(shard);
-        if self.held.is_none() && (self.sharded_transaction_open() || self.client_xa.is_some()) {
+        if self.held.is_none() && self.branch_needed() {
             let conn = self.shard_conn(schema, shard).await?;
             self.held = Some(conn);
         }
@@ -287,6 +287,12 @@ impl Session {
         }
         self.held = self.shard_held.remove(&shard);
         self.held_shard = Some(shard);
+    }
+
+    /// Whether a shard touched now joins a transaction: one is open, the client's XA waits for
+    /// its shard, or autocommit is off (every statement is in a transaction).
+    pub fn branch_needed(&self) -> bool {
+        self.sharded_transaction_open() || self.client_xa.is_some() || !self.autocommit()
     }
 
     /// Whether the session has a transaction open on a sharded schema (begun, or holding a
@@ -356,7 +362,7 @@ impl Session {
         insert_id: Option<i128>,
         replicated: bool,
     ) -> Result<Next, ProxyError> {
-        let implicit = !self.sharded_transaction_open();
+        let implicit = !self.sharded_transaction_open() && self.autocommit();
         if implicit {
             // An autocommit statement on several shards is a transaction of its own.
             self.txn.pending_begin = Some("START TRANSACTION".into());
@@ -485,7 +491,7 @@ impl Session {
         let result = self.acquire_fresh(Target::primary(s.group)).await;
         self.target_schema = None;
         let mut conn = result?;
-        if (self.sharded_transaction_open() || self.client_xa.is_some()) && !conn.in_transaction {
+        if self.branch_needed() && !conn.in_transaction {
             self.open_branch(schema, shard, &mut conn).await?;
         }
         Ok(conn)
@@ -1006,7 +1012,7 @@ impl Session {
             .position(|c| c.eq_ignore_ascii_case(key))
             .ok_or_else(|| unsupported("LOAD DATA that does not read the shard key from the file"))?;
         let name = file_name(sql).ok_or_else(|| unsupported("LOAD DATA without a file name"))?;
-        let implicit = !self.sharded_transaction_open();
+        let implicit = !self.sharded_transaction_open() && self.autocommit();
         if implicit {
             // An autocommit LOAD DATA is a transaction of its own across the shards.
             self.txn.pending_begin = Some("START TRANSACTION".into());
