@@ -71,6 +71,11 @@ pub enum ProxyError {
     TxnOutcomeUnknown(String),
 }
 
+/// A backend connection was lost during the statement ("Got an error reading communication packets").
+pub const ER_NET_READ_ERROR: u16 = 1158;
+/// The backend cannot be reached ("Unable to connect to foreign data source").
+pub const ER_CONNECT_TO_FOREIGN_DATA_SOURCE: u16 = 1429;
+
 impl ProxyError {
     /// The ERR packet a client receives for this error.
     pub fn to_err_packet(&self) -> ErrPacket {
@@ -78,8 +83,10 @@ impl ProxyError {
             ProxyError::Backend(e) | ProxyError::StateSync(e) => return self.backend_packet(e),
             ProxyError::Client(ProtocolError::PacketTooLarge { .. }) | ProxyError::PacketTooLarge => (1153, "08S01"),
             ProxyError::Client(_) | ProxyError::BadHandshake => (1043, "08S01"),
-            ProxyError::LostBackend { .. } => (2013, "HY000"),
-            ProxyError::BackendUnavailable { .. } => (2003, "HY000"),
+            // Client-range numbers (2000-2999) in a server's ERR packet are refused by
+            // libmariadb as a malformed packet: Tessera answers with server errors.
+            ProxyError::LostBackend { .. } => (ER_NET_READ_ERROR, "08S01"),
+            ProxyError::BackendUnavailable { .. } => (ER_CONNECT_TO_FOREIGN_DATA_SOURCE, "HY000"),
             ProxyError::CheckoutTimeout { .. } | ProxyError::TooManyConnections => (1040, "08004"),
             ProxyError::AccessDenied { .. } => (1045, "28000"),
             ProxyError::UnknownStatement { .. } => (1243, "HY000"),

@@ -42,7 +42,7 @@ async fn metrics_and_health() {
     assert!(get(admin, "/nope").await.starts_with("HTTP/1.1 404"));
     env.sandbox.server_mut(0).kill().expect("kill backend");
     let mut other = env.client().await;
-    // The first query may find an idle connection that died with the server (error 2013);
+    // The first query may find an idle connection that died with the server (error 1158);
     // the next one needs a new connection, whose failure marks the server down.
     let _ = other.query("SELECT 1").await;
     let _ = other.query("SELECT 1").await;

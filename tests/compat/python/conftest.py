@@ -182,7 +182,7 @@ READ_TIMEOUT = 30
 # Driver errors that mean "the connection is gone" (connector: -1 "MySQL Connection not
 # available", PyMySQL: 0 on a closed connection; 1927 Connection was killed; 2006/2013/2055
 # server gone / lost connection).
-CONNECTION_LOST = {-1, 0, 1927, 2006, 2013, 2055}
+CONNECTION_LOST = {-1, 0, 1158, 1927, 2006, 2013, 2055}
 
 
 def app(second=False):
