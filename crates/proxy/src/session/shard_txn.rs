@@ -302,6 +302,14 @@ fn and_chain(sql: &str) -> bool {
     words.windows(2).any(|w| w[0] == "and" && w[1] == "chain") && !words.iter().any(|w| w == "no")
 }
 
+fn xa_outside() -> ProxyError {
+    ProxyError::Backend(ErrPacket::new(
+        1400,
+        "XAE09",
+        "XAER_OUTSIDE: Some work is done outside global transaction",
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -316,12 +324,4 @@ mod tests {
         assert!(!and_chain("COMMIT AND NO CHAIN"));
         assert!(!and_chain("ROLLBACK"));
     }
-}
-
-fn xa_outside() -> ProxyError {
-    ProxyError::Backend(ErrPacket::new(
-        1400,
-        "XAE09",
-        "XAER_OUTSIDE: Some work is done outside global transaction",
-    ))
 }
