@@ -72,6 +72,16 @@ async fn commits_are_one_phase_for_one_written_shard_and_two_phase_for_more() {
     c.query("COMMIT").await.expect("commit");
     assert_eq!(commits(&env), (before.0 + 1, before.1));
 
+    // The next transaction starting on the shard the last one ended on is a transaction too.
+    c.query("BEGIN").await.expect("begin");
+    c.query(&ins(100, a)).await.expect("insert on the same shard");
+    c.query("ROLLBACK").await.expect("rollback");
+    assert_eq!(
+        total_orders(&env, "id = 100"),
+        0,
+        "the insert was inside the transaction"
+    );
+
     // One shard written, another read: still one phase.
     c.query("BEGIN").await.expect("begin");
     c.query(&ins(2, a)).await.expect("insert");

@@ -262,18 +262,21 @@ impl Session {
     /// Makes `held` the connection of `shard` (parking another shard's in `shard_held`), and
     /// opens the client's transaction there when it has one open elsewhere.
     pub async fn bind_shard(&mut self, schema: &ShardedSchema, shard: usize) -> Result<(), ProxyError> {
-        if self.held_shard == Some(shard) {
+        self.bind_shard_idle(shard);
+        if !self.branch_needed() {
             return Ok(());
         }
-        if let (Some(conn), Some(prev)) = (self.held.take(), self.held_shard) {
-            self.shard_held.insert(prev, conn);
-        }
-        self.held = self.shard_held.remove(&shard);
-        self.held_shard = Some(shard);
-        if self.held.is_none() && self.branch_needed() {
-            let conn = self.shard_conn(schema, shard).await?;
-            self.held = Some(conn);
-        }
+        // A connection kept for this shard outside the transaction (a pin) joins it first.
+        let conn = match self.held.take() {
+            Some(mut conn) => {
+                if !conn.in_transaction {
+                    self.open_branch(schema, shard, &mut conn).await?;
+                }
+                conn
+            }
+            None => self.shard_conn(schema, shard).await?,
+        };
+        self.held = Some(conn);
         Ok(())
     }
 
@@ -283,7 +286,10 @@ impl Session {
             return;
         }
         if let (Some(conn), Some(prev)) = (self.held.take(), self.held_shard) {
-            self.shard_held.insert(prev, conn);
+            // Kept while it holds a transaction or long-lived session state; else given back.
+            if conn.in_transaction || (self.pins.is_pinned() && !self.pins.only_short_lived()) {
+                self.shard_held.insert(prev, conn);
+            }
         }
         self.held = self.shard_held.remove(&shard);
         self.held_shard = Some(shard);
@@ -478,19 +484,19 @@ impl Session {
 
     /// A connection for `shard` with the session's state (the one held for it, or a new one).
     pub async fn shard_conn(&mut self, schema: &ShardedSchema, shard: usize) -> Result<PooledConn, ProxyError> {
-        let s = &schema.shards[shard];
-        if self.held_shard == Some(shard) {
-            if let Some(c) = self.held.take() {
-                return Ok(c);
+        let kept = match self.held_shard == Some(shard) {
+            true => self.held.take(),
+            false => None,
+        };
+        let mut conn = match kept.or_else(|| self.shard_held.remove(&shard)) {
+            Some(c) => c,
+            None => {
+                self.target_schema = Some(schema.shards[shard].database.clone());
+                let result = self.acquire_fresh(Target::primary(schema.shards[shard].group)).await;
+                self.target_schema = None;
+                result?
             }
-        }
-        if let Some(c) = self.shard_held.remove(&shard) {
-            return Ok(c);
-        }
-        self.target_schema = Some(s.database.clone());
-        let result = self.acquire_fresh(Target::primary(s.group)).await;
-        self.target_schema = None;
-        let mut conn = result?;
+        };
         if self.branch_needed() && !conn.in_transaction {
             self.open_branch(schema, shard, &mut conn).await?;
         }
