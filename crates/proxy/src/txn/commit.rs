@@ -118,7 +118,7 @@ async fn one_phase(branches: &mut [Branch]) -> Result<Protocol, ProxyError> {
 async fn two_phase(ctx: &Context, gtrid: &str, branches: &mut [Branch]) -> Result<Protocol, ProxyError> {
     ctx.failpoints.hit("xa.before_prepare").await;
     let db = ctx.config.server.xa_database.clone();
-    if let Err(e) = prepare_with_decision(ctx, gtrid, &db, branches).await {
+    if let Err(e) = prepare_with_decision(gtrid, &db, branches).await {
         rollback(branches).await;
         Metrics::inc(&ctx.metrics.xa_rolled_back);
         return Err(e);
@@ -142,7 +142,6 @@ async fn two_phase(ctx: &Context, gtrid: &str, branches: &mut [Branch]) -> Resul
 /// Sends the decision row to the coordinator and XA END + XA PREPARE to every written XA
 /// branch (read-only XA branches commit in one phase), then reads every answer.
 async fn prepare_with_decision(
-    ctx: &Context,
     gtrid: &str,
     db: &str,
     branches: &mut [Branch],
@@ -172,7 +171,7 @@ async fn prepare_with_decision(
             if let Some(Err(e)) = results.first() {
                 if decision::is_missing_table(e) {
                     // The log's table is created on a connection of its own, then recorded again.
-                    results = vec![record_after_creating(ctx, b, db, &record).await];
+                    results = vec![record_after_creating(b, db, &record).await];
                 }
             }
         }
@@ -189,12 +188,11 @@ async fn prepare_with_decision(
 }
 
 /// The decision row inserted after the log table was created on a side connection.
-async fn record_after_creating(ctx: &Context, b: &mut Branch, db: &str, record: &str) -> Result<(), ProxyError> {
+async fn record_after_creating(b: &mut Branch, db: &str, record: &str) -> Result<(), ProxyError> {
     let pool = b.conn.pool().clone();
     let mut side = pool.checkout(b.conn.flavour(), true).await?;
     decision::ensure_table(&mut side, db).await?;
     drop(side);
-    let _ = ctx;
     b.conn.simple_command(record).await.map(drop)
 }
 
