@@ -136,7 +136,8 @@ function = "mod"
     }
 
     /// Transactions open on any server (other than the asking session), as
-    /// `s<i>: thread <id> <state> since <time>, idle <seconds> s`.
+    /// `s<i>: thread <id> <state> since <time> (<command> for <seconds> s)`; a prepared XA
+    /// branch whose connection is gone shows as thread 0.
     pub fn open_transactions(&self) -> Vec<String> {
         let sql = "SELECT t.trx_mysql_thread_id, t.trx_state, t.trx_started, p.command, p.time \
                    FROM information_schema.innodb_trx t \
@@ -162,6 +163,7 @@ function = "mod"
     }
 }
 
+/// A number as the mariadb client printed it.
 pub fn number<T: std::str::FromStr>(text: &str) -> T {
     text.parse().unwrap_or_else(|_| panic!("`{text}` is not a number"))
 }
