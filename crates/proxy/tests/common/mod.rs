@@ -103,6 +103,38 @@ impl Env {
     }
 }
 
+/// Why a statement (or a login) got no answer: the server's error packet, or the connection
+/// failed (refused, reset, closed).
+#[derive(Debug)]
+pub enum Failure {
+    Server(ErrPacket),
+    Io(String),
+}
+
+impl Failure {
+    /// A `map_err` adapter naming the step whose I/O failed.
+    fn io<E: std::fmt::Display>(step: &'static str) -> impl FnOnce(E) -> Failure {
+        move |e| Failure::Io(format!("{step}: {e}"))
+    }
+
+    /// The server's error; panics on an I/O failure (for tests whose server stays up).
+    fn or_panic(self) -> ErrPacket {
+        match self {
+            Failure::Server(e) => e,
+            Failure::Io(m) => panic!("{m}"),
+        }
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Server(e) => write!(f, "{e}"),
+            Failure::Io(m) => write!(f, "connection failed: {m}"),
+        }
+    }
+}
+
 /// A minimal MySQL client (text protocol, mysql_native_password).
 #[derive(Debug)]
 pub struct Client {
@@ -125,12 +157,33 @@ impl Client {
         db: Option<&str>,
         extra_capabilities: u32,
     ) -> Result<Client, ErrPacket> {
-        let tcp = TcpStream::connect(("127.0.0.1", port)).await.expect("tcp connect");
-        tcp.set_nodelay(true).expect("nodelay");
+        Client::try_connect_with(port, user, password, db, extra_capabilities)
+            .await
+            .map_err(Failure::or_panic)
+    }
+
+    /// [`Client::connect`] that reports a failed connection as [`Failure::Io`] instead of
+    /// panicking (for tests whose servers come and go).
+    pub async fn try_connect(port: u16, user: &str, password: &str, db: Option<&str>) -> Result<Client, Failure> {
+        Client::try_connect_with(port, user, password, db, 0).await
+    }
+
+    async fn try_connect_with(
+        port: u16,
+        user: &str,
+        password: &str,
+        db: Option<&str>,
+        extra_capabilities: u32,
+    ) -> Result<Client, Failure> {
+        let tcp = TcpStream::connect(("127.0.0.1", port))
+            .await
+            .map_err(|e| Failure::Io(format!("tcp connect: {e}")))?;
+        tcp.set_nodelay(true)
+            .map_err(|e| Failure::Io(format!("nodelay: {e}")))?;
         let mut io = PacketStream::new(tcp);
-        let greeting = io.read_packet().await.expect("greeting");
+        let greeting = io.read_packet().await.map_err(Failure::io("greeting"))?;
         if is_err(&greeting) {
-            return Err(ErrPacket::parse(&greeting).expect("err"));
+            return Err(Failure::Server(ErrPacket::parse(&greeting).expect("err")));
         }
         let hs = HandshakeV10::parse(&greeting).expect("handshake");
         let mut caps = CLIENT_PROTOCOL_41
@@ -157,10 +210,10 @@ impl Client {
         };
         let mut b = BytesMut::new();
         resp.encode(&mut b);
-        io.send(&b).await.expect("send response");
-        let answer = io.read_packet().await.expect("auth answer");
+        io.send(&b).await.map_err(Failure::io("send response"))?;
+        let answer = io.read_packet().await.map_err(Failure::io("auth answer"))?;
         if is_err(&answer) {
-            return Err(ErrPacket::parse(&answer).expect("err"));
+            return Err(Failure::Server(ErrPacket::parse(&answer).expect("err")));
         }
         Ok(Client {
             io,
@@ -170,19 +223,28 @@ impl Client {
 
     /// Runs a query; returns the rows of the last result set (empty for OK).
     pub async fn query(&mut self, sql: &str) -> Result<Rows, ErrPacket> {
+        self.try_query(sql).await.map_err(Failure::or_panic)
+    }
+
+    /// [`Client::query`] that reports a lost connection as [`Failure::Io`] instead of panicking.
+    pub async fn try_query(&mut self, sql: &str) -> Result<Rows, Failure> {
         self.io.reset_seq();
         let mut p = vec![3u8];
         p.extend_from_slice(sql.as_bytes());
-        self.io.send(&p).await.expect("send query");
-        self.read_results().await
+        self.io.send(&p).await.map_err(Failure::io("send query"))?;
+        self.try_read_results().await
     }
 
     pub async fn read_results(&mut self) -> Result<Rows, ErrPacket> {
+        self.try_read_results().await.map_err(Failure::or_panic)
+    }
+
+    async fn try_read_results(&mut self) -> Result<Rows, Failure> {
         let mut last;
         loop {
-            let first = self.io.read_packet().await.expect("response");
+            let first = self.io.read_packet().await.map_err(Failure::io("response"))?;
             if is_err(&first) {
-                return Err(ErrPacket::parse(&first).expect("err"));
+                return Err(Failure::Server(ErrPacket::parse(&first).expect("err")));
             }
             let status;
             if first[0] == 0 {
@@ -190,16 +252,16 @@ impl Client {
                 status = ok.status;
                 last = Vec::new();
             } else {
-                let n = self.skip_metadata(&first).await;
+                let n = self.try_skip_metadata(&first).await?;
                 let mut rows = Vec::new();
                 loop {
-                    let p = self.io.read_packet().await.expect("row");
+                    let p = self.io.read_packet().await.map_err(Failure::io("row"))?;
                     if is_eof(&p) {
                         status = tessera_protocol::response::parse_eof(&p, 0).expect("eof").1;
                         break;
                     }
                     if is_err(&p) {
-                        return Err(ErrPacket::parse(&p).expect("err"));
+                        return Err(Failure::Server(ErrPacket::parse(&p).expect("err")));
                     }
                     let row = parse_text_row(&p, n).expect("row decodes");
                     rows.push(
@@ -312,16 +374,27 @@ impl Client {
 
     /// Reads past the column definitions announced by a column-count packet; returns the count.
     async fn skip_metadata(&mut self, column_count: &[u8]) -> usize {
+        self.try_skip_metadata(column_count)
+            .await
+            .unwrap_or_else(|f| panic!("{f}"))
+    }
+
+    async fn try_skip_metadata(&mut self, column_count: &[u8]) -> Result<usize, Failure> {
         let n = Reader::new(column_count).lenenc_int().expect("count") as usize;
-        self.skip_definitions(n).await;
-        n
+        self.try_skip_definitions(n).await?;
+        Ok(n)
     }
 
     /// Reads `n` definitions and the EOF after them.
     async fn skip_definitions(&mut self, n: usize) {
+        self.try_skip_definitions(n).await.unwrap_or_else(|f| panic!("{f}"))
+    }
+
+    async fn try_skip_definitions(&mut self, n: usize) -> Result<(), Failure> {
         for _ in 0..=n {
-            self.io.read_packet().await.expect("definition / eof");
+            self.io.read_packet().await.map_err(Failure::io("definition / eof"))?;
         }
+        Ok(())
     }
 
     /// COM_STMT_CLOSE (no response).
@@ -354,5 +427,6 @@ impl Client {
         )
     }
 }
+pub mod process;
 pub mod shards;
 pub mod stmt;
