@@ -254,7 +254,9 @@ impl Session {
                 }
             }
             let shard = self.held_shard.unwrap_or(schema.default_shard);
-            self.bind_shard(schema, shard).await?;
+            if let Err(e) = self.bind_shard(schema, shard).await {
+                return Err(self.lost_in_txn(shard, e).await);
+            }
             let s = &schema.shards[shard];
             let target = crate::route::Target {
                 group: s.group,
@@ -458,7 +460,9 @@ impl Session {
                 .await;
         };
         self.check_client_xa_shard(*shard)?;
-        self.bind_shard(schema, *shard).await?;
+        if let Err(e) = self.bind_shard(schema, *shard).await {
+            return Err(self.lost_in_txn(*shard, e).await);
+        }
         let s = &schema.shards[*shard];
         let role = self.plan_target([(stmts[0].sql, &stmts[0].class)]).role;
         let target = crate::route::Target {

@@ -109,12 +109,13 @@ impl Session {
     /// A shard's connection was lost inside a transaction that spans shards: the others roll
     /// back and the client learns why (the session goes on).
     pub async fn lost_in_txn(&mut self, shard: usize, e: ProxyError) -> ProxyError {
-        if !self.txn.spans_shards() {
+        let spans = self.txn.spans_shards() || (self.txn.coordinator.is_some() && self.txn.coordinator != Some(shard));
+        if !spans {
             return e;
         }
         self.fatal = false;
         self.abort_sharded_txn().await;
-        ProxyError::TxnRolledBack(format!("shard {shard} was lost during the transaction ({e})"))
+        ProxyError::TxnRolledBack(format!("shard {shard} failed during the transaction ({e})"))
     }
 
     /// Every branch of the session's transaction, taken from the session.

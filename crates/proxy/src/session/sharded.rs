@@ -222,7 +222,9 @@ impl Session {
     ) -> Result<Next, ProxyError> {
         let s = &schema.shards[shard];
         self.check_client_xa_shard(shard)?;
-        self.bind_shard(schema, shard).await?;
+        if let Err(e) = self.bind_shard(schema, shard).await {
+            return Err(self.lost_in_txn(shard, e).await);
+        }
         self.target_schema = Some(s.database.clone());
         let target = Target { group: s.group, role };
         let sql = for_shard(sql, schema, shard);

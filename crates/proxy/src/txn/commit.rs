@@ -104,10 +104,11 @@ async fn one_phase(branches: &mut [Branch]) -> Result<Protocol, ProxyError> {
         let results = answers(&mut b.conn, n).await;
         b.conn.in_transaction = false;
         if let Some(Err(e)) = results.into_iter().find(|r| r.is_err()) {
+            // The branch's state is not known: its connection closes (the server rolls back
+            // what is not committed).
+            b.conn.broken = true;
             if b.wrote {
                 outcome = Err(e);
-            } else {
-                b.conn.broken = true;
             }
         }
     }
@@ -141,11 +142,7 @@ async fn two_phase(ctx: &Context, gtrid: &str, branches: &mut [Branch]) -> Resul
 
 /// Sends the decision row to the coordinator and XA END + XA PREPARE to every written XA
 /// branch (read-only XA branches commit in one phase), then reads every answer.
-async fn prepare_with_decision(
-    gtrid: &str,
-    db: &str,
-    branches: &mut [Branch],
-) -> Result<(), ProxyError> {
+async fn prepare_with_decision(gtrid: &str, db: &str, branches: &mut [Branch]) -> Result<(), ProxyError> {
     let record = decision::record_sql(db, gtrid, Outcome::Commit);
     for b in branches.iter_mut() {
         let sqls = match (&b.xid, b.wrote) {
@@ -228,6 +225,11 @@ async fn settle_undecided(
             Ok(o) => o,
             Err(fence_error) => {
                 tracing::error!(gtrid, error = %e, fence_error = %fence_error, "COMMIT outcome unknown; recovery will finish the transaction");
+                // A prepared branch stays attached to its connection until that closes: close
+                // them, so that recovery (here or in another process) can finish the branches.
+                for b in branches.iter_mut().filter(|b| b.xid.is_some()) {
+                    b.conn.broken = true;
+                }
                 return Err(ProxyError::TxnOutcomeUnknown(format!(
                     "the first shard was lost during COMMIT ({e}); recovery will finish the transaction"
                 )));
