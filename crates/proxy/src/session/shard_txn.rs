@@ -59,7 +59,18 @@ impl Session {
                 gtrid,
                 bqual: schema.shards[shard].database.clone(),
             };
-            conn.simple_command(&format!("XA START {}", xid.sql())).await?;
+            let start = format!("XA START {}", xid.sql());
+            if self.autocommit() {
+                conn.simple_command(&start).await?;
+            } else {
+                // With autocommit off, Tessera's own reads on this connection (state sync,
+                // LAST_INSERT_ID()) opened a transaction holding none of the client's work.
+                commit::send(conn, &["COMMIT", &start]);
+                conn.flush().await?;
+                for r in commit::answers(conn, 2).await {
+                    r?;
+                }
+            }
             self.txn.branches.insert(shard, xid);
         }
         conn.in_transaction = true;
