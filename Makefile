@@ -43,6 +43,14 @@ bench-full: bench-tools
 	bash scripts/install-go-tpc.sh
 	./target/release/tessera-bench --preset full --anchors $(ANCHORS) $(BENCH_ARGS)
 
+# XA fault injection (crates/proxy/tests/xa_faults.rs): bank transfers over 4 shards while
+# backends and Tessera are killed; `make test` runs 20 rounds per scenario.
+# Example: make xa-faults ROUNDS=100
+.PHONY: xa-faults
+ROUNDS ?= 20
+xa-faults:
+	XA_FAULTS_ROUNDS=$(ROUNDS) $(CARGO) test --release -p tessera-proxy --test xa_faults -- --nocapture
+
 # Sharding differential test (tests/difftest/README.md): the corpus, N random statements and the
 # DML section on one MariaDB and through Tessera over four shards (`make test` runs it with
 # N=2000); SELF=1 runs the harness self-check instead.

@@ -29,10 +29,17 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 use workload::{Outcome, Rng, Workload};
 
-/// Rounds of scenarios (a) and (c).
-const ROUNDS: usize = 20;
+/// Rounds of scenarios (a) and (c) (`XA_FAULTS_ROUNDS` raises it for a longer soak).
+fn rounds() -> usize {
+    std::env::var("XA_FAULTS_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map_or(20, |n: usize| n.max(20))
+}
 /// Rounds per failpoint in scenario (b) (four failpoints).
-const ROUNDS_PER_FAILPOINT: usize = 5;
+fn rounds_per_failpoint() -> usize {
+    rounds().div_ceil(4)
+}
 const FAILPOINTS: [&str; 4] = [
     "xa.before_prepare",
     "xa.after_prepare",
@@ -41,7 +48,8 @@ const FAILPOINTS: [&str; 4] = [
 ];
 /// `abort@M` fires on a hit M in this range, so that some transfers commit first.
 const ABORT_AT: std::ops::RangeInclusive<u64> = 3..=10;
-/// Recovery scans every 200 ms; a branch without a decision is rolled back after 300 ms.
+/// Recovery scans every 200 ms; a branch without a decision is rolled back after 1.5 s in
+/// doubt (longer than scenario (a)'s 300 ms pause after PREPARE, so live transactions finish).
 const XA_CONFIG: &str = "xa_recovery_interval_ms = 200\nxa_resolve_after_ms = 1500";
 /// Transfers acknowledged in a round before its fault, and after a restarted backend.
 const ACKS_BEFORE_FAULT: u64 = 5;
@@ -67,7 +75,7 @@ fn a_backend_killed_between_prepare_and_commit() {
     let tessera = h.tessera("a", Some("xa.after_prepare=delay(300)"));
     let start = Counters::read(&tessera);
     let mut before = start;
-    for round in 0..ROUNDS {
+    for round in 0..rounds() {
         let workload = h.workload(tessera.port);
         workload.wait_acks(ACKS_BEFORE_FAULT, "before the kill");
         h.bank.crash_and_restart(round % SHARDS);
@@ -90,7 +98,7 @@ fn b_tessera_aborted_at_each_protocol_step() {
     let mut h = Harness::new("b");
     let mut round = 0;
     for failpoint in FAILPOINTS {
-        for _ in 0..ROUNDS_PER_FAILPOINT {
+        for _ in 0..rounds_per_failpoint() {
             let mut doomed = h.doomed_tessera("b-doomed", failpoint);
             let workload = h.workload(doomed.port);
             h.await_abort(&mut doomed, &workload);
@@ -110,7 +118,7 @@ fn c_a_second_tessera_recovers_the_branches_of_an_aborted_one() {
     let mut h = Harness::new("c");
     let survivor = h.tessera("c-B", None);
     let mut before = Counters::read(&survivor);
-    for round in 0..ROUNDS {
+    for round in 0..rounds() {
         let failpoint = ["xa.after_prepare", "xa.after_decision"][round % 2];
         let mut doomed = h.doomed_tessera("c-A", failpoint);
         let workload = h.workload(doomed.port);
