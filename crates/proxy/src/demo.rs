@@ -286,7 +286,7 @@ fn banner(port: u16, groups: &[DemoGroup]) -> String {
 }
 
 /// Statements the banner suggests for `shop`.
-const EXAMPLES: [&str; 6] = [
+const EXAMPLES: [&str; 7] = [
     "EXPLAIN ROUTE SELECT * FROM orders WHERE customer_id = 7;",
     "SELECT * FROM orders WHERE customer_id = 7;",
     "SELECT customer_id, COUNT(*) FROM orders GROUP BY customer_id ORDER BY 2 DESC LIMIT 3;",
@@ -294,6 +294,8 @@ const EXAMPLES: [&str; 6] = [
      WHERE c.id = 5 GROUP BY c.name;",
     "SELECT p.name, SUM(o.quantity) FROM orders o JOIN products p ON p.id = o.product_id GROUP BY p.name ORDER BY 2 DESC;",
     "SELECT city, COUNT(*) FROM customers GROUP BY city ORDER BY city;",
+    "START TRANSACTION; UPDATE orders SET quantity = quantity + 1 WHERE customer_id = 1; \
+     UPDATE orders SET quantity = quantity - 1 WHERE customer_id = 2; COMMIT;  -- shards 3 and 1: XA",
 ];
 
 /// Starts `servers` sandbox servers, prints how to reach them, waits for Ctrl-C.
