@@ -161,7 +161,12 @@ impl GoTpc<'_> {
             .command(endpoint, threads)
             .args(["--time", &format!("{seconds}s"), "run"])
             .output();
-        parse_run_output(&checked("go-tpc run", out)?)
+        let text = checked("go-tpc run", out)?;
+        parse_run_output(&text).map_err(|e| BenchError::Command {
+            what: format!("go-tpc run ({e})"),
+            code: Some(0),
+            output: tail(&text, 30),
+        })
     }
 
     /// `check`: the TPC-C consistency conditions; an error carries go-tpc's output.
@@ -194,14 +199,19 @@ fn checked(what: &str, out: std::io::Result<Output>) -> Result<String> {
         String::from_utf8_lossy(&out.stderr)
     );
     if !out.status.success() {
-        let tail: Vec<&str> = text.lines().rev().take(30).collect();
         return Err(BenchError::Command {
             what: what.to_string(),
             code: out.status.code(),
-            output: tail.into_iter().rev().collect::<Vec<_>>().join("\n"),
+            output: tail(&text, 30),
         });
     }
     Ok(text)
+}
+
+/// The last `lines` lines of `text`.
+fn tail(text: &str, lines: usize) -> String {
+    let last: Vec<&str> = text.lines().rev().take(lines).collect();
+    last.into_iter().rev().collect::<Vec<_>>().join("\n")
 }
 
 #[cfg(test)]

@@ -1,7 +1,10 @@
 //! Co-location: a query over several sharded tables (joins, subqueries, derived tables) runs
 //! shard by shard only when every row it combines lives on one shard: the tables share a shard
-//! function and are joined by equality on their keys. Anything else is refused by name.
+//! function and are joined by equality on their keys, or each table's key is equated to a value
+//! and the values turn out to be on one shard (checked at execution). Anything else is refused
+//! by name.
 
+use super::keys::KeyExpr;
 use super::select::{contains_aggregate, has_limit};
 use super::tables::{resolve, Place, TableRef};
 use super::Planner;
@@ -46,8 +49,19 @@ fn check_outer_joins(p: &Planner, query: &Query) -> Result<(), String> {
     Ok(())
 }
 
+/// How the rows a query combines from several sharded tables stay on one shard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Colocation {
+    /// Joined by equality on their keys (or one sharded table): any set of shards works.
+    ByKeys,
+    /// Not joined on their keys, but every sharded table's key equals a value in the top-level
+    /// WHERE (`ol_w_id = ? AND s_w_id = ?`): the query runs only when all the values are on one
+    /// shard.
+    ByValues,
+}
+
 /// Checks the whole query; Err names the construct.
-pub fn check_colocated(p: &Planner, query: &Query, tables: &[TableRef]) -> Result<(), String> {
+pub fn check_colocated(p: &Planner, query: &Query, tables: &[TableRef]) -> Result<Colocation, String> {
     check_outer_joins(p, query)?;
     let functions: Vec<_> = tables
         .iter()
@@ -61,13 +75,39 @@ pub fn check_colocated(p: &Planner, query: &Query, tables: &[TableRef]) -> Resul
     }
     let sharded_refs = count_sharded_refs(p, query);
     if sharded_refs <= 1 {
-        return check_derived(p, query);
+        return check_derived(p, query).map(|_| Colocation::ByKeys);
     }
     let equalities = key_equalities(p, query);
-    if equalities + 1 < sharded_refs {
+    let colocation = if equalities + 1 >= sharded_refs {
+        Colocation::ByKeys
+    } else if all_pinned(p, query, sharded_refs) {
+        Colocation::ByValues
+    } else {
         return Err("a join or subquery over sharded tables that is not an equality on their shard keys".into());
+    };
+    check_derived(p, query).map(|_| colocation)
+}
+
+/// Whether every sharded table reference of the query is in the top-level FROM (inner-joined)
+/// and its key is equated to one value by the top-level WHERE (`k = v`, alone or in an AND).
+fn all_pinned(p: &Planner, query: &Query, sharded_refs: usize) -> bool {
+    let SetExpr::Select(select) = &*query.body else {
+        return false;
+    };
+    let refs = super::top_sharded(p, query);
+    refs.len() == sharded_refs
+        && refs
+            .iter()
+            .all(|r| single_valued(&super::select::key_expr(p, select, std::slice::from_ref(r))))
+}
+
+/// A key predicate that allows one value only.
+fn single_valued(e: &KeyExpr) -> bool {
+    match e {
+        KeyExpr::Eq(_) => true,
+        KeyExpr::And(parts) => parts.iter().any(single_valued),
+        _ => false,
     }
-    check_derived(p, query)
 }
 
 /// How many references to sharded tables the query makes (a table joined to itself counts
