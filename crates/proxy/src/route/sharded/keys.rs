@@ -168,6 +168,14 @@ impl KeyReader<'_> {
                 Some(values) => KeyExpr::In(values),
                 None => KeyExpr::Any,
             },
+            Expr::InList {
+                expr,
+                list,
+                negated: false,
+            } => match &**expr {
+                Expr::Tuple(items) => self.tuple_in(items, list),
+                _ => KeyExpr::Any,
+            },
             Expr::Between {
                 expr,
                 negated: false,
@@ -179,6 +187,21 @@ impl KeyReader<'_> {
             },
             Expr::IsNull(expr) if (self.is_key)(expr) => KeyExpr::Eq(ValueSource::Null),
             _ => KeyExpr::Any,
+        }
+    }
+
+    /// `(k, x) IN ((v1, y1), (v2, y2))`: the key's values at its position in every row.
+    fn tuple_in(&self, items: &[Expr], list: &[Expr]) -> KeyExpr {
+        let Some(at) = items.iter().position(|e| (self.is_key)(e)) else {
+            return KeyExpr::Any;
+        };
+        let values = list.iter().map(|row| match row {
+            Expr::Tuple(values) if values.len() == items.len() => self.value(&values[at]),
+            _ => None,
+        });
+        match values.collect::<Option<Vec<_>>>() {
+            Some(values) => KeyExpr::In(values),
+            None => KeyExpr::Any,
         }
     }
 

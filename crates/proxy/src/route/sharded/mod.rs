@@ -642,7 +642,7 @@ fn read(p: &mut Planner, stmt: &Statement, q: &Query) -> ShardPlan {
         _ => KeyExpr::Any,
     };
     let expr = match colocation {
-        colocate::Colocation::ByValues => KeyExpr::OneShard(Box::new(expr)),
+        colocate::Colocation::ByValues(pins) => KeyExpr::OneShard(Box::new(KeyExpr::And(pins))),
         colocate::Colocation::ByKeys => expr,
     };
     let reason = expr.describe(sharded.first().map_or("key", |(_, k)| k.as_str()));
