@@ -20,6 +20,7 @@ pub mod text_backend;
 pub mod topology;
 pub mod tpcc;
 pub mod tpcc_bench;
+pub mod tpcc_check;
 pub mod tpcc_report;
 pub mod tpcc_sharded;
 

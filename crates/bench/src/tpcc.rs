@@ -169,6 +169,11 @@ impl GoTpc<'_> {
         })
     }
 
+    /// `check` with `threads` threads: go-tpc's output (it exits 0 also when a condition fails).
+    pub fn check_output(&self, endpoint: &Endpoint, threads: u32) -> Result<String> {
+        checked("go-tpc check", self.command(endpoint, threads).arg("check").output())
+    }
+
     /// `check`: the TPC-C consistency conditions; an error carries go-tpc's output.
     pub fn check(&self, endpoint: &Endpoint, target: &str) -> Result<String> {
         let out = self.command(endpoint, 1).arg("check").output();

@@ -136,7 +136,11 @@ fn single_valued(e: &KeyExpr) -> bool {
 
 /// Pairs of `refs` (indexes) whose keys are equated by a conjunct of the WHERE or of an inner
 /// join's ON.
-fn key_links(p: &Planner, select: &tessera_sql::sqlparser::ast::Select, refs: &[(String, String)]) -> Vec<(usize, usize)> {
+fn key_links(
+    p: &Planner,
+    select: &tessera_sql::sqlparser::ast::Select,
+    refs: &[(String, String)],
+) -> Vec<(usize, usize)> {
     use tessera_sql::sqlparser::ast::{JoinConstraint, JoinOperator as J};
     let mut conjuncts = Vec::new();
     if let Some(w) = &select.selection {
