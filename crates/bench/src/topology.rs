@@ -420,6 +420,12 @@ impl Deployment {
             .collect()
     }
 
+    /// Lifts `--cpu-cap` (the servers go back to the root group, the groups are removed): the
+    /// checks after the measured runs need not crawl.
+    pub fn uncap_cpu(&mut self) {
+        self.caps.clear();
+    }
+
     /// `--cpu-cap`: puts every server of this deployment into a cpu cgroup of its own limited to
     /// `fraction` of one core (removed when the deployment is dropped). Returns one line per server.
     pub fn cap_cpu(&mut self, fraction: f64) -> Result<Vec<String>> {

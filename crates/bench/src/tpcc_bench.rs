@@ -114,6 +114,7 @@ fn run_single(
         results.push(run_one(&go, name, endpoint, &probe, t)?);
         progress.finished(f64::from(t.seconds));
     }
+    deployment.uncap_cpu();
     progress.starting("tpcc check -> tessera");
     let check = go.check(&proxy.endpoint, "tessera");
     progress.finished(30.0);

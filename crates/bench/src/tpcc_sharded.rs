@@ -82,6 +82,7 @@ pub fn run(
         intro.extend(deployment.cap_cpu(cap)?);
     }
     let results = measure(&go, &deployment, &proxy, t, progress)?;
+    deployment.uncap_cpu();
     progress.starting("tpcc check -> tessera (sharded)");
     let check = check_sharded(&go, &proxy.endpoint);
     progress.finished(30.0);
