@@ -159,18 +159,9 @@ fn header(opts: &BenchOptions, argv: &[String], machine: &MachineInfo, tessera: 
     let _ = writeln!(h, "- command: `tessera-bench {}`", argv.join(" "));
     let _ = writeln!(
         h,
-        "- data: sysbench {} tables x {} rows; runs of {} s after a {} s warm-up per workload and target; \
-         targets interleaved per (workload, threads)",
-        opts.tables, opts.table_size, opts.seconds, opts.warmup
-    );
-    let _ = writeln!(
-        h,
         "- Tessera: worker_threads = {}, pool.max_size = {}; proxy CPU sampled from /proc every 0.5 s",
         opts.tessera_workers, opts.pool_max
     );
-    for t in &opts.topologies {
-        let _ = writeln!(h, "- topology `{}`: {}", t.name(), t.describe());
-    }
     if let Some(cap) = opts.cpu_cap {
         let _ = writeln!(
             h,
@@ -179,6 +170,24 @@ fn header(opts: &BenchOptions, argv: &[String], machine: &MachineInfo, tessera: 
             crate::cgroup::quota_us(cap),
             crate::cgroup::PERIOD_US
         );
+    }
+    if opts.sysbench {
+        h.push_str(&sysbench_lines(opts));
+    } else {
+        h.push_str("- TPC-C only (go-tpc): its layouts and settings are in the TPC-C sections below\n");
+    }
+    h
+}
+
+/// The header lines about the sysbench matrix: data, topologies, the command of each run.
+fn sysbench_lines(opts: &BenchOptions) -> String {
+    let mut h = format!(
+        "- data: sysbench {} tables x {} rows; runs of {} s after a {} s warm-up per workload and target; \
+         targets interleaved per (workload, threads)\n",
+        opts.tables, opts.table_size, opts.seconds, opts.warmup
+    );
+    for t in &opts.topologies {
+        let _ = writeln!(h, "- topology `{}`: {}", t.name(), t.describe());
     }
     let example = example_command(opts);
     let _ = writeln!(
