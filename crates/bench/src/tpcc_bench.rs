@@ -129,7 +129,7 @@ fn run_single(
         title: title(t, "one MariaDB"),
         intro,
         results: &results,
-        check_passed: check.is_ok(),
+        check: if check.is_ok() { "passed" } else { "FAILED" },
         notes: Vec::new(),
         commands: &commands,
     });

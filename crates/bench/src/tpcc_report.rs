@@ -28,7 +28,8 @@ pub struct Section<'a> {
     /// Bullet lines under the title (layout, cap, ...).
     pub intro: Vec<String>,
     pub results: &'a [TpccResult],
-    pub check_passed: bool,
+    /// The check's verdict, e.g. "passed" or "FAILED".
+    pub check: &'a str,
     /// Paragraphs after the tables (XA share, scale-out ratio).
     pub notes: Vec<String>,
     pub commands: &'a [String],
@@ -51,10 +52,10 @@ pub fn render(s: &Section) -> String {
     for note in &s.notes {
         let _ = write!(out, "\n{note}\n");
     }
-    let verdict = if s.check_passed { "passed" } else { "FAILED" };
     let _ = write!(
         out,
-        "\n`go-tpc tpcc check` through Tessera after the runs: **{verdict}**.\n\nCommands:\n\n```\n"
+        "\n`go-tpc tpcc check` through Tessera after the runs: **{}**.\n\nCommands:\n\n```\n",
+        s.check
     );
     for c in s.commands {
         let _ = writeln!(out, "{c}");
@@ -250,12 +251,12 @@ mod tests {
         }
     }
 
-    fn section<'a>(results: &'a [TpccResult], check: bool, notes: Vec<String>) -> Section<'a> {
+    fn section<'a>(results: &'a [TpccResult], check: &'a str, notes: Vec<String>) -> Section<'a> {
         Section {
             title: "TPC-C (go-tpc, 2 warehouses)".into(),
             intro: vec!["one MariaDB".into()],
             results,
-            check_passed: check,
+            check,
             notes,
             commands: &[],
         }
@@ -264,7 +265,7 @@ mod tests {
     #[test]
     fn section_shows_tpmc_ratio_latencies_failures_and_check() {
         let results = [result("direct", 1000.0, 1), result("tessera", 800.0, 2)];
-        let text = render(&section(&results, true, vec!["XA: n/a".into()]));
+        let text = render(&section(&results, "passed", vec!["XA: n/a".into()]));
         assert!(
             text.starts_with("## TPC-C (go-tpc, 2 warehouses)\n\n- one MariaDB\n"),
             "{text}"
@@ -280,7 +281,7 @@ mod tests {
         );
         assert!(text.contains("\nXA: n/a\n"), "{text}");
         assert!(text.contains("**passed**"));
-        assert!(render(&section(&results[..1], false, vec![])).contains("**FAILED**"));
+        assert!(render(&section(&results[..1], "FAILED", vec![])).contains("**FAILED**"));
     }
 
     #[test]

@@ -95,11 +95,15 @@ pub fn run(
     if let Some(cap) = opts.cpu_cap {
         notes.push(scaleout_note(&results, cap, groups, &command_line()));
     }
+    let verdict = match &check {
+        Ok(c) => c.verdict(),
+        Err(_) => "FAILED".to_string(),
+    };
     let section = render(&Section {
         title: title(t, &format!("{groups} shards through Tessera vs one MariaDB direct")),
         intro,
         results: &results,
-        check_passed: check.as_ref().is_ok_and(|c| c.ok()),
+        check: &verdict,
         notes,
         commands: &commands(&go, &deployment.direct, &proxy, t),
     });
