@@ -61,14 +61,9 @@ pub fn run(opts: &BenchOptions, argv: &[String]) -> Result<Outcome> {
     } else {
         Default::default()
     };
-    let tpcc = match tpcc_bench::run(opts, &tessera, &out_dir, &mut progress) {
-        Ok(section) => section,
-        Err(e) => {
-            matrix.failures.push(format!("TPC-C: {e}"));
-            tpcc_bench::failed_section(&e)
-        }
-    };
-    write(&out_dir.join("tpcc.md"), &tpcc)?;
+    let tpcc = tpcc_bench::run(opts, &tessera, &out_dir, &mut progress);
+    matrix.failures.extend(tpcc.failures);
+    write(&out_dir.join("tpcc.md"), &tpcc.section)?;
     let mut notes: Vec<String> = matrix.notes.iter().map(|n| format!("- {n}")).collect();
     notes.extend(matrix.failures.iter().map(|f| format!("- FAILED: {f}")));
     write(&out_dir.join("notes.md"), &(notes.join("\n") + "\n"))?;
@@ -117,11 +112,9 @@ fn plan_progress(opts: &BenchOptions, env: &MatrixEnv) -> Progress {
         steps += s * opts.topologies.len();
         secs += t * opts.topologies.len() as f64;
     }
-    if let Some(t) = &opts.tpcc {
-        let (s, t) = tpcc_bench::plan(t);
-        steps += s;
-        secs += t;
-    }
+    let (s, t) = tpcc_bench::plan(opts);
+    steps += s;
+    secs += t;
     Progress::new(steps, secs)
 }
 
@@ -166,14 +159,32 @@ fn header(opts: &BenchOptions, argv: &[String], machine: &MachineInfo, tessera: 
     let _ = writeln!(h, "- command: `tessera-bench {}`", argv.join(" "));
     let _ = writeln!(
         h,
-        "- data: sysbench {} tables x {} rows; runs of {} s after a {} s warm-up per workload and target; \
-         targets interleaved per (workload, threads)",
-        opts.tables, opts.table_size, opts.seconds, opts.warmup
-    );
-    let _ = writeln!(
-        h,
         "- Tessera: worker_threads = {}, pool.max_size = {}; proxy CPU sampled from /proc every 0.5 s",
         opts.tessera_workers, opts.pool_max
+    );
+    if let Some(cap) = opts.cpu_cap {
+        let _ = writeln!(
+            h,
+            "- --cpu-cap {cap}: every MariaDB server the kit starts runs in a cgroup v1 cpu group of its own \
+             (cpu.cfs_quota_us = {} per cpu.cfs_period_us = {}) during the measured runs; Tessera and the clients are not capped",
+            crate::cgroup::quota_us(cap),
+            crate::cgroup::PERIOD_US
+        );
+    }
+    if opts.sysbench {
+        h.push_str(&sysbench_lines(opts));
+    } else {
+        h.push_str("- TPC-C only (go-tpc): its layouts and settings are in the TPC-C sections below\n");
+    }
+    h
+}
+
+/// The header lines about the sysbench matrix: data, topologies, the command of each run.
+fn sysbench_lines(opts: &BenchOptions) -> String {
+    let mut h = format!(
+        "- data: sysbench {} tables x {} rows; runs of {} s after a {} s warm-up per workload and target; \
+         targets interleaved per (workload, threads)\n",
+        opts.tables, opts.table_size, opts.seconds, opts.warmup
     );
     for t in &opts.topologies {
         let _ = writeln!(h, "- topology `{}`: {}", t.name(), t.describe());

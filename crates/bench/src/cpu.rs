@@ -140,9 +140,55 @@ fn sleep_unless_stopped(flag: &AtomicBool, total: Duration) {
     }
 }
 
+/// The whole machine's CPU time from `/proc/stat`'s `cpu` line, in ticks.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct MachineTicks {
+    pub busy: u64,
+    pub total: u64,
+}
+
+/// `cpu  user nice system idle iowait irq softirq steal ...`: idle and iowait are not busy.
+pub fn parse_machine_ticks(stat: &str) -> Option<MachineTicks> {
+    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+    let fields: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .take(8)
+        .map(|f| f.parse().ok())
+        .collect::<Option<_>>()?;
+    let total: u64 = fields.iter().sum();
+    let idle = fields.get(3)? + fields.get(4).copied().unwrap_or(0);
+    Some(MachineTicks {
+        busy: total.saturating_sub(idle),
+        total,
+    })
+}
+
+/// The machine's CPU ticks now (None where /proc/stat cannot be read).
+pub fn machine_ticks() -> Option<MachineTicks> {
+    parse_machine_ticks(&std::fs::read_to_string("/proc/stat").ok()?)
+}
+
+/// Percent of all cores busy between two readings (100 = every core busy).
+pub fn machine_busy_pct(before: MachineTicks, after: MachineTicks) -> Option<f64> {
+    let total = after.total.checked_sub(before.total)?;
+    let busy = after.busy.checked_sub(before.busy)?;
+    (total > 0).then(|| 100.0 * busy as f64 / total as f64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn machine_busy_leaves_out_idle_and_iowait() {
+        let before = parse_machine_ticks("cpu  100 0 100 700 100 0 0 0 0 0\ncpu0 1 2 3 4\n").unwrap();
+        assert_eq!(before, MachineTicks { busy: 200, total: 1000 });
+        let after = parse_machine_ticks("cpu  250 0 150 800 100 0 0 0 0 0\n").unwrap();
+        assert_eq!(machine_busy_pct(before, after), Some(100.0 * 200.0 / 300.0));
+        assert_eq!(machine_busy_pct(after, before), None);
+        assert_eq!(parse_machine_ticks("intr 1 2 3\n"), None);
+    }
 
     fn s(at: f64, cpu_ticks: u64, rss_kb: u64) -> Sample {
         Sample { at, cpu_ticks, rss_kb }

@@ -33,6 +33,8 @@ pub enum BenchError {
     ShardCheck(String),
     #[error("chart {path}: {why}")]
     Chart { path: PathBuf, why: String },
+    #[error("--cpu-cap: {0}")]
+    CpuCap(String),
     #[error("TPC-C check through {target} failed:\n{output}")]
     TpccCheck { target: String, output: String },
 }

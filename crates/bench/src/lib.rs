@@ -3,10 +3,12 @@
 
 pub mod anchors;
 pub mod app;
+pub mod cgroup;
 pub mod charts;
 pub mod cpu;
 pub mod error;
 pub mod machine;
+pub mod metrics;
 pub mod options;
 pub mod progress;
 pub mod record;
@@ -18,5 +20,8 @@ pub mod text_backend;
 pub mod topology;
 pub mod tpcc;
 pub mod tpcc_bench;
+pub mod tpcc_check;
+pub mod tpcc_report;
+pub mod tpcc_sharded;
 
 pub use error::{BenchError, Result};

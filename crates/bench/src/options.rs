@@ -38,10 +38,19 @@ Targets (interleaved for every workload and thread count):
   --consistency LEVEL        the client user's read_consistency: global (Tessera's default),
                              session, eventual or strong (what read/write splitting costs)
   --pin                      proxies on the last core, sysbench and MariaDB on the others
+  --cpu-cap FRACTION         each MariaDB server the kit starts in a cgroup v1 cpu group of its own,
+                             capped at FRACTION of one core (e.g. 0.25) for the measured runs (loads
+                             run uncapped); Tessera and the clients are not capped. Needs root.
 TPC-C (go-tpc):
-  --tpcc                     also run TPC-C (direct and through Tessera, then `check` through Tessera)
+  --tpcc                     also run TPC-C (direct and through Tessera, then `check` through Tessera);
+                             with --topology sharded: database tpcc over --shard-groups groups (default
+                             4) x 1 shard, tables by warehouse (mod), item broadcast; direct is one
+                             server with all warehouses
   --tpcc-only                run only TPC-C
   --tpcc-warehouses N        (default 2)   --tpcc-time SECS (default 60)   --tpcc-threads N (default 4)
+  --tpcc-scaleout            the scale-out measurement: --topology sharded --tpcc-only --cpu-cap 0.25
+                             --tpcc-warehouses 8 --tpcc-threads 32 (each can be overridden): one capped
+                             server direct vs 4 capped shards through Tessera, side by side
   --go-tpc PATH              the go-tpc binary (default: .tools/bin/go-tpc, then PATH)
 Output:
   --out DIR                  results folder (default results/<UTC date-time>)
@@ -91,6 +100,10 @@ pub struct BenchOptions {
     /// The client user's `read_consistency` (None: Tessera's default).
     pub consistency: Option<String>,
     pub pin: bool,
+    /// `--cpu-cap`: each started MariaDB server's CPU limit, in cores.
+    pub cpu_cap: Option<f64>,
+    /// `--tpcc-scaleout` was given (the report names the measurement).
+    pub scaleout: bool,
     pub sysbench: bool,
     pub tpcc: Option<TpccOptions>,
     pub out: Option<PathBuf>,
@@ -119,6 +132,8 @@ impl BenchOptions {
             pool_max: 64,
             consistency: None,
             pin: false,
+            cpu_cap: None,
+            scaleout: false,
             sysbench: true,
             tpcc: None,
             out: None,
@@ -159,6 +174,9 @@ pub fn parse(args: &[String]) -> Result<BenchOptions> {
         "full" => BenchOptions::full(),
         other => return Err(BenchError::Usage(format!("unknown preset {other:?} (quick or full)"))),
     };
+    if args.iter().any(|a| a == "--tpcc-scaleout") {
+        scaleout_defaults(&mut opts);
+    }
     let mut it = args.iter();
     while let Some(flag) = it.next() {
         let mut value = || {
@@ -182,6 +200,24 @@ fn set_shard_groups(opts: &mut BenchOptions) {
         }
     }
 }
+
+/// `--tpcc-scaleout`'s settings, applied before the other flags so that they override them.
+fn scaleout_defaults(opts: &mut BenchOptions) {
+    opts.scaleout = true;
+    opts.sysbench = false;
+    opts.topologies = vec![Topology::Sharded {
+        groups: DEFAULT_SHARD_GROUPS,
+    }];
+    opts.cpu_cap = Some(SCALEOUT_CPU_CAP);
+    let t = tpcc_mut(opts);
+    t.warehouses = SCALEOUT_WAREHOUSES;
+    t.threads = SCALEOUT_THREADS;
+}
+
+/// `--tpcc-scaleout` defaults: a quarter core per server, 8 warehouses, 32 go-tpc threads.
+pub const SCALEOUT_CPU_CAP: f64 = 0.25;
+pub const SCALEOUT_WAREHOUSES: u32 = 8;
+pub const SCALEOUT_THREADS: u32 = 32;
 
 fn preset_of(args: &[String]) -> Result<String> {
     match args.iter().position(|a| a == "--preset") {
@@ -216,6 +252,8 @@ fn apply(opts: &mut BenchOptions, flag: &str, value: &mut dyn FnMut() -> Result<
         "--pool-max" => opts.pool_max = num(&value()?, flag)?,
         "--consistency" => opts.consistency = Some(consistency(&value()?)?),
         "--pin" => opts.pin = true,
+        "--cpu-cap" => opts.cpu_cap = Some(cpu_cap(&value()?)?),
+        "--tpcc-scaleout" => {}
         "--tpcc" => drop(tpcc_mut(opts)),
         "--tpcc-only" => {
             tpcc_mut(opts);
@@ -280,6 +318,14 @@ fn validate(opts: &BenchOptions) -> Result<()> {
             opts.shard_groups.is_some() && !opts.topologies.iter().any(|t| t.is_sharded()),
             "--shard-groups needs --topology sharded",
         ),
+        (
+            opts.cpu_cap.is_some() && opts.mysql.is_some(),
+            "--cpu-cap caps the servers the kit starts; it cannot be combined with --mysql",
+        ),
+        (
+            opts.scaleout && !opts.topologies.iter().any(|t| t.is_sharded()),
+            "--tpcc-scaleout measures the sharded topology; leave --topology out or include sharded",
+        ),
     ];
     match checks.iter().find(|(bad, _)| *bad) {
         Some((_, why)) => Err(BenchError::Usage(why.to_string())),
@@ -309,6 +355,17 @@ fn consistency(value: &str) -> Result<String> {
             "--consistency {other:?}: use global, session, eventual or strong"
         ))),
     }
+}
+
+/// A CPU limit in cores: more than 0.01 (the kernel's 1 ms quota per 100 ms) and at most 64.
+fn cpu_cap(text: &str) -> Result<f64> {
+    let f: f64 = num(text, "--cpu-cap")?;
+    if !(0.01..=64.0).contains(&f) {
+        return Err(BenchError::Usage(format!(
+            "--cpu-cap {text:?}: give the fraction of one core per server, between 0.01 and 64 (e.g. 0.25)"
+        )));
+    }
+    Ok(f)
 }
 
 fn scale(table_size: u64, factor: &str) -> Result<u64> {
@@ -437,6 +494,12 @@ mod tests {
             "--topology sharded --shard-groups 17",
             "--topology sharded --shard-groups two",
             "--topology sharded --shard-groups",
+            "--cpu-cap",
+            "--cpu-cap 0",
+            "--cpu-cap -0.5",
+            "--cpu-cap quarter",
+            "--cpu-cap 0.25 --mysql 127.0.0.1:3306",
+            "--tpcc-scaleout --topology single",
         ] {
             let err = parse(&args(bad)).unwrap_err();
             assert!(matches!(err, BenchError::Usage(_)), "{bad}: {err}");
@@ -455,6 +518,33 @@ mod tests {
         assert_eq!((m.host.as_str(), m.port, m.user.as_str()), ("10.0.0.1", 3307, "root"));
         let o = parse(&args("--tpcc-only")).unwrap();
         assert!(!o.sysbench && o.tpcc.is_some());
+    }
+
+    #[test]
+    fn cpu_cap_is_a_fraction_of_a_core() {
+        let o = parse(&args("--topology sharded --tpcc-only --cpu-cap 0.3")).unwrap();
+        assert_eq!(o.cpu_cap, Some(0.3));
+        assert!(!o.scaleout && !o.sysbench);
+        assert_eq!(parse(&[]).unwrap().cpu_cap, None);
+        assert!(USAGE.contains("--cpu-cap FRACTION"));
+    }
+
+    #[test]
+    fn scaleout_sets_its_defaults_and_flags_override_them_in_any_order() {
+        let o = parse(&args("--tpcc-scaleout")).unwrap();
+        assert!(o.scaleout && !o.sysbench);
+        assert_eq!(o.topologies, [Topology::Sharded { groups: 2 }]);
+        assert_eq!(o.cpu_cap, Some(SCALEOUT_CPU_CAP));
+        let t = o.tpcc.unwrap();
+        assert_eq!((t.warehouses, t.threads), (SCALEOUT_WAREHOUSES, SCALEOUT_THREADS));
+        let o = parse(&args(
+            "--cpu-cap 0.2 --tpcc-warehouses 16 --tpcc-scaleout --tpcc-threads 48 --shard-groups 4",
+        ))
+        .unwrap();
+        assert_eq!(o.cpu_cap, Some(0.2));
+        assert_eq!(o.shard_groups, Some(4));
+        let t = o.tpcc.unwrap();
+        assert_eq!((t.warehouses, t.threads, t.seconds), (16, 48, 60));
     }
 
     #[test]

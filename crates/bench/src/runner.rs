@@ -126,7 +126,7 @@ fn run_topology(
     progress: &mut Progress,
     outcome: &mut MatrixOutcome,
 ) -> Result<()> {
-    let deployment = deploy(topology, env.opts.mysql.as_ref(), &[SYSBENCH_DB])?;
+    let mut deployment = deploy(topology, env.opts.mysql.as_ref(), &[SYSBENCH_DB])?;
     let data = env.data();
     prepare_data(&deployment.direct, &data, env.opts.tables)?;
     deployment.wait_for_replicas()?;
@@ -148,6 +148,9 @@ fn run_topology(
     if let Some(line) = &left_out {
         eprintln!("{line}");
         outcome.failures.push(line.clone());
+    }
+    if let Some(cap) = env.opts.cpu_cap {
+        outcome.notes.extend(deployment.cap_cpu(cap)?);
     }
     let targets = targets_for(env.opts, &deployment, tessera.as_ref());
     if let Some(pin) = &env.pinning {

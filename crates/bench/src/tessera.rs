@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::{BenchError, Result};
 use crate::sysbench::Endpoint;
-use crate::topology::{Backends, Sharding, SHARDED_TABLES, SHARD_FUNCTION, SHARD_KEY};
+use crate::topology::{Backends, RuleKind, Sharding, TableRule};
 
 const READY_TIMEOUT: Duration = Duration::from_secs(15);
 const STOP_TIMEOUT: Duration = Duration::from_secs(10);
@@ -31,6 +31,8 @@ pub struct TesseraProcess {
     child: Child,
     pub endpoint: Endpoint,
     pub config_path: PathBuf,
+    /// `host:port` of its admin HTTP endpoint (`/metrics`).
+    pub admin: String,
 }
 
 /// The tessera binary: the given path, or the one next to this program.
@@ -53,10 +55,11 @@ pub fn locate_binary(given: Option<&Path>) -> Result<PathBuf> {
     })
 }
 
-/// The TOML config for `backends`, listening on `port`.
-pub fn config_text(settings: &TesseraSettings, backends: &Backends, port: u16) -> String {
+/// The TOML config for `backends`, listening on `port`, `/metrics` on `admin_port`.
+pub fn config_text(settings: &TesseraSettings, backends: &Backends, port: u16, admin_port: u16) -> String {
     let mut text = format!(
         "[server]\nlisten = \"127.0.0.1:{port}\"\nworker_threads = {}\nmax_connections = 20000\n\n\
+         [admin]\nhttp_listen = \"127.0.0.1:{admin_port}\"\n\n\
          [pool]\nmax_size = {}\ncheckout_timeout_ms = 30000\n\n\
          [[users]]\nname = \"{CLIENT_USER}\"\npassword = \"{CLIENT_USER}\"\n{}\n",
         settings.workers,
@@ -92,7 +95,7 @@ fn group_toml(backends: &Backends) -> String {
     text
 }
 
-/// Groups `g0`, `g1`, ... and the schema spread over them, `sbtest*` sharded by `id` (hash).
+/// Groups `g0`, `g1`, ... and the schema spread over them with its table rules.
 fn sharded_groups_toml(backends: &Backends, sharding: &Sharding) -> String {
     let mut text = String::new();
     for (i, g) in sharding.groups.iter().enumerate() {
@@ -107,12 +110,30 @@ fn sharded_groups_toml(backends: &Backends, sharding: &Sharding) -> String {
         .map(|(group, db)| format!("\"g{group}:{db}\""))
         .collect();
     text.push_str(&format!(
-        "[[schemas]]\nname = {:?}\nshards = [{}]\ndefault_shard = 0\n\
-         [[schemas.tables]]\nname = \"{SHARDED_TABLES}\"\nshard_key = \"{SHARD_KEY}\"\nfunction = \"{SHARD_FUNCTION}\"\nauto_increment = true\n",
+        "[[schemas]]\nname = {:?}\nshards = [{}]\ndefault_shard = 0\n",
         sharding.schema,
         shards.join(", ")
     ));
+    for rule in &sharding.rules {
+        text.push_str(&rule_toml(rule));
+    }
     text
+}
+
+/// One `[[schemas.tables]]` entry.
+fn rule_toml(rule: &TableRule) -> String {
+    match &rule.kind {
+        RuleKind::Sharded {
+            key,
+            function,
+            auto_increment,
+        } => format!(
+            "[[schemas.tables]]\nname = {:?}\nshard_key = {key:?}\nfunction = {function:?}\n{}",
+            rule.name,
+            if *auto_increment { "auto_increment = true\n" } else { "" }
+        ),
+        RuleKind::Broadcast => format!("[[schemas.tables]]\nname = {:?}\nkind = \"broadcast\"\n", rule.name),
+    }
 }
 
 impl TesseraProcess {
@@ -137,8 +158,12 @@ impl TesseraProcess {
         label: &str,
     ) -> Result<TesseraProcess> {
         let port = tessera_sandbox::free_port()?;
+        let mut admin_port = tessera_sandbox::free_port()?;
+        while admin_port == port {
+            admin_port = tessera_sandbox::free_port()?;
+        }
         let config_path = dir.join(format!("tessera-{label}.toml"));
-        std::fs::write(&config_path, config_text(settings, backends, port))
+        std::fs::write(&config_path, config_text(settings, backends, port, admin_port))
             .map_err(|e| BenchError::io(format!("writing {}", config_path.display()), e))?;
         let log_path = dir.join(format!("tessera-{label}.log"));
         let log = File::create(&log_path).map_err(|e| BenchError::io(format!("creating {}", log_path.display()), e))?;
@@ -161,6 +186,7 @@ impl TesseraProcess {
             child,
             endpoint,
             config_path,
+            admin: format!("127.0.0.1:{admin_port}"),
         };
         process.wait_ready(&log_path)?;
         Ok(process)
@@ -227,8 +253,9 @@ mod tests {
             password: "p\"w".into(),
             sharding: None,
         };
-        let text = config_text(&settings, &backends, 6033);
+        let text = config_text(&settings, &backends, 6033, 9090);
         assert!(text.contains("listen = \"127.0.0.1:6033\""));
+        assert!(text.contains("[admin]\nhttp_listen = \"127.0.0.1:9090\""), "{text}");
         assert!(text.contains("worker_threads = 1"));
         assert!(text.contains("max_size = 64"));
         assert!(text.contains("password = \"p\\\"w\""), "{text}");
@@ -259,6 +286,7 @@ mod tests {
                 schema: "sbtest".into(),
                 groups: (0..groups).map(|g| endpoint(4000 + g)).collect(),
                 shards_per_group: 2,
+                rules: crate::topology::sysbench_rules(),
             }),
         }
     }
@@ -271,7 +299,7 @@ mod tests {
             pool_max: 64,
             consistency: None,
         };
-        let text = config_text(&settings, &sharded_backends(2), 6033);
+        let text = config_text(&settings, &sharded_backends(2), 6033, 9090);
         let expected = r#"[[groups]]
 name = "g0"
 user = "tessera"
@@ -297,7 +325,7 @@ auto_increment = true
         let config = tessera_config::parse_str(&text, "generated").expect("a valid config");
         assert_eq!(config.groups.len(), 2);
 
-        let three = config_text(&settings, &sharded_backends(3), 6033);
+        let three = config_text(&settings, &sharded_backends(3), 6033, 9090);
         assert!(
             three.contains(r#""g1:sbtest_3", "g2:sbtest_4", "g2:sbtest_5"]"#),
             "{three}"

@@ -1,9 +1,11 @@
 //! Topologies the kit measures, and starting their servers: a sandbox, or a server the user names.
 
+use std::path::Path;
 use std::process::Command;
 
 use tessera_sandbox::{Sandbox, SandboxOptions};
 
+use crate::cgroup::{CpuCap, CPU_ROOT};
 use crate::error::{BenchError, Result};
 use crate::sysbench::Endpoint;
 
@@ -101,6 +103,71 @@ pub struct Sharding {
     /// Each group's primary, as direct clients reach it (group `i` is named `g<i>`).
     pub groups: Vec<Endpoint>,
     pub shards_per_group: u32,
+    /// The schema's table rules (`[[schemas.tables]]`), in config order.
+    pub rules: Vec<TableRule>,
+}
+
+/// One `[[schemas.tables]]` entry of the generated config.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TableRule {
+    /// A table name or a prefix and `*`.
+    pub name: String,
+    pub kind: RuleKind,
+}
+
+/// How a rule's tables are laid out over the shards.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RuleKind {
+    /// Rows placed by `function` of `key`; `auto_increment`: ids from Tessera's sequence.
+    Sharded {
+        key: String,
+        function: String,
+        auto_increment: bool,
+    },
+    /// A copy on every shard.
+    Broadcast,
+}
+
+impl TableRule {
+    /// A table sharded by `key` with `function`.
+    pub fn sharded(name: &str, key: &str, function: &str) -> TableRule {
+        TableRule {
+            name: name.to_string(),
+            kind: RuleKind::Sharded {
+                key: key.to_string(),
+                function: function.to_string(),
+                auto_increment: false,
+            },
+        }
+    }
+
+    /// A table copied to every shard.
+    pub fn broadcast(name: &str) -> TableRule {
+        TableRule {
+            name: name.to_string(),
+            kind: RuleKind::Broadcast,
+        }
+    }
+}
+
+/// The sysbench rule: `sbtest*` by `id` (hash), ids of id-less INSERTs from Tessera's sequence.
+pub fn sysbench_rules() -> Vec<TableRule> {
+    vec![TableRule {
+        name: SHARDED_TABLES.to_string(),
+        kind: RuleKind::Sharded {
+            key: SHARD_KEY.to_string(),
+            function: SHARD_FUNCTION.to_string(),
+            auto_increment: true,
+        },
+    }]
+}
+
+/// How many groups to start, how many shards each holds, and the schema's rules.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShardLayout {
+    pub groups: u32,
+    pub shards_per_group: u32,
+    pub rules: Vec<TableRule>,
 }
 
 impl Sharding {
@@ -201,6 +268,8 @@ pub struct Deployment {
     /// mariadbd processes we started (for `--pin`).
     pub server_pids: Vec<u32>,
     sandboxes: Vec<Sandbox>,
+    /// `--cpu-cap` groups of the servers; declared after `sandboxes`, so the servers stop first.
+    caps: Vec<CpuCap>,
 }
 
 /// Starts (or, with `mysql`, adopts) the servers of `topology` and makes sure `databases` exist.
@@ -211,7 +280,14 @@ pub fn deploy(topology: Topology, mysql: Option<&Endpoint>, databases: &[&str]) 
             topology: topology.name().to_string(),
             why: "with --mysql only the single topology can run (the kit starts replicas only in its sandbox)".into(),
         }),
-        (None, Topology::Sharded { groups }) => sharded(groups, databases),
+        (None, Topology::Sharded { groups }) => deploy_shards(
+            &ShardLayout {
+                groups,
+                shards_per_group: SHARDS_PER_GROUP,
+                rules: sysbench_rules(),
+            },
+            databases,
+        ),
         (None, _) => sandbox(topology, databases),
     }
 }
@@ -260,12 +336,14 @@ fn sandbox(topology: Topology, databases: &[&str]) -> Result<Deployment> {
         direct,
         server_pids: sandbox.servers().iter().filter_map(|s| s.pid()).collect(),
         sandboxes: vec![sandbox],
+        caps: Vec::new(),
     })
 }
 
-/// `groups` one-server groups holding the shard databases of `databases[0]` (created directly
-/// on them), and one more server with all of `databases` for direct clients.
-fn sharded(groups: u32, databases: &[&str]) -> Result<Deployment> {
+/// `layout.groups` one-server groups holding the shard databases of `databases[0]` (created
+/// directly on them), and one more server with all of `databases` for direct clients.
+pub fn deploy_shards(shape: &ShardLayout, databases: &[&str]) -> Result<Deployment> {
+    let groups = shape.groups;
     let schema = databases
         .first()
         .ok_or_else(|| BenchError::Usage("the sharded topology needs a database".into()))?;
@@ -273,7 +351,8 @@ fn sharded(groups: u32, databases: &[&str]) -> Result<Deployment> {
     let mut layout = Sharding {
         schema: schema.to_string(),
         groups: Vec::new(),
-        shards_per_group: SHARDS_PER_GROUP,
+        shards_per_group: shape.shards_per_group,
+        rules: shape.rules.clone(),
     };
     let mut sandboxes = vec![single];
     for g in 0..groups as usize {
@@ -302,6 +381,7 @@ fn sharded(groups: u32, databases: &[&str]) -> Result<Deployment> {
             .filter_map(|s| s.pid())
             .collect(),
         sandboxes,
+        caps: Vec::new(),
     })
 }
 
@@ -322,10 +402,48 @@ fn adopt(topology: Topology, server: &Endpoint, databases: &[&str]) -> Result<De
         },
         server_pids: Vec::new(),
         sandboxes: Vec::new(),
+        caps: Vec::new(),
     })
 }
 
 impl Deployment {
+    /// The label of each server in `server_pids` order: `direct`, `g0`, ... for the sharded
+    /// layouts, `s0`, `s1`, ... otherwise.
+    pub fn server_labels(&self) -> Vec<String> {
+        let sharded = self.backends.sharding.is_some();
+        (0..self.server_pids.len())
+            .map(|i| match (sharded, i) {
+                (true, 0) => "direct".to_string(),
+                (true, i) => format!("g{}", i - 1),
+                (false, i) => format!("s{i}"),
+            })
+            .collect()
+    }
+
+    /// Lifts `--cpu-cap` (the servers go back to the root group, the groups are removed): the
+    /// checks after the measured runs need not crawl.
+    pub fn uncap_cpu(&mut self) {
+        self.caps.clear();
+    }
+
+    /// `--cpu-cap`: puts every server of this deployment into a cpu cgroup of its own limited to
+    /// `fraction` of one core (removed when the deployment is dropped). Returns one line per server.
+    pub fn cap_cpu(&mut self, fraction: f64) -> Result<Vec<String>> {
+        crate::cgroup::reap_stale(Path::new(CPU_ROOT));
+        let mut lines = Vec::new();
+        for (label, &pid) in self.server_labels().iter().zip(&self.server_pids) {
+            let cap = CpuCap::apply(Path::new(CPU_ROOT), label, pid, fraction)?;
+            lines.push(format!(
+                "{label} (mariadbd pid {pid}): {} cpu.cfs_quota_us = {} / cpu.cfs_period_us = {}",
+                cap.dir().display(),
+                cap.quota_us,
+                crate::cgroup::PERIOD_US
+            ));
+            self.caps.push(cap);
+        }
+        Ok(lines)
+    }
+
     /// Waits until every replica has applied what the primary has (after loading data).
     pub fn wait_for_replicas(&self) -> Result<()> {
         for s in &self.sandboxes {
@@ -396,6 +514,7 @@ mod tests {
             schema: "sbtest".into(),
             groups: vec![group(1), group(2), group(3)],
             shards_per_group: SHARDS_PER_GROUP,
+            rules: sysbench_rules(),
         };
         let shards = layout.shards();
         assert_eq!(shards.len(), 6);

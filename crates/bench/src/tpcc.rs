@@ -17,6 +17,9 @@ pub struct TxnStats {
     pub count: u64,
     pub tpm: f64,
     pub avg_ms: f64,
+    pub p50_ms: f64,
+    pub p90_ms: f64,
+    pub p95_ms: f64,
     pub p99_ms: f64,
     pub max_ms: f64,
 }
@@ -29,6 +32,15 @@ pub struct TpccStats {
     pub transactions: Vec<TxnStats>,
     /// Sum of the `*_ERR` summary counts (transactions that failed).
     pub errors: u64,
+    /// Failed transactions per type (`NEW_ORDER_ERR` counted under `NEW_ORDER`), in go-tpc's order.
+    pub failed: Vec<(String, u64)>,
+}
+
+impl TpccStats {
+    /// Failed transactions of type `name` (0 when go-tpc printed no `<name>_ERR` line).
+    pub fn failed_of(&self, name: &str) -> u64 {
+        self.failed.iter().find(|(n, _)| n == name).map_or(0, |(_, c)| *c)
+    }
 }
 
 /// Parses go-tpc's final `[Summary]` lines and its `tpmC:` line.
@@ -38,8 +50,9 @@ pub fn parse_run_output(text: &str) -> Result<TpccStats> {
     for line in text.lines().map(str::trim) {
         if let Some(rest) = line.strip_prefix("[Summary] ") {
             let txn = parse_summary_line(rest)?;
-            if txn.name.ends_with("_ERR") {
+            if let Some(name) = txn.name.strip_suffix("_ERR") {
                 stats.errors += txn.count;
+                stats.failed.push((name.to_string(), txn.count));
             } else {
                 stats.transactions.push(txn);
             }
@@ -70,6 +83,9 @@ fn parse_summary_line(rest: &str) -> Result<TxnStats> {
         count: value::<f64>(&fields, "Count")? as u64,
         tpm: value(&fields, "TPM")?,
         avg_ms: value(&fields, "Avg(ms)")?,
+        p50_ms: value(&fields, "50th(ms)")?,
+        p90_ms: value(&fields, "90th(ms)")?,
+        p95_ms: value(&fields, "95th(ms)")?,
         p99_ms: value(&fields, "99th(ms)")?,
         max_ms: value(&fields, "Max(ms)")?,
     })
@@ -145,7 +161,17 @@ impl GoTpc<'_> {
             .command(endpoint, threads)
             .args(["--time", &format!("{seconds}s"), "run"])
             .output();
-        parse_run_output(&checked("go-tpc run", out)?)
+        let text = checked("go-tpc run", out)?;
+        parse_run_output(&text).map_err(|e| BenchError::Command {
+            what: format!("go-tpc run ({e})"),
+            code: Some(0),
+            output: tail(&text, 30),
+        })
+    }
+
+    /// `check` with `threads` threads: go-tpc's output (it exits 0 also when a condition fails).
+    pub fn check_output(&self, endpoint: &Endpoint, threads: u32) -> Result<String> {
+        checked("go-tpc check", self.command(endpoint, threads).arg("check").output())
     }
 
     /// `check`: the TPC-C consistency conditions; an error carries go-tpc's output.
@@ -178,14 +204,19 @@ fn checked(what: &str, out: std::io::Result<Output>) -> Result<String> {
         String::from_utf8_lossy(&out.stderr)
     );
     if !out.status.success() {
-        let tail: Vec<&str> = text.lines().rev().take(30).collect();
         return Err(BenchError::Command {
             what: what.to_string(),
             code: out.status.code(),
-            output: tail.into_iter().rev().collect::<Vec<_>>().join("\n"),
+            output: tail(&text, 30),
         });
     }
     Ok(text)
+}
+
+/// The last `lines` lines of `text`.
+fn tail(text: &str, lines: usize) -> String {
+    let last: Vec<&str> = text.lines().rev().take(lines).collect();
+    last.into_iter().rev().collect::<Vec<_>>().join("\n")
 }
 
 #[cfg(test)]
@@ -208,6 +239,8 @@ tpmC: 27039.6, tpmTotal: 60084.7, efficiency: 105130.6%
         assert_eq!(s.tpmc, 27039.6);
         assert_eq!(s.tpm_total, 60084.7);
         assert_eq!(s.errors, 3);
+        assert_eq!(s.failed, [("NEW_ORDER".to_string(), 3)]);
+        assert_eq!((s.failed_of("NEW_ORDER"), s.failed_of("PAYMENT")), (3, 0));
         let names: Vec<&str> = s.transactions.iter().map(|t| t.name.as_str()).collect();
         assert_eq!(names, ["DELIVERY", "NEW_ORDER", "PAYMENT"]);
         let no = &s.transactions[1];
@@ -215,6 +248,7 @@ tpmC: 27039.6, tpmTotal: 60084.7, efficiency: 105130.6%
             (no.count, no.tpm, no.avg_ms, no.p99_ms, no.max_ms),
             (9010, 27039.7, 5.0, 12.1, 21.0)
         );
+        assert_eq!((no.p50_ms, no.p90_ms, no.p95_ms), (4.7, 7.9, 9.4));
     }
 
     #[test]

@@ -48,6 +48,62 @@ shard = 3
 
 const FILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden/plans.txt");
 
+/// go-tpc's TPC-C schema as the benchmark kit shards it: tables by warehouse (mod), item broadcast.
+const TPCC_CONFIG: &str = r#"
+[[users]]
+name = "app"
+password = "app"
+[[groups]]
+name = "g0"
+user = "u"
+primary = { address = "127.0.0.1:1" }
+[[groups]]
+name = "g1"
+user = "u"
+primary = { address = "127.0.0.1:2" }
+[[schemas]]
+name = "tpcc"
+shards = ["g0:tpcc_0", "g0:tpcc_1", "g1:tpcc_2", "g1:tpcc_3"]
+[[schemas.tables]]
+name = "warehouse"
+shard_key = "w_id"
+function = "mod"
+[[schemas.tables]]
+name = "district"
+shard_key = "d_w_id"
+function = "mod"
+[[schemas.tables]]
+name = "customer"
+shard_key = "c_w_id"
+function = "mod"
+[[schemas.tables]]
+name = "history"
+shard_key = "h_w_id"
+function = "mod"
+[[schemas.tables]]
+name = "new_order"
+shard_key = "no_w_id"
+function = "mod"
+[[schemas.tables]]
+name = "orders"
+shard_key = "o_w_id"
+function = "mod"
+[[schemas.tables]]
+name = "order_line"
+shard_key = "ol_w_id"
+function = "mod"
+[[schemas.tables]]
+name = "stock"
+shard_key = "s_w_id"
+function = "mod"
+[[schemas.tables]]
+name = "item"
+kind = "broadcast"
+"#;
+
+/// go-tpc's statements (transactions and `check`), with warehouse 3's values for its `?`.
+const TPCC_FILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden/tpcc_plans.txt");
+
 /// The file's statements: lines that are not comments, blank, or indented plan lines.
 fn statements(text: &str) -> Vec<String> {
     text.lines()
@@ -56,13 +112,13 @@ fn statements(text: &str) -> Vec<String> {
         .collect()
 }
 
-fn render() -> String {
-    let config = tessera_config::parse_str(CONFIG, "golden").expect("golden config");
+fn render(config: &str, schema: &str, file: &str) -> String {
+    let config = tessera_config::parse_str(config, "golden").expect("golden config");
     let topology = Topology::from_config(&config).expect("golden topology");
-    let schema = topology.schema("shop").expect("shop");
+    let schema = topology.schema(schema).expect("golden schema");
     let names: Vec<String> = config.groups.iter().map(|g| g.name.clone()).collect();
     let cache = PlanCache::default();
-    let current = std::fs::read_to_string(FILE).expect("tests/golden/plans.txt");
+    let current = std::fs::read_to_string(file).expect("golden file");
     let mut out = String::from("# Golden plans (see crates/proxy/tests/golden_plans.rs). Statements start in column 0;\n# the indented lines are the plan: step | shard | group | database | detail.\n");
     for sql in statements(&current) {
         let fp = tessera_sql::fingerprint(&sql);
@@ -78,14 +134,14 @@ fn render() -> String {
     out
 }
 
-#[test]
-fn plans_match_the_reviewed_file() {
-    let rendered = render();
+/// Compares `file` with the plans made now (or rewrites it with TESSERA_BLESS=1).
+fn check_golden(config: &str, schema: &str, file: &str) {
+    let rendered = render(config, schema, file);
     if std::env::var_os("TESSERA_BLESS").is_some() {
-        std::fs::write(FILE, &rendered).expect("write golden file");
+        std::fs::write(file, &rendered).expect("write golden file");
         return;
     }
-    let current = std::fs::read_to_string(FILE).expect("tests/golden/plans.txt");
+    let current = std::fs::read_to_string(file).expect("golden file");
     if rendered != current {
         let diff: Vec<String> = rendered
             .lines()
@@ -96,8 +152,18 @@ fn plans_match_the_reviewed_file() {
             .map(|(i, (a, b))| format!("line {}:\n  planned: {a}\n  file:    {b}", i + 1))
             .collect();
         panic!(
-            "plans differ from tests/golden/plans.txt (TESSERA_BLESS=1 to accept):\n{}",
+            "plans differ from {file} (TESSERA_BLESS=1 to accept):\n{}",
             diff.join("\n")
         );
     }
+}
+
+#[test]
+fn plans_match_the_reviewed_file() {
+    check_golden(CONFIG, "shop", FILE);
+}
+
+#[test]
+fn tpcc_plans_match_the_reviewed_file() {
+    check_golden(TPCC_CONFIG, "tpcc", TPCC_FILE);
 }

@@ -1,7 +1,10 @@
 //! Co-location: a query over several sharded tables (joins, subqueries, derived tables) runs
 //! shard by shard only when every row it combines lives on one shard: the tables share a shard
-//! function and are joined by equality on their keys. Anything else is refused by name.
+//! function and are joined by equality on their keys, or each table's key is equated to a value
+//! and the values turn out to be on one shard (checked at execution). Anything else is refused
+//! by name.
 
+use super::keys::KeyExpr;
 use super::select::{contains_aggregate, has_limit};
 use super::tables::{resolve, Place, TableRef};
 use super::Planner;
@@ -46,8 +49,22 @@ fn check_outer_joins(p: &Planner, query: &Query) -> Result<(), String> {
     Ok(())
 }
 
+/// How the rows a query combines from several sharded tables stay on one shard.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Colocation {
+    /// Joined by equality on their keys (or one sharded table): any set of shards works.
+    ByKeys,
+    /// Not joined on their keys, but every sharded table's key equals a value in the WHERE of its
+    /// own SELECT (`ol_w_id = ? AND s_w_id = ?`, derived tables and subqueries alike) or is
+    /// joined on its key to such a table: the query runs only when all the values (these key
+    /// predicates) are on one shard.
+    ByValues(Vec<KeyExpr>),
+}
+
+const NOT_ON_KEYS: &str = "a join or subquery over sharded tables that is not an equality on their shard keys";
+
 /// Checks the whole query; Err names the construct.
-pub fn check_colocated(p: &Planner, query: &Query, tables: &[TableRef]) -> Result<(), String> {
+pub fn check_colocated(p: &Planner, query: &Query, tables: &[TableRef]) -> Result<Colocation, String> {
     check_outer_joins(p, query)?;
     let functions: Vec<_> = tables
         .iter()
@@ -60,14 +77,137 @@ pub fn check_colocated(p: &Planner, query: &Query, tables: &[TableRef]) -> Resul
         return Err("a statement over sharded tables with different shard functions".into());
     }
     let sharded_refs = count_sharded_refs(p, query);
-    if sharded_refs <= 1 {
-        return check_derived(p, query);
+    let by_keys = if sharded_refs <= 1 || key_equalities(p, query) + 1 >= sharded_refs {
+        check_derived(p, query)
+    } else {
+        Err(NOT_ON_KEYS.into())
+    };
+    match by_keys {
+        Ok(()) => Ok(Colocation::ByKeys),
+        Err(m) => match pinned(p, query) {
+            Some((exprs, n)) if n == sharded_refs && n > 0 => Ok(Colocation::ByValues(exprs)),
+            _ => Err(m),
+        },
     }
-    let equalities = key_equalities(p, query);
-    if equalities + 1 < sharded_refs {
-        return Err("a join or subquery over sharded tables that is not an equality on their shard keys".into());
+}
+
+/// The key predicates pinning every sharded table of `query` (and of its derived tables and
+/// subqueries, at any depth) to one value, and how many table references they cover; None when a
+/// sharded table is neither pinned nor joined on its key to a pinned one.
+fn pinned(p: &Planner, query: &Query) -> Option<(Vec<KeyExpr>, usize)> {
+    let SetExpr::Select(select) = &*query.body else {
+        return None;
+    };
+    let refs = super::top_sharded(p, query);
+    let mut exprs = Vec::new();
+    let mut is_pinned = vec![false; refs.len()];
+    for (i, r) in refs.iter().enumerate() {
+        let e = super::select::key_expr(p, select, std::slice::from_ref(r));
+        if single_valued(&e) {
+            is_pinned[i] = true;
+            exprs.push(e);
+        }
     }
-    check_derived(p, query)
+    let links = key_links(p, select, &refs);
+    while let Some(&(i, j)) = links.iter().find(|&&(i, j)| is_pinned[i] != is_pinned[j]) {
+        is_pinned[i] = true;
+        is_pinned[j] = true;
+    }
+    if is_pinned.contains(&false) {
+        return None;
+    }
+    let mut covered = refs.len();
+    for child in child_queries(query) {
+        let (more, n) = pinned(p, &child)?;
+        exprs.extend(more);
+        covered += n;
+    }
+    Some((exprs, covered))
+}
+
+/// A key predicate that allows one value only.
+fn single_valued(e: &KeyExpr) -> bool {
+    match e {
+        KeyExpr::Eq(_) => true,
+        KeyExpr::And(parts) => parts.iter().any(single_valued),
+        _ => false,
+    }
+}
+
+/// Pairs of `refs` (indexes) whose keys are equated by a conjunct of the WHERE or of an inner
+/// join's ON.
+fn key_links(
+    p: &Planner,
+    select: &tessera_sql::sqlparser::ast::Select,
+    refs: &[(String, String)],
+) -> Vec<(usize, usize)> {
+    use tessera_sql::sqlparser::ast::{JoinConstraint, JoinOperator as J};
+    let mut conjuncts = Vec::new();
+    if let Some(w) = &select.selection {
+        split_and(w, &mut conjuncts);
+    }
+    for j in select.from.iter().flat_map(|t| &t.joins) {
+        if let J::Inner(JoinConstraint::On(on)) | J::Join(JoinConstraint::On(on)) = &j.join_operator {
+            split_and(on, &mut conjuncts);
+        }
+    }
+    let key_of = |e: &Expr| (0..refs.len()).find(|&i| p.is_key(e, std::slice::from_ref(&refs[i])));
+    conjuncts
+        .iter()
+        .filter_map(|c| match c {
+            Expr::BinaryOp {
+                left,
+                op: BinaryOperator::Eq,
+                right,
+            } => Some((key_of(left)?, key_of(right)?)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn split_and<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
+    match e {
+        Expr::Nested(inner) => split_and(inner, out),
+        Expr::BinaryOp {
+            left,
+            op: BinaryOperator::And,
+            right,
+        } => {
+            split_and(left, out);
+            split_and(right, out);
+        }
+        other => out.push(other),
+    }
+}
+
+/// The queries directly inside `query` (derived tables, subqueries in expressions, CTEs), not
+/// those nested deeper.
+fn child_queries(query: &Query) -> Vec<Query> {
+    use tessera_sql::sqlparser::ast::{Visit, Visitor};
+    struct Children {
+        depth: usize,
+        out: Vec<Query>,
+    }
+    impl Visitor for Children {
+        type Break = ();
+        fn pre_visit_query(&mut self, q: &Query) -> ControlFlow<()> {
+            self.depth += 1;
+            if self.depth == 2 {
+                self.out.push(q.clone());
+            }
+            ControlFlow::Continue(())
+        }
+        fn post_visit_query(&mut self, _q: &Query) -> ControlFlow<()> {
+            self.depth -= 1;
+            ControlFlow::Continue(())
+        }
+    }
+    let mut v = Children {
+        depth: 0,
+        out: Vec::new(),
+    };
+    let _ = query.visit(&mut v);
+    v.out
 }
 
 /// How many references to sharded tables the query makes (a table joined to itself counts

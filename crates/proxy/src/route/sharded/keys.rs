@@ -33,7 +33,14 @@ pub enum KeyExpr {
     Range(Bound<ValueSource>, Bound<ValueSource>),
     And(Vec<KeyExpr>),
     Or(Vec<KeyExpr>),
+    /// Tables joined by their key values rather than on their keys (`a.k = ? AND b.k = ?`):
+    /// the statement runs only when the values are on one shard.
+    OneShard(Box<KeyExpr>),
 }
+
+/// The error of a [`KeyExpr::OneShard`] statement whose key values are on several shards.
+pub const VALUES_ON_SEVERAL_SHARDS: &str = "Tessera: a join of sharded tables whose shard-key values are on \
+     different shards (not an equality on their shard keys) is not supported";
 
 impl KeyExpr {
     /// The shards that may hold matching rows; None = all.
@@ -66,6 +73,10 @@ impl KeyExpr {
                 }
                 acc
             }
+            KeyExpr::OneShard(inner) => match inner.shards(f, n, values)? {
+                Some(set) if set.len() == 1 => Some(set),
+                _ => return Err(VALUES_ON_SEVERAL_SHARDS.into()),
+            },
             KeyExpr::Or(parts) => {
                 let mut acc = BTreeSet::new();
                 for p in parts {
@@ -85,6 +96,7 @@ impl KeyExpr {
             KeyExpr::Any => false,
             KeyExpr::And(p) => p.iter().any(KeyExpr::narrows),
             KeyExpr::Or(p) => p.iter().all(KeyExpr::narrows),
+            KeyExpr::OneShard(inner) => inner.narrows(),
             _ => true,
         }
     }
@@ -106,6 +118,9 @@ impl KeyExpr {
                 "({})",
                 p.iter().map(|e| e.describe(key)).collect::<Vec<_>>().join(" OR ")
             ),
+            KeyExpr::OneShard(_) => {
+                "every table's shard key = a value, all on one shard (refused when on several)".into()
+            }
         }
     }
 }
@@ -153,6 +168,14 @@ impl KeyReader<'_> {
                 Some(values) => KeyExpr::In(values),
                 None => KeyExpr::Any,
             },
+            Expr::InList {
+                expr,
+                list,
+                negated: false,
+            } => match &**expr {
+                Expr::Tuple(items) => self.tuple_in(items, list),
+                _ => KeyExpr::Any,
+            },
             Expr::Between {
                 expr,
                 negated: false,
@@ -164,6 +187,21 @@ impl KeyReader<'_> {
             },
             Expr::IsNull(expr) if (self.is_key)(expr) => KeyExpr::Eq(ValueSource::Null),
             _ => KeyExpr::Any,
+        }
+    }
+
+    /// `(k, x) IN ((v1, y1), (v2, y2))`: the key's values at its position in every row.
+    fn tuple_in(&self, items: &[Expr], list: &[Expr]) -> KeyExpr {
+        let Some(at) = items.iter().position(|e| (self.is_key)(e)) else {
+            return KeyExpr::Any;
+        };
+        let values = list.iter().map(|row| match row {
+            Expr::Tuple(values) if values.len() == items.len() => self.value(&values[at]),
+            _ => None,
+        });
+        match values.collect::<Option<Vec<_>>>() {
+            Some(values) => KeyExpr::In(values),
+            None => KeyExpr::Any,
         }
     }
 

@@ -624,10 +624,12 @@ fn read(p: &mut Planner, stmt: &Statement, q: &Query) -> ShardPlan {
             _ => None,
         })
         .collect();
+    let mut colocation = colocate::Colocation::ByKeys;
     if let tessera_sql::sqlparser::ast::SetExpr::Select(_) = &*q.body {
         // Rows combined on one shard must live together, also when one shard answers.
-        if let Err(m) = colocate::check_colocated(p, q, &tables) {
-            return ShardPlan::Reject(m);
+        match colocate::check_colocated(p, q, &tables) {
+            Ok(c) => colocation = c,
+            Err(m) => return ShardPlan::Reject(m),
         }
     }
     let sharded: Vec<(String, String)> = top_sharded(p, q);
@@ -638,6 +640,10 @@ fn read(p: &mut Planner, stmt: &Statement, q: &Query) -> ShardPlan {
     let expr = match &*q.body {
         tessera_sql::sqlparser::ast::SetExpr::Select(s) => select::key_expr(p, s, &sharded),
         _ => KeyExpr::Any,
+    };
+    let expr = match colocation {
+        colocate::Colocation::ByValues(pins) => KeyExpr::OneShard(Box::new(KeyExpr::And(pins))),
+        colocate::Colocation::ByKeys => expr,
     };
     let reason = expr.describe(sharded.first().map_or("key", |(_, k)| k.as_str()));
     let one = p.one_template();
