@@ -352,4 +352,26 @@ async fn a_sharded_schema_takes_ddl_writes_transactions_and_point_reads() {
         .expect("prepare");
     let r = c.execute(id, &[Some("11"), Some("12")]).await.expect("binary scatter");
     assert_eq!(r, vec![vec![Some("n11".to_string())], vec![Some("n12".to_string())]]);
+
+    // Tables joined by their key values (not on their keys) run where the values meet; values
+    // on different shards are refused as an unsupported construct.
+    let (k1, k2) = (
+        1i64,
+        (2..)
+            .find(|k| crc32_shard(*k) != crc32_shard(1))
+            .expect("another shard"),
+    );
+    let k3 = (2..).find(|k| crc32_shard(*k) == crc32_shard(1)).expect("same shard");
+    c.query(&format!(
+        "SELECT o.id FROM orders o, items i WHERE o.customer_id = {k1} AND i.id = {k3}"
+    ))
+    .await
+    .expect("values on one shard");
+    let e = c
+        .query(&format!(
+            "SELECT o.id FROM orders o, items i WHERE o.customer_id = {k1} AND i.id = {k2}"
+        ))
+        .await
+        .expect_err("values on two shards");
+    assert_eq!(e.code, 1235, "{}", e.message);
 }

@@ -449,7 +449,7 @@ impl Session {
         let shards = sharded
             .plan
             .shards_for(schema, &values)
-            .map_err(|m| ProxyError::Backend(ErrPacket::new(1526, "HY000", m)))?;
+            .map_err(super::sharded::key_error)?;
         let [shard] = shards.as_slice() else {
             let params = super::params::decode(run.request.null_bitmap, &run.types, run.request.values, &run.long_data)
                 .unwrap_or_default();

@@ -677,8 +677,17 @@ fn unsupported(m: &str) -> ProxyError {
 }
 
 fn resolve(set: &ShardSet, schema: &ShardedSchema, values: &Values) -> Result<Vec<usize>, ProxyError> {
-    ShardPlan::resolve(set, schema, values)
-        .map_err(|m| ProxyError::Backend(tessera_protocol::response::ErrPacket::new(1526, "HY000", m)))
+    ShardPlan::resolve(set, schema, values).map_err(key_error)
+}
+
+/// Why a statement's key values pick no shard: a value no shard takes (1526, as MariaDB's
+/// partitioning says), or values a statement needs on one shard found on several (1235).
+pub fn key_error(m: String) -> ProxyError {
+    use tessera_protocol::response::ErrPacket;
+    if m == crate::route::sharded::keys::VALUES_ON_SEVERAL_SHARDS {
+        return ProxyError::Backend(ErrPacket::new(1235, "42000", m));
+    }
+    ProxyError::Backend(ErrPacket::new(1526, "HY000", m))
 }
 
 /// The per-shard INSERT statements of a split INSERT; `generated`: the keys of rows whose
