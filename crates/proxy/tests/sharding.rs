@@ -4,109 +4,12 @@
 
 mod common;
 
+use common::shards::{crc32_shard, ShardedEnv};
 use common::Client;
-use tessera_proxy::server::{start, Running};
-use tessera_sandbox::{Sandbox, SandboxOptions};
-
-struct Sharded {
-    sandbox: Sandbox,
-    proxy: Running,
-}
-
-fn config(p0: u16, p1: u16) -> tessera_config::Config {
-    let text = format!(
-        r#"
-[server]
-listen = "127.0.0.1:0"
-[[users]]
-name = "app"
-password = "app"
-[[groups]]
-name = "g0"
-user = "tessera"
-password = "tessera"
-primary = {{ address = "127.0.0.1:{p0}" }}
-[[groups]]
-name = "g1"
-user = "tessera"
-password = "tessera"
-primary = {{ address = "127.0.0.1:{p1}" }}
-[[schemas]]
-name = "shop"
-shards = ["g0:shop_0", "g0:shop_1", "g1:shop_2", "g1:shop_3"]
-[[schemas.tables]]
-name = "orders"
-shard_key = "customer_id"
-[[schemas.tables]]
-name = "products"
-kind = "broadcast"
-[[schemas.tables]]
-name = "items"
-shard_key = "id"
-auto_increment = true
-"#
-    );
-    tessera_config::parse_str(&text, "test").expect("valid sharded config")
-}
-
-async fn sharded() -> Sharded {
-    let sandbox = tokio::task::spawn_blocking(|| {
-        Sandbox::start(SandboxOptions {
-            servers: 2,
-            ..Default::default()
-        })
-    })
-    .await
-    .expect("thread")
-    .expect("sandbox");
-    let cfg = config(sandbox.server(0).port(), sandbox.server(1).port());
-    let proxy = start(cfg).await.expect("proxy starts");
-    Sharded { sandbox, proxy }
-}
-
-impl Sharded {
-    async fn client(&self) -> Client {
-        Client::connect(self.proxy.addr.port(), "app", "app", Some("shop"))
-            .await
-            .expect("login")
-    }
-
-    /// Rows of `sql` run directly on shard `i`'s database.
-    fn on_shard(&self, i: usize, sql: &str) -> String {
-        let server = self.sandbox.server(i / 2);
-        server
-            .sql(&format!("USE shop_{i}; {sql}"))
-            .expect("shard query")
-            .trim()
-            .to_string()
-    }
-
-    fn count_on(&self, i: usize, table: &str) -> u64 {
-        self.on_shard(i, &format!("SELECT COUNT(*) FROM {table}"))
-            .parse()
-            .expect("count")
-    }
-}
-
-fn crc32_shard(k: i64) -> usize {
-    // The documented hash: CRC32 of the decimal text, modulo the shard count.
-    let mut crc = 0xffff_ffffu32;
-    for b in k.to_string().bytes() {
-        crc ^= u32::from(b);
-        for _ in 0..8 {
-            crc = if crc & 1 != 0 {
-                (crc >> 1) ^ 0xedb8_8320
-            } else {
-                crc >> 1
-            };
-        }
-    }
-    (!crc % 4) as usize
-}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_sharded_schema_takes_ddl_writes_transactions_and_point_reads() {
-    let env = sharded().await;
+    let env = ShardedEnv::start("").await;
     let mut c = env.client().await;
     c.query("CREATE DATABASE shop").await.expect("shard databases");
     c.query("CREATE TABLE orders (id INT PRIMARY KEY, customer_id BIGINT, note VARCHAR(20))")

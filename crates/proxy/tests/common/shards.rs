@@ -1,6 +1,7 @@
 //! A sharded test environment: two sandbox MariaDB servers as groups g0 and g1 holding the
-//! four shards of `shop` (`orders` sharded by `customer_id` with the default hash), an
-//! in-process Tessera in front; helpers to read a shard's rows directly.
+//! four shards of `shop` (`orders` by `customer_id` and `items` by `id` with the default hash,
+//! `items` with Tessera's AUTO_INCREMENT keys, `products` broadcast), an in-process Tessera in
+//! front; helpers to read a shard's rows directly.
 
 use super::Client;
 use tessera_proxy::server::{start, Running};
@@ -39,6 +40,10 @@ shard_key = "customer_id"
 [[schemas.tables]]
 name = "products"
 kind = "broadcast"
+[[schemas.tables]]
+name = "items"
+shard_key = "id"
+auto_increment = true
 "#
     );
     tessera_config::parse_str(&text, "test").expect("valid sharded config")
@@ -75,6 +80,13 @@ impl ShardedEnv {
             .expect("shard query")
             .trim()
             .to_string()
+    }
+
+    /// Rows of `table` on shard `i`.
+    pub fn count_on(&self, i: usize, table: &str) -> u64 {
+        self.on_shard(i, &format!("SELECT COUNT(*) FROM {table}"))
+            .parse()
+            .expect("count")
     }
 
     /// `sql` run directly on server `i`.
