@@ -293,7 +293,9 @@ impl Session {
             conn.broken |= conn.in_transaction;
         }
         if let Some(mut conn) = self.held.take() {
-            if conn.reset().await.is_err() {
+            // The client's own XA transaction (prepared, or still open) is left as a MariaDB
+            // client leaves it: its connection closes, so other connections can finish it.
+            if self.pins.in_xa() || conn.reset().await.is_err() {
                 conn.broken = true;
             }
         }
