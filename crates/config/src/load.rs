@@ -122,6 +122,13 @@ fn validate_server(c: &Config) -> Result<(), Problem> {
             "use letters, digits and underscores (default \"tessera\")",
         ));
     }
+    if s.pipeline_lanes > 0 && (s.pipeline_depth == 0 || s.pipeline_statement_bound_ms == 0) {
+        return Err(invalid(
+            "server.pipeline_depth",
+            "pipelining needs a depth and a statement bound of at least 1",
+            "raise pipeline_depth / pipeline_statement_bound_ms, or set pipeline_lanes = 0",
+        ));
+    }
     Ok(())
 }
 

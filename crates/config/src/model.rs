@@ -66,6 +66,16 @@ pub struct ServerConfig {
     pub xa_resolve_after_ms: u64,
     /// Decisions no in-doubt branch needs are deleted after this many seconds.
     pub xa_decision_retention_s: u64,
+    /// Pipelined lanes per backend server and session state: short side-effect-free autocommit
+    /// reads of many sessions share these connections, several statements per write. 0 = off.
+    pub pipeline_lanes: usize,
+    /// Statements a lane has sent and not yet answered, at most (then a statement takes a
+    /// connection of its own).
+    pub pipeline_depth: usize,
+    /// A statement in a lane runs at most this long (the lane's `max_statement_time`); one that
+    /// takes longer is interrupted, runs again on a connection of its own and is not pipelined
+    /// again. This bounds how long a slow statement holds up those queued behind it.
+    pub pipeline_statement_bound_ms: u64,
 }
 
 impl Default for ServerConfig {
@@ -90,6 +100,9 @@ impl Default for ServerConfig {
             xa_recovery_interval_ms: 5_000,
             xa_resolve_after_ms: 10_000,
             xa_decision_retention_s: 600,
+            pipeline_lanes: 2,
+            pipeline_depth: 16,
+            pipeline_statement_bound_ms: 50,
         }
     }
 }

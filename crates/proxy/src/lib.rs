@@ -28,6 +28,7 @@ pub mod gtid;
 pub mod metrics;
 pub mod monitor;
 pub mod net;
+pub mod pipeline;
 pub mod pool;
 pub mod registry;
 pub mod route;

@@ -44,6 +44,11 @@ pub struct Metrics {
     pub xa_in_doubt: AtomicU64,
     /// Completed recovery scans.
     pub xa_recovery_scans: AtomicU64,
+    /// Statements answered through a pipelined lane, the lane writes that sent them, and
+    /// pipelined statements run again on a connection of their own (warnings, errors, bound).
+    pub pipelined: AtomicU64,
+    pub pipeline_writes: AtomicU64,
+    pub pipeline_reruns: AtomicU64,
 }
 
 impl Metrics {
@@ -115,6 +120,27 @@ pub fn render(ctx: &Context) -> String {
         "Checkouts that replayed session state.",
         "counter",
         get(&m.state_syncs),
+    );
+    line(
+        &mut out,
+        "tessera_pipelined_total",
+        "Statements answered through a pipelined lane.",
+        "counter",
+        get(&m.pipelined),
+    );
+    line(
+        &mut out,
+        "tessera_pipeline_writes_total",
+        "Writes of pipelined lanes (statements per write = pipelined / writes).",
+        "counter",
+        get(&m.pipeline_writes),
+    );
+    line(
+        &mut out,
+        "tessera_pipeline_reruns_total",
+        "Pipelined statements run again on a connection of their own (warnings, error, over the bound).",
+        "counter",
+        get(&m.pipeline_reruns),
     );
     line(
         &mut out,

@@ -61,6 +61,8 @@ pub struct Pool {
     pub stats: PoolStats,
     version: OnceLock<String>,
     extended: OnceLock<u32>,
+    /// Pipelined lanes on this server (see [`crate::pipeline`]).
+    pub lanes: crate::pipeline::Lanes,
 }
 
 impl Pool {
@@ -75,6 +77,7 @@ impl Pool {
             stats: PoolStats::default(),
             version: OnceLock::new(),
             extended: OnceLock::new(),
+            lanes: Default::default(),
         })
     }
 

@@ -16,6 +16,8 @@
 //! ```
 
 pub mod classify;
+pub mod pure;
+pub use pure::is_pure_select;
 mod flags;
 mod keyword;
 pub mod lexer;

@@ -68,6 +68,59 @@ pub struct ClientSide<'t> {
     pub acknowledged: Option<&'t NewestGtid>,
 }
 
+/// Where a forwarded response comes from: a backend connection, or the packets a pipelined
+/// lane already read for this statement.
+pub trait ResponseSource {
+    /// The next packet of the response.
+    fn packet(&mut self) -> impl std::future::Future<Output = Result<Bytes, ProxyError>>;
+    /// More of the response can be read without waiting.
+    fn has_buffered_input(&self) -> bool;
+    /// Capabilities negotiated with the backend (EOF/OK framing).
+    fn capabilities(&self) -> u32;
+    /// The backend connection itself, when the response is read live from it.
+    fn connection(&mut self) -> Option<&mut BackendConn>;
+}
+
+impl ResponseSource for BackendConn {
+    async fn packet(&mut self) -> Result<Bytes, ProxyError> {
+        self.read().await
+    }
+    fn has_buffered_input(&self) -> bool {
+        self.io.has_buffered_input()
+    }
+    fn capabilities(&self) -> u32 {
+        self.capabilities
+    }
+    fn connection(&mut self) -> Option<&mut BackendConn> {
+        Some(self)
+    }
+}
+
+/// A response read in full by a pipelined lane.
+pub struct ReadResponse {
+    pub packets: std::collections::VecDeque<Bytes>,
+    pub capabilities: u32,
+}
+
+impl ResponseSource for ReadResponse {
+    async fn packet(&mut self) -> Result<Bytes, ProxyError> {
+        self.packets.pop_front().ok_or_else(|| {
+            ProxyError::Client(tessera_protocol::ProtocolError::Io(
+                std::io::ErrorKind::UnexpectedEof.into(),
+            ))
+        })
+    }
+    fn has_buffered_input(&self) -> bool {
+        !self.packets.is_empty()
+    }
+    fn capabilities(&self) -> u32 {
+        self.capabilities
+    }
+    fn connection(&mut self) -> Option<&mut BackendConn> {
+        None
+    }
+}
+
 /// Forwards the backend's response to the client and flushes it.
 pub async fn forward<C>(
     backend: &mut BackendConn,
@@ -85,8 +138,27 @@ where
     } else {
         0
     };
+    let result = forward_from(&mut *backend, client, side, mode, status).await;
+    if result.is_err() {
+        backend.broken = true;
+    }
+    result
+}
+
+/// Forwards a response from any source; `status` is the transaction state before it.
+pub async fn forward_from<S, C>(
+    source: &mut S,
+    client: &mut PacketStream<C>,
+    side: ClientSide<'_>,
+    mode: Mode,
+    status: u16,
+) -> Result<Outcome, ProxyError>
+where
+    S: ResponseSource,
+    C: AsyncRead + AsyncWrite + Unpin,
+{
     let mut f = Forwarder {
-        backend,
+        backend: source,
         client,
         client_caps: side.capabilities,
         write_timeout: side.write_timeout,
@@ -101,15 +173,12 @@ where
     if result.is_ok() {
         result = f.flush_client().await;
     }
-    if result.is_err() {
-        f.backend.broken = true;
-    }
     result?;
     Ok(f.out)
 }
 
-struct Forwarder<'a, C> {
-    backend: &'a mut BackendConn,
+struct Forwarder<'a, S, C> {
+    backend: &'a mut S,
     client: &'a mut PacketStream<C>,
     client_caps: u32,
     write_timeout: Duration,
@@ -118,7 +187,7 @@ struct Forwarder<'a, C> {
     out: Outcome,
 }
 
-impl<C: AsyncRead + AsyncWrite + Unpin> Forwarder<'_, C> {
+impl<S: ResponseSource, C: AsyncRead + AsyncWrite + Unpin> Forwarder<'_, S, C> {
     async fn flush_client(&mut self) -> Result<(), ProxyError> {
         match tokio::time::timeout(self.write_timeout, self.client.flush()).await {
             Ok(r) => Ok(r?),
@@ -130,12 +199,14 @@ impl<C: AsyncRead + AsyncWrite + Unpin> Forwarder<'_, C> {
 
     async fn next(&mut self) -> Result<Bytes, ProxyError> {
         if self.client.pending_write() >= FLUSH_AT
-            || (self.client.pending_write() > 0 && !self.backend.io.has_buffered_input())
+            || (self.client.pending_write() > 0 && !self.backend.has_buffered_input())
         {
             self.flush_client().await?;
         }
-        let packet = self.backend.read().await?;
-        self.backend.response_started = true;
+        let packet = self.backend.packet().await?;
+        if let Some(conn) = self.backend.connection() {
+            conn.response_started = true;
+        }
         Ok(packet)
     }
 
@@ -161,12 +232,14 @@ impl<C: AsyncRead + AsyncWrite + Unpin> Forwarder<'_, C> {
 
     /// Forwards an OK packet; returns whether more results follow.
     fn ok(&mut self, p: &[u8]) -> Result<bool, ProxyError> {
-        let ok = OkPacket::parse(p, self.backend.capabilities)?;
+        let ok = OkPacket::parse(p, self.backend.capabilities())?;
         let changes = ok.session_changes()?;
         if let Some((newest, gtid)) = self.acknowledged.zip(crate::gtid::written_gtid(&changes)) {
             newest.note(gtid);
         }
-        self.backend.state.apply_changes(&changes);
+        if let Some(conn) = self.backend.connection() {
+            conn.state.apply_changes(&changes);
+        }
         self.out.changes.extend(changes);
         self.out.status = ok.status;
         self.out.warnings = ok.warnings;
@@ -211,7 +284,7 @@ impl<C: AsyncRead + AsyncWrite + Unpin> Forwarder<'_, C> {
             self.client.write_packet(&def);
         }
         let eof = self.next().await?;
-        let (_, status) = parse_eof(&eof, self.backend.capabilities)?;
+        let (_, status) = parse_eof(&eof, self.backend.capabilities())?;
         if mode == Mode::Binary && status & SERVER_STATUS_CURSOR_EXISTS != 0 {
             // A cursor was opened: the metadata ends with an EOF and rows come with FETCH.
             self.client.write_packet(&eof);
@@ -232,7 +305,7 @@ impl<C: AsyncRead + AsyncWrite + Unpin> Forwarder<'_, C> {
         loop {
             let p = self.next().await?;
             if is_eof(&p) {
-                let (warnings, status) = parse_eof(&p, self.backend.capabilities)?;
+                let (warnings, status) = parse_eof(&p, self.backend.capabilities())?;
                 self.end_packet(&p, warnings, status);
                 self.out.result_rows = Some(rows);
                 self.out.affected_rows = 0;
@@ -264,7 +337,7 @@ impl<C: AsyncRead + AsyncWrite + Unpin> Forwarder<'_, C> {
                 return self.err(&p).map(|_| ());
             }
             if is_eof(&p) {
-                let (warnings, status) = parse_eof(&p, self.backend.capabilities)?;
+                let (warnings, status) = parse_eof(&p, self.backend.capabilities())?;
                 self.end_packet(&p, warnings, status);
                 return Ok(());
             }
@@ -274,19 +347,25 @@ impl<C: AsyncRead + AsyncWrite + Unpin> Forwarder<'_, C> {
 
     /// LOAD DATA LOCAL INFILE: relay the file request to the client and its data back.
     async fn local_infile(&mut self, request: Bytes) -> Result<bool, ProxyError> {
+        if self.backend.connection().is_none() {
+            return Err(ProxyError::Unsupported("LOCAL INFILE in a pipelined response".into()));
+        }
         self.client.write_packet(&request);
         self.flush_client().await?;
         loop {
             let chunk = self.client.read_packet().await?;
-            self.backend.io.write_packet(&chunk);
+            let Some(conn) = self.backend.connection() else { break };
+            conn.io.write_packet(&chunk);
             if chunk.is_empty() {
                 break;
             }
-            if self.backend.io.pending_write() >= FLUSH_AT {
-                self.backend.flush().await?;
+            if conn.io.pending_write() >= FLUSH_AT {
+                conn.flush().await?;
             }
         }
-        self.backend.flush().await?;
+        if let Some(conn) = self.backend.connection() {
+            conn.flush().await?;
+        }
         let answer = self.next().await?;
         match answer.first() {
             Some(&OK_HEADER) => self.ok(&answer),

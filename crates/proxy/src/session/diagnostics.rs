@@ -38,6 +38,15 @@ const WARNING_STATE: &str = "01000";
 const SIGNAL_MESSAGE_MAX: usize = 128;
 
 impl Diagnostics {
+    /// True when the area holds no condition (a new session's, or one a read cleared). Only
+    /// meaningful while the session holds no connection.
+    pub fn is_empty(&self) -> bool {
+        match self {
+            Diagnostics::OnConnection => true,
+            Diagnostics::Kept(c) => c.is_empty(),
+        }
+    }
+
     /// The statement that recreates this area on another connection, or None when it must not
     /// be given up (SIGNAL cannot recreate it exactly).
     pub fn restore_statement(&self) -> Option<String> {

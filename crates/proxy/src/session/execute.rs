@@ -152,13 +152,8 @@ impl Session {
     /// Flushes the queued command and forwards the backend's response to the client.
     pub async fn forward(&mut self, conn: &mut PooledConn, mode: Mode) -> Result<Outcome, ProxyError> {
         conn.flush().await?;
-        let group = self.routing.last_server.map_or(0, |(g, _)| g);
-        let side = ClientSide {
-            capabilities: self.capabilities,
-            write_timeout: self.ctx.config.server.net_write_timeout(),
-            tracking: &self.tracking,
-            acknowledged: self.ctx.groups.get(group).map(|g| &g.acknowledged),
-        };
+        let ctx = self.ctx.clone();
+        let side = client_side(&ctx, self.capabilities, &self.tracking, self.routing.last_server);
         forward(conn, &mut self.client, side, mode).await
     }
 
@@ -294,7 +289,7 @@ impl Session {
         }
     }
 
-    fn record_last(&mut self, outcome: &Outcome) {
+    pub(super) fn record_last(&mut self, outcome: &Outcome) {
         self.last_error = outcome.error.as_ref().map(|e| e.code);
         self.last.row_count = match (&outcome.error, outcome.result_rows) {
             (Some(_), _) | (None, Some(_)) => -1,
@@ -380,6 +375,22 @@ impl Session {
         } else if conn.in_transaction {
             self.held = Some(conn);
         }
+    }
+}
+
+/// How responses reach a client (for the forwarder), after a statement on `last_server`.
+pub fn client_side<'t>(
+    ctx: &'t crate::context::Context,
+    capabilities: u32,
+    tracking: &'t crate::tracking::ClientTracking,
+    last_server: Option<(usize, usize)>,
+) -> ClientSide<'t> {
+    let group = last_server.map_or(0, |(g, _)| g);
+    ClientSide {
+        capabilities,
+        write_timeout: ctx.config.server.net_write_timeout(),
+        tracking,
+        acknowledged: ctx.groups.get(group).map(|g| &g.acknowledged),
     }
 }
 

@@ -15,6 +15,7 @@ pub mod load_data;
 pub mod metadata;
 pub mod params;
 pub mod pins;
+pub mod pipelined;
 pub mod prepared;
 pub mod query;
 pub mod rewrite;

@@ -39,6 +39,8 @@ pub struct ClientStmt {
     pub long_data_size: usize,
     /// On a sharded schema: the plan, made once at prepare.
     pub sharded: Option<Arc<ShardedStmt>>,
+    /// A pure read that may share a pipelined lane (until an answer there was not usable).
+    pub pipelinable: bool,
 }
 
 /// A prepared statement's sharded plan.
@@ -64,6 +66,7 @@ struct Execution<'p> {
     scope: SyncScope,
     session_functions: bool,
     sharded: Option<Arc<ShardedStmt>>,
+    pipelinable: bool,
 }
 
 /// The client's prepared statements.
@@ -162,7 +165,9 @@ impl Session {
             let _ = sh.columns.set(Arc::from(columns));
         }
         self.last.row_count = 0; // as MariaDB: COM_STMT_PREPARE resets ROW_COUNT()
+        let pipelinable = sharded.is_none() && !session_functions && super::pipelined::pipelinable(&text, &class);
         let entry = ClientStmt {
+            pipelinable,
             sql,
             text: Arc::from(text.as_ref()),
             class,
@@ -266,6 +271,18 @@ impl Session {
                 .execute_with_schema(stmt_id, &run, &stmts, target, (shard, &s.database))
                 .await;
         }
+        if run.pipelinable && !opens_cursor {
+            use super::pipelined::Pipelined;
+            match self.execute_pipelined(target, &run.sql, &run.request, &run.types).await? {
+                Pipelined::Answered => return Ok(Next::Continue),
+                Pipelined::NoLane => {}
+                Pipelined::RunAlone => {
+                    if let Some(entry) = self.stmts.stmts.get_mut(&stmt_id) {
+                        entry.pipelinable = false;
+                    }
+                }
+            }
+        }
         let mut exclude = None;
         loop {
             let was_held = self.held.is_some();
@@ -361,6 +378,7 @@ impl Session {
             return Err(ProxyError::PacketTooLarge);
         }
         Ok(Execution {
+            pipelinable: entry.pipelinable && long_data.is_empty(),
             request,
             types,
             long_data,
@@ -498,6 +516,7 @@ impl Session {
             scope: run.scope,
             session_functions: run.session_functions,
             sharded: None,
+            pipelinable: false,
         };
         self.execute_with_schema(stmt_id, &local, stmts, target, (*shard, &s.database))
             .await

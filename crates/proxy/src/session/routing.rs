@@ -196,18 +196,37 @@ impl Session {
             && group.index_of(conn.pool()) != Some(group.primary_index())
     }
 
+    /// Whether a read planned on server `chosen` would first ask a replica to catch up
+    /// (see [`Session::checkout_for`]).
+    pub fn read_may_wait(&self, group: &Group, target: Target, chosen: usize) -> bool {
+        !group.read_your_writes_wait.is_zero()
+            && target.role != Role::Primary
+            && chosen == group.primary_index()
+            && self.read_needs(group).is_some()
+    }
+
+    /// Counts a statement on server `server` of group `group_index`.
+    pub fn count_routed_on(&mut self, group_index: usize, server: usize, target: Target) {
+        let Some(group) = self.ctx.groups.get(group_index) else {
+            return;
+        };
+        if let Some(s) = group.servers.get(server) {
+            let counter = match target.role {
+                Role::Read | Role::Replica => &s.reads,
+                Role::Primary => &s.writes,
+            };
+            counter.fetch_add(1, Ordering::Relaxed);
+            self.routing.last_server = Some((group_index, server));
+        }
+    }
+
     /// Counts the statement on the server its connection belongs to.
     pub fn count_routed(&mut self, group_index: usize, conn: &PooledConn, target: Target) {
         let Some(group) = self.ctx.groups.get(group_index) else {
             return;
         };
         if let Some(i) = group.index_of(conn.pool()) {
-            let counter = match target.role {
-                Role::Read | Role::Replica => &group.servers[i].reads,
-                Role::Primary => &group.servers[i].writes,
-            };
-            counter.fetch_add(1, Ordering::Relaxed);
-            self.routing.last_server = Some((group_index, i));
+            self.count_routed_on(group_index, i, target);
         }
     }
 

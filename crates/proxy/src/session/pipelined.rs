@@ -1,0 +1,155 @@
+//! A prepared statement's execution through a pipelined lane ([`crate::pipeline`]): when the
+//! session holds no connection and no state a lane lacks, and the statement is a pure read.
+
+use super::execute::client_side;
+use super::Session;
+use crate::backend::stmt_cache::SqlText;
+use crate::error::ProxyError;
+use crate::exec::forward::{forward_from, ReadResponse};
+use crate::exec::Mode;
+use crate::metrics::Metrics;
+use crate::pipeline::{Lane, LaneAnswer, LaneRequest, LaneSet, LaneSettings, Pick};
+use crate::route::Target;
+use crate::state::SyncScope;
+use bytes::BytesMut;
+use std::sync::Arc;
+use tessera_protocol::stmt::ExecuteRequest;
+use tessera_sql::{Classification, Flags, StatementKind};
+
+/// What became of a statement offered to a lane.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Pipelined {
+    /// Answered to the client.
+    Answered,
+    /// No lane could take it now: run it as usual.
+    NoLane,
+    /// The lane's answer had warnings or an error, or the statement ran over the bound: run it
+    /// on a connection of its own, and do not offer it to a lane again.
+    RunAlone,
+}
+
+/// Flags of statements that read or change session state, lock, or write.
+const NOT_PIPELINED: Flags = Flags::from_bits_truncate(
+    Flags::USER_VAR_WRITE.bits()
+        | Flags::USER_VAR_READ.bits()
+        | Flags::LOCK_FUNCTIONS.bits()
+        | Flags::SQL_CALC_FOUND_ROWS.bits()
+        | Flags::FOUND_ROWS.bits()
+        | Flags::ROW_COUNT.bits()
+        | Flags::LAST_INSERT_ID.bits()
+        | Flags::LAST_INSERT_ID_SET.bits()
+        | Flags::LOCKING_READ.bits()
+        | Flags::SELECT_INTO.bits()
+        | Flags::MULTI_STATEMENT.bits()
+        | Flags::WRITES.bits()
+        | Flags::TEMPORARY.bits()
+        | Flags::SESSION_INFO.bits()
+        | Flags::DIAGNOSTICS.bits(),
+);
+
+/// Whether a prepared statement may ever go through a lane (decided once, at prepare).
+pub fn pipelinable(text: &str, class: &Classification) -> bool {
+    matches!(class.kind, StatementKind::Select)
+        && !class.flags.intersects(NOT_PIPELINED)
+        && tessera_sql::is_pure_select(text)
+}
+
+impl Session {
+    /// The lane settings, None when pipelining is off.
+    fn lane_settings(&self) -> Option<LaneSettings> {
+        let s = &self.ctx.config.server;
+        (s.pipeline_lanes > 0).then(|| LaneSettings {
+            lanes: s.pipeline_lanes,
+            depth: s.pipeline_depth,
+            bound: std::time::Duration::from_millis(s.pipeline_statement_bound_ms),
+        })
+    }
+
+    /// True when nothing ties this session's next statement to one connection: no held
+    /// connection, autocommit, plain schema, no statement time limit of its own, and an empty
+    /// diagnostics area.
+    fn may_pipeline(&self) -> bool {
+        self.held.is_none()
+            && !self.pins.is_pinned()
+            && self.shard_held.is_empty()
+            && self.client_xa.is_none()
+            && self.target_schema.is_none()
+            && self.autocommit()
+            && self.diagnostics.is_empty()
+            && !self.state.vars.contains_key("max_statement_time")
+            && self.logical_schema().is_none()
+    }
+
+    /// Runs an execution through a lane of the server the read is routed to.
+    pub async fn execute_pipelined(
+        &mut self,
+        target: Target,
+        sql: &SqlText,
+        request: &ExecuteRequest<'_>,
+        types: &[u8],
+    ) -> Result<Pipelined, ProxyError> {
+        let Some(settings) = self.lane_settings().filter(|_| self.may_pipeline()) else {
+            return Ok(Pipelined::NoLane);
+        };
+        let group = self.ctx.group_checked(target.group)?.clone();
+        let chosen = self.choose_server(&group, target, None);
+        if self.read_may_wait(&group, target, chosen) {
+            return Ok(Pipelined::NoLane);
+        }
+        let pool = group.servers[chosen].pool_for(&self.user).clone();
+        let lane = match pool.lanes.pick(&self.state, self.flavour(), settings) {
+            Pick::Lane(lane) => lane,
+            Pick::Open(set) => match self.open_lane(target, &pool, &set, settings).await {
+                Some(lane) => lane,
+                None => return Ok(Pipelined::NoLane),
+            },
+            Pick::None => return Ok(Pipelined::NoLane),
+        };
+        let mut execute = BytesMut::with_capacity(64 + request.values.len());
+        request.encode_for_backend(&mut execute, 0, types);
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let queued = LaneRequest {
+            sql: sql.clone(),
+            execute,
+            reply,
+        };
+        if lane.send(queued).is_none() {
+            return Ok(Pipelined::NoLane);
+        }
+        let Ok(LaneAnswer::Clean(packets, capabilities)) = answer.await else {
+            Metrics::inc(&self.ctx.metrics.pipeline_reruns);
+            return Ok(Pipelined::RunAlone);
+        };
+        self.count_routed_on(target.group, chosen, target);
+        let mut source = ReadResponse { packets, capabilities };
+        let ctx = self.ctx.clone();
+        let side = client_side(&ctx, self.capabilities, &self.tracking, self.routing.last_server);
+        let outcome = forward_from(&mut source, &mut self.client, side, Mode::Binary, 0).await?;
+        Metrics::inc(&self.ctx.metrics.pipelined);
+        self.record_last(&outcome);
+        Ok(Pipelined::Answered)
+    }
+
+    /// Opens a lane of `set` on a connection of `pool` in this session's state, its statements
+    /// bounded by the lane's `max_statement_time`.
+    async fn open_lane(
+        &mut self,
+        target: Target,
+        pool: &Arc<crate::pool::Pool>,
+        set: &Arc<LaneSet>,
+        settings: LaneSettings,
+    ) -> Option<Lane> {
+        let acquired = self.acquire(target, SyncScope::default()).await;
+        self.handle.set_running(None);
+        let mut conn = acquired.ok()?;
+        if !Arc::ptr_eq(conn.pool(), pool) {
+            return None;
+        }
+        let bound = format!("SET SESSION max_statement_time = {}", settings.bound.as_secs_f64());
+        if conn.simple_command(&bound).await.is_err() {
+            conn.broken = true;
+            return None;
+        }
+        set.open(conn, settings, self.ctx.clone())
+    }
+}
