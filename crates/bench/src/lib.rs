@@ -5,6 +5,7 @@ pub mod anchors;
 pub mod app;
 pub mod cgroup;
 pub mod charts;
+pub mod child;
 pub mod cpu;
 pub mod error;
 pub mod machine;
