@@ -13,6 +13,7 @@ pub mod metrics;
 pub mod options;
 pub mod progress;
 pub mod record;
+pub mod relay;
 pub mod report;
 pub mod runner;
 pub mod sysbench;

@@ -11,6 +11,8 @@ tessera-bench: sysbench and TPC-C, direct MariaDB vs through Tessera (and other 
 
 USAGE: tessera-bench [OPTIONS]
        tessera-bench report DIR      re-render DIR/report.md and charts from DIR/runs.csv
+       tessera-bench relay LISTEN_ADDR BACKEND_ADDR
+                                     the zero-logic TCP relay that --relay starts (runs until killed)
 
 Matrix:
   --preset quick|full        quick (default): point_select, read_only, read_write at 4,16,64 threads,
