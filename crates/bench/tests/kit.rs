@@ -146,7 +146,12 @@ fn relay_is_a_target_with_cpu_figures_and_stops_with_its_topology() {
     let cpu = records[1].cpu.expect("the relay's CPU is sampled");
     assert!(cpu.peak_rss_kb > 0, "{cpu:?}");
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
-    for needle in ["| relay | 1 |", "- relay (`--relay`)"] {
+    for needle in [
+        "| relay | 1 |",
+        "relay CPU us/query",
+        "ratio to relay",
+        "- relay (`--relay`)",
+    ] {
         assert!(report.contains(needle), "{needle} missing:\n{report}");
     }
     // The relay's log names its address; nothing listens there once the run is over.
