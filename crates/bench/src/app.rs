@@ -54,6 +54,7 @@ pub fn run(opts: &BenchOptions, argv: &[String]) -> Result<Outcome> {
         tessera: opts.tessera.then_some(&tessera),
         out_dir: &out_dir,
         pinning,
+        relay_bin: relay_bin(opts)?,
     };
     let mut progress = plan_progress(opts, &env);
     let mut matrix = if opts.sysbench {
@@ -108,14 +109,26 @@ fn write_report(
 fn plan_progress(opts: &BenchOptions, env: &MatrixEnv) -> Progress {
     let (mut steps, mut secs) = (0usize, 0.0f64);
     if opts.sysbench {
-        let (s, t) = env.plan_per_topology();
-        steps += s * opts.topologies.len();
-        secs += t * opts.topologies.len() as f64;
+        for &topology in &opts.topologies {
+            let (s, t) = env.plan_for(topology);
+            steps += s;
+            secs += t;
+        }
     }
     let (s, t) = tpcc_bench::plan(opts);
     steps += s;
     secs += t;
     Progress::new(steps, secs)
+}
+
+/// `--relay`: this executable, whose `relay` subcommand the kit starts in front of the server.
+fn relay_bin(opts: &BenchOptions) -> Result<Option<PathBuf>> {
+    if !opts.relay {
+        return Ok(None);
+    }
+    std::env::current_exe()
+        .map(Some)
+        .map_err(|e| BenchError::io("locating tessera-bench (for --relay)", e))
 }
 
 fn load_anchors(paths: &[PathBuf]) -> Result<Vec<PublishedRatio>> {
@@ -188,6 +201,13 @@ fn sysbench_lines(opts: &BenchOptions) -> String {
     );
     for t in &opts.topologies {
         let _ = writeln!(h, "- topology `{}`: {}", t.name(), t.describe());
+    }
+    if opts.relay {
+        h.push_str(
+            "- relay (`--relay`): `tessera-bench relay`, started by the kit in front of the direct server \
+             (single topology): one tokio current_thread runtime, one backend connection per client, TCP_NODELAY, \
+             bytes copied both ways, nothing parsed; its CPU sampled like Tessera's\n",
+        );
     }
     let example = example_command(opts);
     let _ = writeln!(

@@ -29,6 +29,8 @@ pub enum BenchError {
     NotAvailable { topology: String, why: String },
     #[error("Tessera: {0}")]
     Tessera(String),
+    #[error("relay: {0}")]
+    Relay(String),
     #[error("rows loaded through Tessera are not where the shard function puts them: {0}")]
     ShardCheck(String),
     #[error("chart {path}: {why}")]

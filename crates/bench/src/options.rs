@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use crate::error::{BenchError, Result};
+use crate::relay::RELAY_TARGET;
 use crate::sysbench::{canonical_workload, Endpoint};
 use crate::topology::{Topology, DEFAULT_SHARD_GROUPS};
 
@@ -11,6 +12,8 @@ tessera-bench: sysbench and TPC-C, direct MariaDB vs through Tessera (and other 
 
 USAGE: tessera-bench [OPTIONS]
        tessera-bench report DIR      re-render DIR/report.md and charts from DIR/runs.csv
+       tessera-bench relay LISTEN_ADDR BACKEND_ADDR
+                                     the zero-logic TCP relay that --relay starts (runs until killed)
 
 Matrix:
   --preset quick|full        quick (default): point_select, read_only, read_write at 4,16,64 threads,
@@ -30,6 +33,11 @@ Targets (interleaved for every workload and thread count):
                              another endpoint in the same table (pid: its process, for CPU figures)
   --no-direct                leave direct MariaDB out
   --no-tessera               leave Tessera out
+  --relay                    also measure the floor: a zero-logic TCP relay (`tessera-bench relay`: one
+                             thread, one backend connection per client, nothing parsed) that the kit
+                             starts in front of the direct server, as target `relay` with its CPU; the
+                             report shows every target's ratio to it beside the ratio to direct. Single
+                             topology and --mysql only (other topologies note it as left out)
   --mysql HOST:PORT          use this server instead of a sandbox (single topology only)
   --mysql-user U, --mysql-password P   its account (default root / empty)
   --tessera-bin PATH         the tessera binary (default: next to tessera-bench)
@@ -93,6 +101,8 @@ pub struct BenchOptions {
     pub externals: Vec<ExternalTarget>,
     pub direct: bool,
     pub tessera: bool,
+    /// `--relay`: the kit's zero-logic relay as a target where the topology has one server.
+    pub relay: bool,
     pub mysql: Option<Endpoint>,
     pub tessera_bin: Option<PathBuf>,
     pub tessera_workers: u32,
@@ -126,6 +136,7 @@ impl BenchOptions {
             externals: Vec::new(),
             direct: true,
             tessera: true,
+            relay: false,
             mysql: None,
             tessera_bin: None,
             tessera_workers: 1,
@@ -244,6 +255,7 @@ fn apply(opts: &mut BenchOptions, flag: &str, value: &mut dyn FnMut() -> Result<
         "--target" => opts.externals.push(parse_target(&value()?)?),
         "--no-direct" => opts.direct = false,
         "--no-tessera" => opts.tessera = false,
+        "--relay" => opts.relay = true,
         "--mysql" => opts.mysql = Some(parse_mysql(&value()?, opts.mysql.take())?),
         "--mysql-user" => mysql_mut(opts).user = value()?,
         "--mysql-password" => mysql_mut(opts).password = value()?,
@@ -299,8 +311,12 @@ fn validate(opts: &BenchOptions) -> Result<()> {
             "--tables and --table-size must be at least 1",
         ),
         (
-            !opts.direct && !opts.tessera && opts.externals.is_empty(),
+            !opts.direct && !opts.tessera && !opts.relay && opts.externals.is_empty(),
             "no target left to measure",
+        ),
+        (
+            opts.relay && opts.externals.iter().any(|t| t.name == RELAY_TARGET),
+            "--relay names its target `relay`: give the --target another name",
         ),
         (
             opts.mysql.as_ref().is_some_and(|m| m.port == 0),
@@ -518,6 +534,29 @@ mod tests {
         assert_eq!((m.host.as_str(), m.port, m.user.as_str()), ("10.0.0.1", 3307, "root"));
         let o = parse(&args("--tpcc-only")).unwrap();
         assert!(!o.sysbench && o.tpcc.is_some());
+    }
+
+    #[test]
+    fn relay_is_off_unless_asked_for_and_keeps_its_name() {
+        assert!(!parse(&[]).unwrap().relay);
+        assert!(!BenchOptions::full().relay);
+        let o = parse(&args("--relay --no-tessera --mysql 127.0.0.1:3306")).unwrap();
+        assert!(o.relay && !o.tessera && o.direct);
+        assert_eq!(o.mysql.unwrap().port, 3306);
+        // --relay alone is a target: with direct and Tessera left out there is still one to measure.
+        let o = parse(&args("--relay --no-direct --no-tessera")).unwrap();
+        assert!(o.relay && o.externals.is_empty());
+        // Other topologies parse (they note the relay as left out when they run).
+        assert!(parse(&args("--relay --topology single,replica")).unwrap().relay);
+        // Without --relay, `relay` is an ordinary --target name (a relay started by hand).
+        assert_eq!(
+            parse(&args("--target relay=127.0.0.1:7000")).unwrap().externals[0].name,
+            "relay"
+        );
+        let err = parse(&args("--relay --target relay=127.0.0.1:7000")).unwrap_err();
+        assert!(err.to_string().contains("another name"), "{err}");
+        assert!(USAGE.contains("--relay "));
+        assert!(USAGE.contains("tessera-bench relay LISTEN_ADDR BACKEND_ADDR"));
     }
 
     #[test]

@@ -4,6 +4,7 @@ use std::fmt::Write as _;
 
 use crate::anchors::{matches_topology, PublishedRatio};
 use crate::record::RunRecord;
+use crate::relay::RELAY_TARGET;
 
 /// Groups in first-seen order: `(topology, workload)` pairs.
 pub fn sections(records: &[RunRecord]) -> Vec<(String, String)> {
@@ -36,52 +37,131 @@ pub fn thread_counts(records: &[RunRecord]) -> Vec<u32> {
     t
 }
 
-/// qps of `record` over the direct run of the same topology, workload and threads.
+/// The run of the same topology, workload and threads as `record` that `which` picks.
+fn alongside<'a>(
+    records: &'a [RunRecord],
+    record: &RunRecord,
+    which: impl Fn(&RunRecord) -> bool,
+) -> Option<&'a RunRecord> {
+    records.iter().find(|r| {
+        which(r) && r.topology == record.topology && r.workload == record.workload && r.threads == record.threads
+    })
+}
+
+/// The direct run beside `record`.
+fn direct_of<'a>(records: &'a [RunRecord], record: &RunRecord) -> Option<&'a RunRecord> {
+    alongside(records, record, |d| !d.proxy)
+}
+
+/// The relay's run beside `record` (None for the relay itself).
+fn relay_of<'a>(records: &'a [RunRecord], record: &RunRecord) -> Option<&'a RunRecord> {
+    (record.target != RELAY_TARGET).then(|| alongside(records, record, is_relay))?
+}
+
+fn is_relay(r: &RunRecord) -> bool {
+    r.proxy && r.target == RELAY_TARGET
+}
+
+/// Whether the relay ran (`--relay`): only then do the reports get relay columns.
+pub fn has_relay(records: &[RunRecord]) -> bool {
+    records.iter().any(is_relay)
+}
+
+/// qps of a proxy's `record` over the direct run of the same topology, workload and threads.
 pub fn ratio_to_direct(records: &[RunRecord], record: &RunRecord) -> Option<f64> {
-    let direct = records.iter().find(|d| {
-        !d.proxy && d.topology == record.topology && d.workload == record.workload && d.threads == record.threads
-    })?;
+    let direct = direct_of(records, record)?;
     (record.proxy && direct.stats.qps > 0.0).then(|| record.stats.qps / direct.stats.qps)
 }
 
-const TABLE_HEAD: &str = "| system | threads | qps | tps | avg ms | max ms | p99 ms | errors | reconnects \
-| proxy CPU max % | proxy CPU mean % | proxy CPU us/query | proxy peak RSS MB | ratio to direct |\n\
-|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+/// qps of a proxy's `record` over the relay's run of the same topology, workload and threads:
+/// how close it comes to the floor of any proxy (1.00 = as cheap as a zero-logic relay).
+pub fn ratio_to_relay(records: &[RunRecord], record: &RunRecord) -> Option<f64> {
+    let relay = relay_of(records, record)?;
+    (record.proxy && relay.stats.qps > 0.0).then(|| record.stats.qps / relay.stats.qps)
+}
 
-/// One table row in the published reports' layout, plus our CPU and ratio columns.
-fn table_row(records: &[RunRecord], r: &RunRecord) -> String {
+/// A Markdown table row of `cells`.
+fn row(cells: &[String]) -> String {
+    format!("| {} |\n", cells.join(" | "))
+}
+
+/// A Markdown table head of `columns`.
+fn head(columns: &[&str]) -> String {
+    format!("| {} |\n|{}\n", columns.join(" | "), "---|".repeat(columns.len()))
+}
+
+fn two(x: Option<f64>) -> String {
+    x.map_or("-".into(), |x| format!("{x:.2}"))
+}
+
+fn us_per_query(r: Option<&RunRecord>) -> String {
+    two(r.and_then(|r| r.cpu).map(|c| c.us_per_query))
+}
+
+const TABLE_COLUMNS: [&str; 14] = [
+    "system",
+    "threads",
+    "qps",
+    "tps",
+    "avg ms",
+    "max ms",
+    "p99 ms",
+    "errors",
+    "reconnects",
+    "proxy CPU max %",
+    "proxy CPU mean %",
+    "proxy CPU us/query",
+    "proxy peak RSS MB",
+    "ratio to direct",
+];
+
+/// The per-workload table's head: the published reports' layout, our CPU and ratio columns, and
+/// with a relay the ratio to it.
+fn table_head(relay: bool) -> String {
+    let mut columns = TABLE_COLUMNS.to_vec();
+    if relay {
+        columns.push("ratio to relay");
+    }
+    head(&columns)
+}
+
+/// One row of the per-workload table (see [`table_head`]).
+fn table_row(records: &[RunRecord], r: &RunRecord, relay: bool) -> String {
     let s = &r.stats;
     let cpu = |f: &dyn Fn(&crate::cpu::CpuSummary) -> String| r.cpu.as_ref().map(f).unwrap_or_else(|| "-".into());
-    let ratio = ratio_to_direct(records, r).map_or("-".to_string(), |x| format!("{x:.2}"));
-    format!(
-        "| {} | {} | {:.0} | {:.1} | {:.2} | {:.2} | {:.2} | {} | {} | {} | {} | {} | {} | {} |\n",
-        r.target,
-        r.threads,
-        s.qps,
-        s.tps,
-        s.avg_ms,
-        s.max_ms,
-        s.p99_ms,
-        s.errors,
-        s.reconnects,
+    let mut cells = vec![
+        r.target.clone(),
+        r.threads.to_string(),
+        format!("{:.0}", s.qps),
+        format!("{:.1}", s.tps),
+        format!("{:.2}", s.avg_ms),
+        format!("{:.2}", s.max_ms),
+        format!("{:.2}", s.p99_ms),
+        s.errors.to_string(),
+        s.reconnects.to_string(),
         cpu(&|c| format!("{:.0}", c.max_pct)),
         cpu(&|c| format!("{:.0}", c.mean_pct)),
         cpu(&|c| format!("{:.2}", c.us_per_query)),
         cpu(&|c| format!("{:.1}", c.peak_rss_kb as f64 / 1024.0)),
-        ratio
-    )
+        two(ratio_to_direct(records, r)),
+    ];
+    if relay {
+        cells.push(two(ratio_to_relay(records, r)));
+    }
+    row(&cells)
 }
 
 /// One table per (topology, workload), rows ordered by threads then target.
 pub fn sysbench_tables(records: &[RunRecord], published: &[PublishedRatio]) -> String {
     let mut out = String::new();
+    let relay = has_relay(records);
     let mut current_topology = String::new();
     for (topology, workload) in sections(records) {
         if topology != current_topology {
             let _ = writeln!(out, "## Topology `{topology}`\n");
             current_topology = topology.clone();
         }
-        let _ = write!(out, "### {workload}\n\n{TABLE_HEAD}");
+        let _ = write!(out, "### {workload}\n\n{}", table_head(relay));
         for threads in thread_counts(records) {
             for target in targets(records) {
                 let found = records
@@ -89,7 +169,7 @@ pub fn sysbench_tables(records: &[RunRecord], published: &[PublishedRatio]) -> S
                     .filter(|r| r.topology == topology && r.workload == workload)
                     .filter(|r| r.threads == threads && r.target == target);
                 for r in found {
-                    out.push_str(&table_row(records, r));
+                    out.push_str(&table_row(records, r, relay));
                 }
             }
         }
@@ -123,31 +203,55 @@ fn published_table(topology: &str, workload: &str, published: &[PublishedRatio])
     out
 }
 
-/// The compact summary: per topology, workload and threads, each proxy's ratio and CPU per query.
+/// The compact summary: per topology, workload and threads, each proxy's ratio and CPU per query;
+/// with a relay, its qps and CPU per query beside each proxy's, and the ratio to it.
 pub fn summary_table(records: &[RunRecord]) -> String {
-    let mut out = String::from(
-        "| topology | workload | threads | system | qps | direct qps | ratio | p99 ms | proxy CPU us/query |\n\
-         |---|---|---|---|---|---|---|---|---|\n",
-    );
+    let relay = has_relay(records);
+    let mut columns = vec![
+        "topology",
+        "workload",
+        "threads",
+        "system",
+        "qps",
+        "direct qps",
+        "ratio",
+    ];
+    if relay {
+        columns.extend(["relay qps", "ratio to relay"]);
+    }
+    columns.extend(["p99 ms", "proxy CPU us/query"]);
+    if relay {
+        columns.push("relay CPU us/query");
+    }
+    let mut out = head(&columns);
     for r in records.iter().filter(|r| r.proxy) {
-        let direct = records
-            .iter()
-            .find(|d| !d.proxy && d.topology == r.topology && d.workload == r.workload && d.threads == r.threads);
-        let _ = writeln!(
-            out,
-            "| {} | {} | {} | {} | {:.0} | {} | {} | {:.2} | {} |",
-            r.topology,
-            r.workload,
-            r.threads,
-            r.target,
-            r.stats.qps,
-            direct.map_or("-".into(), |d| format!("{:.0}", d.stats.qps)),
-            ratio_to_direct(records, r).map_or("-".into(), |x| format!("{x:.2}")),
-            r.stats.p99_ms,
-            r.cpu.map_or("-".into(), |c| format!("{:.2}", c.us_per_query)),
-        );
+        out.push_str(&row(&summary_cells(records, r, relay)));
     }
     out
+}
+
+/// The cells of one summary row (see [`summary_table`]).
+fn summary_cells(records: &[RunRecord], r: &RunRecord, relay: bool) -> Vec<String> {
+    let floor = relay_of(records, r);
+    let mut cells = vec![
+        r.topology.clone(),
+        r.workload.clone(),
+        r.threads.to_string(),
+        r.target.clone(),
+        format!("{:.0}", r.stats.qps),
+        direct_of(records, r).map_or("-".into(), |d| format!("{:.0}", d.stats.qps)),
+        two(ratio_to_direct(records, r)),
+    ];
+    if relay {
+        cells.push(floor.map_or("-".into(), |f| format!("{:.0}", f.stats.qps)));
+        cells.push(two(ratio_to_relay(records, r)));
+    }
+    cells.push(format!("{:.2}", r.stats.p99_ms));
+    cells.push(us_per_query(Some(r)));
+    if relay {
+        cells.push(us_per_query(floor));
+    }
+    cells
 }
 
 /// The whole report: header, summary, tables, notes, TPC-C section, charts.
@@ -184,7 +288,7 @@ pub fn render(parts: &ReportParts) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::tests::sample;
+    use crate::record::tests::{record, sample};
 
     #[test]
     fn ratios_pair_runs_of_the_same_workload_and_threads() {
@@ -260,5 +364,87 @@ mod tests {
         ] {
             assert!(report.contains(needle), "{needle} missing:\n{report}");
         }
+    }
+
+    /// Direct, Tessera and the relay at 16 threads in `single`; direct and Tessera in `replica`
+    /// (where the kit leaves the relay out).
+    fn with_relay() -> Vec<RunRecord> {
+        let mut replica = vec![
+            record("direct", "oltp_point_select", 16, 5000.0, None),
+            record("tessera", "oltp_point_select", 16, 3000.0, Some(18.0)),
+        ];
+        for r in &mut replica {
+            r.topology = "replica".into();
+        }
+        let mut records = vec![
+            record("direct", "oltp_point_select", 16, 4000.0, None),
+            record("tessera", "oltp_point_select", 16, 1600.0, Some(20.0)),
+            record("relay", "oltp_point_select", 16, 2000.0, Some(16.0)),
+        ];
+        records.extend(replica);
+        records
+    }
+
+    #[test]
+    fn ratios_to_the_relay_pair_proxies_with_the_relay_run_beside_them() {
+        let r = with_relay();
+        assert_eq!(ratio_to_relay(&r, &r[1]), Some(0.8));
+        assert_eq!(ratio_to_direct(&r, &r[1]), Some(0.4));
+        // The relay against direct, not against itself; direct has neither.
+        assert_eq!(ratio_to_direct(&r, &r[2]), Some(0.5));
+        assert_eq!(ratio_to_relay(&r, &r[2]), None);
+        assert_eq!(ratio_to_relay(&r, &r[0]), None);
+        // No relay in that topology, or none at all.
+        assert_eq!(ratio_to_relay(&r, &r[4]), None);
+        assert!(has_relay(&r) && !has_relay(&sample()));
+        assert_eq!(ratio_to_relay(&sample(), &sample()[1]), None);
+    }
+
+    #[test]
+    fn a_relay_adds_ratio_and_cpu_columns_beside_direct_ones() {
+        let records = with_relay();
+        let summary = summary_table(&records);
+        let expected = "\
+| topology | workload | threads | system | qps | direct qps | ratio | relay qps | ratio to relay | p99 ms | proxy CPU us/query | relay CPU us/query |
+|---|---|---|---|---|---|---|---|---|---|---|---|
+| single | oltp_point_select | 16 | tessera | 1600 | 4000 | 0.40 | 2000 | 0.80 | 2.50 | 20.00 | 16.00 |
+| single | oltp_point_select | 16 | relay | 2000 | 4000 | 0.50 | - | - | 2.50 | 16.00 | - |
+| replica | oltp_point_select | 16 | tessera | 3000 | 5000 | 0.60 | - | - | 2.50 | 18.00 | - |
+";
+        assert_eq!(summary, expected, "{summary}");
+
+        let tables = sysbench_tables(&records, &[]);
+        let single = &tables[..tables.find("## Topology `replica`").unwrap()];
+        let expected = "\
+| system | threads | qps | tps | avg ms | max ms | p99 ms | errors | reconnects | proxy CPU max % | proxy CPU mean % | proxy CPU us/query | proxy peak RSS MB | ratio to direct | ratio to relay |
+|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|
+| direct | 16 | 4000 | 400.0 | 1.25 | 9.50 | 2.50 | 0 | 0 | - | - | - | - | - | - |
+| tessera | 16 | 1600 | 160.0 | 1.25 | 9.50 | 2.50 | 0 | 0 | 95 | 80 | 20.00 | 20.0 | 0.40 | 0.80 |
+| relay | 16 | 2000 | 200.0 | 1.25 | 9.50 | 2.50 | 0 | 0 | 95 | 80 | 16.00 | 20.0 | 0.50 | - |
+";
+        assert!(single.contains(expected), "{single}");
+        let replica_tessera =
+            "| tessera | 16 | 3000 | 300.0 | 1.25 | 9.50 | 2.50 | 0 | 0 | 95 | 80 | 18.00 | 20.0 | 0.60 | - |";
+        assert!(tables.contains(replica_tessera), "{tables}");
+    }
+
+    #[test]
+    fn without_a_relay_the_report_has_no_relay_column() {
+        fn parts(records: &[RunRecord]) -> ReportParts<'_> {
+            ReportParts {
+                header: "# Report\n",
+                records,
+                published: &[],
+                notes: "",
+                tpcc: "",
+                charts: &[],
+            }
+        }
+        let without = render(&parts(&sample()));
+        assert!(!without.contains("relay"), "{without}");
+        assert!(without.contains("| ratio to direct |\n|---"), "{without}");
+        let with = render(&parts(&with_relay()));
+        assert!(with.contains("| ratio to direct | ratio to relay |\n|---"), "{with}");
+        assert!(with.contains("| relay qps | ratio to relay |"), "{with}");
     }
 }

@@ -10,6 +10,7 @@ use crate::error::{BenchError, Result};
 use crate::options::BenchOptions;
 use crate::progress::Progress;
 use crate::record::{to_csv, RunRecord};
+use crate::relay::{RelayProcess, RELAY_TARGET};
 use crate::sysbench::{common_args, parse_output, redact, run_args, DataSet, Endpoint, RunSpec};
 use crate::tessera::{TesseraProcess, TesseraSettings};
 use crate::topology::{deploy, Deployment, Sharding, Topology, SHARDS_PER_GROUP};
@@ -68,6 +69,8 @@ pub struct MatrixEnv<'a> {
     pub tessera: Option<&'a TesseraSettings>,
     pub out_dir: &'a Path,
     pub pinning: Option<Pinning>,
+    /// `--relay`: the program whose `relay` subcommand is the floor target (this executable).
+    pub relay_bin: Option<PathBuf>,
 }
 
 impl MatrixEnv<'_> {
@@ -82,19 +85,28 @@ impl MatrixEnv<'_> {
         }
     }
 
-    /// Targets per topology: direct, Tessera, then the user's endpoints.
-    fn target_count(&self) -> usize {
-        usize::from(self.opts.direct) + usize::from(self.opts.tessera) + self.opts.externals.len()
+    /// Whether `topology` gets the relay (`--relay`, and one server that the proxies use).
+    fn has_relay(&self, topology: Topology) -> bool {
+        self.relay_bin.is_some() && topology.is_single_server()
     }
 
-    /// Steps and planned seconds of one topology's matrix.
-    pub fn plan_per_topology(&self) -> (usize, f64) {
+    /// Targets in `topology`: direct, Tessera, the relay, then the user's endpoints.
+    fn target_count(&self, topology: Topology) -> usize {
+        usize::from(self.opts.direct)
+            + usize::from(self.opts.tessera)
+            + usize::from(self.has_relay(topology))
+            + self.opts.externals.len()
+    }
+
+    /// Steps and planned seconds of `topology`'s matrix.
+    pub fn plan_for(&self, topology: Topology) -> (usize, f64) {
         let o = self.opts;
-        let per_workload = self.target_count() * (1 + o.threads.len());
+        let targets = self.target_count(topology);
+        let per_workload = targets * (1 + o.threads.len());
         let steps = o.workloads.len() * per_workload;
-        let warm = (o.workloads.len() * self.target_count()) as f64 * (f64::from(o.warmup) + RUN_OVERHEAD_SECS);
-        let measured = (o.workloads.len() * o.threads.len() * self.target_count()) as f64
-            * (f64::from(o.seconds) + RUN_OVERHEAD_SECS);
+        let warm = (o.workloads.len() * targets) as f64 * (f64::from(o.warmup) + RUN_OVERHEAD_SECS);
+        let measured =
+            (o.workloads.len() * o.threads.len() * targets) as f64 * (f64::from(o.seconds) + RUN_OVERHEAD_SECS);
         (steps, warm + measured)
     }
 }
@@ -103,7 +115,7 @@ impl MatrixEnv<'_> {
 pub fn run_matrix(env: &MatrixEnv, progress: &mut Progress) -> MatrixOutcome {
     let mut outcome = MatrixOutcome::default();
     for &topology in &env.opts.topologies {
-        let (steps, secs) = env.plan_per_topology();
+        let (steps, secs) = env.plan_for(topology);
         if let Err(e) = run_topology(env, topology, progress, &mut outcome) {
             let line = format!("topology `{}`: {e}", topology.name());
             eprintln!("{line}");
@@ -149,10 +161,11 @@ fn run_topology(
         eprintln!("{line}");
         outcome.failures.push(line.clone());
     }
+    let relay = start_relay(env, &deployment, outcome)?;
     if let Some(cap) = env.opts.cpu_cap {
         outcome.notes.extend(deployment.cap_cpu(cap)?);
     }
-    let targets = targets_for(env.opts, &deployment, tessera.as_ref());
+    let targets = targets_for(env.opts, &deployment, tessera.as_ref(), relay.as_ref());
     if let Some(pin) = &env.pinning {
         pin_processes(pin, &deployment, &targets)?;
     }
@@ -166,8 +179,29 @@ fn run_topology(
     for &workload in &env.opts.workloads {
         matrix.run_workload(workload, progress, outcome)?;
     }
+    drop(relay);
     drop(tessera);
     Ok(())
+}
+
+/// `--relay`: starts the relay in front of the direct server where that server is all the
+/// proxies use; elsewhere notes that it was left out. Stopped when the guard is dropped.
+fn start_relay(env: &MatrixEnv, deployment: &Deployment, outcome: &mut MatrixOutcome) -> Result<Option<RelayProcess>> {
+    let Some(program) = &env.relay_bin else {
+        return Ok(None);
+    };
+    let topology = deployment.topology;
+    if !env.has_relay(topology) {
+        let line = format!(
+            "topology `{}`: relay left out (it fronts one server, as in the single topology; here the proxies \
+             use several)",
+            topology.name()
+        );
+        eprintln!("{line}");
+        outcome.notes.push(line);
+        return Ok(None);
+    }
+    RelayProcess::start(program, &deployment.direct, env.out_dir, topology.name()).map(Some)
 }
 
 /// The failure line of a sharded topology whose data Tessera could not load.
@@ -252,7 +286,12 @@ impl TopologyRuns<'_> {
     }
 }
 
-fn targets_for(opts: &BenchOptions, deployment: &Deployment, tessera: Option<&TesseraProcess>) -> Vec<Target> {
+fn targets_for(
+    opts: &BenchOptions,
+    deployment: &Deployment,
+    tessera: Option<&TesseraProcess>,
+    relay: Option<&RelayProcess>,
+) -> Vec<Target> {
     let mut targets = Vec::new();
     if opts.direct {
         targets.push(Target {
@@ -267,6 +306,14 @@ fn targets_for(opts: &BenchOptions, deployment: &Deployment, tessera: Option<&Te
             name: "tessera".into(),
             endpoint: t.endpoint.clone(),
             pid: Some(t.pid()),
+            proxy: true,
+        });
+    }
+    if let Some(r) = relay {
+        targets.push(Target {
+            name: RELAY_TARGET.into(),
+            endpoint: r.endpoint.clone(),
+            pid: Some(r.pid()),
             proxy: true,
         });
     }
@@ -436,16 +483,22 @@ mod tests {
     #[test]
     fn the_plan_counts_warm_ups_and_measured_runs() {
         let opts = BenchOptions::quick();
-        let env = MatrixEnv {
+        let mut env = MatrixEnv {
             opts: &opts,
             tessera: None,
             out_dir: Path::new("/tmp"),
             pinning: None,
+            relay_bin: None,
         };
         // direct + tessera, 3 workloads x (1 warm-up + 3 thread counts).
-        let (steps, secs) = env.plan_per_topology();
+        let (steps, secs) = env.plan_for(Topology::Single);
         assert_eq!(steps, 2 * 3 * 4);
         assert_eq!(secs, 6.0 * (3.0 + 2.0) + 18.0 * (15.0 + 2.0));
+        // --relay: one more target where the topology has one server, none elsewhere.
+        env.relay_bin = Some("tessera-bench".into());
+        assert_eq!(env.plan_for(Topology::Single).0, 3 * 3 * 4);
+        assert_eq!(env.plan_for(Topology::Replica), (steps, secs));
+        assert_eq!(env.plan_for(Topology::Sharded { groups: 2 }), (steps, secs));
     }
 
     #[test]

@@ -1,18 +1,15 @@
 //! A Tessera process started by the kit in front of a deployment, with a generated config.
 
-use std::fs::File;
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
+use crate::child::{on_free_port, ServerProcess};
 use crate::error::{BenchError, Result};
 use crate::sysbench::Endpoint;
 use crate::topology::{Backends, RuleKind, Sharding, TableRule};
 
 const READY_TIMEOUT: Duration = Duration::from_secs(15);
-const STOP_TIMEOUT: Duration = Duration::from_secs(10);
-const PORT_ATTEMPTS: u32 = 5;
 /// The account clients use through the kit's Tessera.
 pub const CLIENT_USER: &str = "bench";
 
@@ -28,7 +25,7 @@ pub struct TesseraSettings {
 
 /// A running Tessera; stopped with SIGTERM (then SIGKILL) when dropped.
 pub struct TesseraProcess {
-    child: Child,
+    process: ServerProcess,
     pub endpoint: Endpoint,
     pub config_path: PathBuf,
     /// `host:port` of its admin HTTP endpoint (`/metrics`).
@@ -140,15 +137,7 @@ impl TesseraProcess {
     /// Writes the config into `dir`, starts Tessera and waits until it accepts connections. A port
     /// taken between choosing it and binding it (by a concurrent process) means another try.
     pub fn start(settings: &TesseraSettings, backends: &Backends, dir: &Path, label: &str) -> Result<TesseraProcess> {
-        let mut attempt = 1;
-        loop {
-            match Self::start_on_free_port(settings, backends, dir, label) {
-                Err(BenchError::Tessera(log)) if log.contains("Address already in use") && attempt < PORT_ATTEMPTS => {
-                    attempt += 1;
-                }
-                other => return other,
-            }
-        }
+        on_free_port(|| Self::start_on_free_port(settings, backends, dir, label))
     }
 
     fn start_on_free_port(
@@ -166,70 +155,28 @@ impl TesseraProcess {
         std::fs::write(&config_path, config_text(settings, backends, port, admin_port))
             .map_err(|e| BenchError::io(format!("writing {}", config_path.display()), e))?;
         let log_path = dir.join(format!("tessera-{label}.log"));
-        let log = File::create(&log_path).map_err(|e| BenchError::io(format!("creating {}", log_path.display()), e))?;
-        let log2 = log.try_clone().map_err(|e| BenchError::io("log file", e))?;
-        let child = Command::new(&settings.bin)
-            .arg("--config")
-            .arg(&config_path)
-            .stdin(Stdio::null())
-            .stdout(log)
-            .stderr(log2)
-            .spawn()
-            .map_err(|e| BenchError::io(format!("starting {}", settings.bin.display()), e))?;
-        let endpoint = Endpoint {
-            host: "127.0.0.1".into(),
-            port,
-            user: CLIENT_USER.into(),
-            password: CLIENT_USER.into(),
-        };
-        let mut process = TesseraProcess {
-            child,
-            endpoint,
+        let mut process =
+            ServerProcess::spawn(Command::new(&settings.bin).arg("--config").arg(&config_path), &log_path)?;
+        let addr = format!("127.0.0.1:{port}");
+        // The log line proves that this Tessera bound the port, not some other process.
+        process
+            .wait_ready(&addr, "tessera listening", READY_TIMEOUT)
+            .map_err(BenchError::Tessera)?;
+        Ok(TesseraProcess {
+            process,
+            endpoint: Endpoint {
+                host: "127.0.0.1".into(),
+                port,
+                user: CLIENT_USER.into(),
+                password: CLIENT_USER.into(),
+            },
             config_path,
             admin: format!("127.0.0.1:{admin_port}"),
-        };
-        process.wait_ready(&log_path)?;
-        Ok(process)
+        })
     }
 
     pub fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    fn wait_ready(&mut self, log_path: &Path) -> Result<()> {
-        let deadline = Instant::now() + READY_TIMEOUT;
-        let addr = format!("127.0.0.1:{}", self.endpoint.port);
-        while Instant::now() < deadline {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                let log = std::fs::read_to_string(log_path).unwrap_or_default();
-                return Err(BenchError::Tessera(format!("exited at start ({status}):\n{log}")));
-            }
-            // The log line proves that this Tessera bound the port, not some other process.
-            let bound = std::fs::read_to_string(log_path).is_ok_and(|log| log.contains("tessera listening"));
-            if bound && TcpStream::connect(&addr).is_ok() {
-                return Ok(());
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Err(BenchError::Tessera(format!(
-            "not accepting on {addr} after {READY_TIMEOUT:?}"
-        )))
-    }
-}
-
-impl Drop for TesseraProcess {
-    fn drop(&mut self) {
-        // SAFETY: kill(2) with a pid we own and a valid signal number.
-        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
-        let deadline = Instant::now() + STOP_TIMEOUT;
-        while Instant::now() < deadline {
-            if !matches!(self.child.try_wait(), Ok(None)) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.process.pid()
     }
 }
 

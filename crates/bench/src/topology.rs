@@ -56,6 +56,12 @@ impl Topology {
         }
     }
 
+    /// Whether direct clients and proxies use one and the same MariaDB server (where the
+    /// `--relay` floor is measured: the relay fronts that server).
+    pub fn is_single_server(self) -> bool {
+        matches!(self, Topology::Single)
+    }
+
     /// Whether sysbench's tables are spread over shards behind Tessera.
     pub fn is_sharded(self) -> bool {
         matches!(self, Topology::Sharded { .. })

@@ -120,6 +120,54 @@ fn an_unreachable_target_fails_its_runs_but_not_the_others() {
 }
 
 #[test]
+fn relay_is_a_target_with_cpu_figures_and_stops_with_its_topology() {
+    let out = out_dir("relay");
+    let run = bench(
+        &[
+            "--workloads",
+            "point_select",
+            "--threads",
+            "1",
+            "--time",
+            "1",
+            "--warmup",
+            "1",
+            "--no-tessera",
+            "--relay",
+        ],
+        &out,
+    );
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{stderr}");
+    let records = from_csv(&std::fs::read_to_string(out.join("runs.csv")).unwrap()).unwrap();
+    let targets: Vec<&str> = records.iter().map(|r| r.target.as_str()).collect();
+    assert_eq!(targets, ["direct", "relay"]);
+    assert!(records[1].proxy && records[1].stats.queries > 0, "{:?}", records[1]);
+    let cpu = records[1].cpu.expect("the relay's CPU is sampled");
+    assert!(cpu.peak_rss_kb > 0, "{cpu:?}");
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    for needle in [
+        "| relay | 1 |",
+        "relay CPU us/query",
+        "ratio to relay",
+        "- relay (`--relay`)",
+    ] {
+        assert!(report.contains(needle), "{needle} missing:\n{report}");
+    }
+    // The relay's log names its address; nothing listens there once the run is over.
+    let log = std::fs::read_to_string(out.join("relay-single.log")).unwrap();
+    let addr = log
+        .split_whitespace()
+        .nth(1)
+        .unwrap_or_else(|| panic!("relay log: {log:?}"));
+    assert!(
+        std::net::TcpStream::connect(addr).is_err(),
+        "the relay still listens on {addr}"
+    );
+    std::fs::remove_dir_all(&out).unwrap();
+}
+
+#[test]
 fn usage_errors_exit_2_with_a_reason() {
     let run = Command::new(env!("CARGO_BIN_EXE_tessera-bench"))
         .args(["--threads", "zero"])
