@@ -101,7 +101,7 @@ impl Default for ServerConfig {
             xa_resolve_after_ms: 10_000,
             xa_decision_retention_s: 600,
             pipeline_lanes: 2,
-            pipeline_depth: 16,
+            pipeline_depth: 64,
             pipeline_statement_bound_ms: 50,
         }
     }

@@ -119,19 +119,17 @@ impl LaneSet {
         };
         lanes.retain(|l| l.alive.load(Ordering::Relaxed));
         let best = lanes.iter().min_by_key(|l| l.queued.load(Ordering::Relaxed));
+        let queued = best.map_or(usize::MAX, |l| l.queued.load(Ordering::Relaxed));
         match best {
-            Some(l) if l.queued.load(Ordering::Relaxed) == 0 || lanes.len() >= settings.lanes => {
-                if l.queued.load(Ordering::Relaxed) < settings.depth {
-                    Pick::Lane(l.clone())
-                } else {
-                    Pick::None
-                }
+            // An idle lane, or the least busy one once all lanes are open.
+            Some(l) if queued == 0 || (lanes.len() >= settings.lanes && queued < settings.depth) => {
+                Pick::Lane(l.clone())
             }
-            _ => Pick::Open(self.clone()),
+            _ if lanes.len() < settings.lanes => Pick::Open(self.clone()),
+            _ => Pick::None,
         }
     }
 
-    /// Starts a lane on `conn` (already in this set's state) and returns it.
     /// The connection keeps its pool slot while the lane lives.
     pub fn open(&self, conn: PooledConn, settings: LaneSettings, ctx: Arc<Context>) -> Option<Lane> {
         let (tx, rx) = mpsc::channel(settings.depth);
@@ -182,31 +180,47 @@ struct LaneTask {
 
 impl LaneTask {
     async fn run(mut self) {
-        let mut batch = Vec::with_capacity(self.depth);
+        let mut sent: VecDeque<LaneRequest> = VecDeque::with_capacity(self.depth);
         loop {
-            let first = match tokio::time::timeout(LANE_IDLE, self.rx.recv()).await {
-                Ok(Some(r)) => r,
-                _ => break,
-            };
-            batch.push(first);
-            while batch.len() < self.depth {
-                match self.rx.try_recv() {
-                    Ok(r) => batch.push(r),
-                    Err(_) => break,
+            if sent.is_empty() {
+                match tokio::time::timeout(LANE_IDLE, self.rx.recv()).await {
+                    Ok(Some(r)) => {
+                        if self.send(r, &mut sent).await.is_err() {
+                            break;
+                        }
+                    }
+                    _ => break,
                 }
             }
-            let served = self.serve(&mut batch).await;
-            self.queued.fetch_sub(batch.len(), Ordering::Relaxed);
-            for request in batch.drain(..) {
-                let _ = request.reply.send(LaneAnswer::RunAlone);
-            }
-            if served.is_err() || self.conn.broken {
+            // Whatever arrived since the last write goes out before the next answer is read,
+            // so the server always has the next statements at hand.
+            if self.send_queued(&mut sent).await.is_err() {
                 break;
             }
+            let Some(request) = sent.pop_front() else { continue };
+            let answer = match read_response(&mut self.conn).await {
+                Ok((packets, true)) => LaneAnswer::Clean(packets, self.conn.capabilities),
+                Ok((_, false)) => LaneAnswer::RunAlone,
+                Err(_) => {
+                    sent.push_front(request);
+                    break;
+                }
+            };
+            self.queued.fetch_sub(1, Ordering::Relaxed);
+            let _ = request.reply.send(answer);
         }
+        self.close(sent).await;
+    }
+
+    /// Takes the lane out of service: every statement not answered runs alone.
+    async fn close(mut self, sent: VecDeque<LaneRequest>) {
         self.alive.store(false, Ordering::Relaxed);
         self.rx.close();
+        let mut left: Vec<LaneRequest> = sent.into();
         while let Ok(request) = self.rx.try_recv() {
+            left.push(request);
+        }
+        for request in left {
             self.queued.fetch_sub(1, Ordering::Relaxed);
             let _ = request.reply.send(LaneAnswer::RunAlone);
         }
@@ -215,45 +229,82 @@ impl LaneTask {
         }
     }
 
-    /// Prepares what the connection lacks, writes the batch at once, then answers each
-    /// request in order. Requests left in `batch` were not answered.
-    async fn serve(&mut self, batch: &mut Vec<LaneRequest>) -> Result<(), ProxyError> {
-        let mut ids = Vec::with_capacity(batch.len());
-        for request in batch.iter() {
-            ids.push(match self.conn.prepare(&request.sql).await {
-                Ok(stmt) => Some(stmt.id),
-                Err(ProxyError::Backend(_)) => None,
-                Err(e) => return Err(e),
-            });
+    /// Writes every queued request (up to the depth) in one write.
+    async fn send_queued(&mut self, sent: &mut VecDeque<LaneRequest>) -> Result<(), ProxyError> {
+        let mut wrote = false;
+        while sent.len() < self.depth {
+            let Ok(request) = self.rx.try_recv() else { break };
+            wrote |= self.queue(request, sent).await?;
         }
-        for (request, id) in batch.iter_mut().zip(&ids) {
-            if let (Some(id), Some(slot)) = (id, request.execute.get_mut(1..5)) {
-                slot.copy_from_slice(&id.to_le_bytes());
-                let payload = &request.execute;
-                self.conn.begin_command(|b| b.extend_from_slice(payload));
-            }
+        if wrote {
+            self.flush().await?;
         }
+        Ok(())
+    }
+
+    /// Writes one request now.
+    async fn send(&mut self, request: LaneRequest, sent: &mut VecDeque<LaneRequest>) -> Result<(), ProxyError> {
+        if self.queue(request, sent).await? {
+            self.flush().await?;
+        }
+        Ok(())
+    }
+
+    async fn flush(&mut self) -> Result<(), ProxyError> {
         self.conn.flush().await?;
         Metrics::inc(&self.ctx.metrics.pipeline_writes);
-        let capabilities = self.conn.capabilities;
-        let mut answered = 0;
-        for (request, id) in batch.drain(..).zip(ids) {
-            let answer = match id {
-                None => LaneAnswer::RunAlone,
-                Some(_) => match read_response(&mut self.conn).await {
-                    Ok((packets, true)) => LaneAnswer::Clean(packets, capabilities),
-                    Ok((_, false)) => LaneAnswer::RunAlone,
-                    Err(e) => {
-                        self.queued.fetch_sub(answered + 1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Queues a request's execution (preparing it first, once no answer is outstanding, when
+    /// the connection lacks it); returns whether something was queued. A statement the server
+    /// refuses to prepare runs alone, where the client gets the server's error.
+    async fn queue(&mut self, mut request: LaneRequest, sent: &mut VecDeque<LaneRequest>) -> Result<bool, ProxyError> {
+        let id = match self.conn.stmts.get(&request.sql[..]) {
+            Some(stmt) => stmt.id,
+            None => {
+                self.drain(sent).await?;
+                match self.conn.prepare(&request.sql).await {
+                    Ok(stmt) => stmt.id,
+                    Err(ProxyError::Backend(_)) => {
+                        self.queued.fetch_sub(1, Ordering::Relaxed);
                         let _ = request.reply.send(LaneAnswer::RunAlone);
+                        return Ok(false);
+                    }
+                    Err(e) => {
+                        sent.push_back(request);
                         return Err(e);
                     }
-                },
+                }
+            }
+        };
+        if let Some(slot) = request.execute.get_mut(1..5) {
+            slot.copy_from_slice(&id.to_le_bytes());
+        }
+        let payload = &request.execute;
+        self.conn.begin_command(|b| b.extend_from_slice(payload));
+        sent.push_back(request);
+        Ok(true)
+    }
+
+    /// Flushes what is queued and answers every outstanding request.
+    async fn drain(&mut self, sent: &mut VecDeque<LaneRequest>) -> Result<(), ProxyError> {
+        if sent.is_empty() {
+            return Ok(());
+        }
+        self.flush().await?;
+        while let Some(request) = sent.pop_front() {
+            let answer = match read_response(&mut self.conn).await {
+                Ok((packets, true)) => LaneAnswer::Clean(packets, self.conn.capabilities),
+                Ok((_, false)) => LaneAnswer::RunAlone,
+                Err(e) => {
+                    sent.push_front(request);
+                    return Err(e);
+                }
             };
-            answered += 1;
+            self.queued.fetch_sub(1, Ordering::Relaxed);
             let _ = request.reply.send(answer);
         }
-        self.queued.fetch_sub(answered, Ordering::Relaxed);
         Ok(())
     }
 }

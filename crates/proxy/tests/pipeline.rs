@@ -1,0 +1,110 @@
+//! Pipelined lanes against a real MariaDB: many sessions' prepared pure reads share a few
+//! backend connections, each session still gets exactly its own answer; sessions in different
+//! states never share a lane; an answer with warnings, or a statement over the bound, runs
+//! again on a connection of its own and keeps MySQL's diagnostics.
+
+mod common;
+
+use common::{Client, Env};
+use std::sync::atomic::Ordering;
+
+const SESSIONS: usize = 16;
+const ROUNDS: usize = 60;
+
+async fn table_of(env: &Env, rows: usize) {
+    let mut c = env.client_in_test().await;
+    c.query("CREATE TABLE lane_t (id INT PRIMARY KEY, v VARCHAR(20))").await.expect("create");
+    let values: Vec<String> = (1..=rows).map(|i| format!("({i}, 'v{i}')")).collect();
+    c.query(&format!("INSERT INTO lane_t VALUES {}", values.join(",")))
+        .await
+        .expect("insert");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_sessions_share_lanes_and_each_gets_its_own_answer() {
+    let env = Env::start("pipeline_lanes = 2", "").await;
+    table_of(&env, 200).await;
+    let mut tasks = Vec::new();
+    for s in 0..SESSIONS {
+        let port = env.port();
+        tasks.push(tokio::spawn(async move {
+            let mut c = Client::connect(port, "app", "app", Some("test")).await.expect("login");
+            let (id, _, _) = c.prepare("SELECT v FROM lane_t WHERE id = ?").await.expect("prepare");
+            for r in 0..ROUNDS {
+                let key = (s * ROUNDS + r) % 200 + 1;
+                let rows = c.execute(id, &[Some(&key.to_string())]).await.expect("execute");
+                assert_eq!(rows, vec![vec![Some(format!("v{key}"))]], "session {s} round {r}");
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.expect("session task");
+    }
+    let m = &env.proxy.as_ref().expect("running").ctx.metrics;
+    let pipelined = m.pipelined.load(Ordering::Relaxed);
+    let writes = m.pipeline_writes.load(Ordering::Relaxed);
+    println!("pipelined {pipelined} statements in {writes} writes");
+    assert!(pipelined > 0, "no statement went through a lane");
+    assert_eq!(m.pipeline_reruns.load(Ordering::Relaxed), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_in_different_states_never_share_a_lane() {
+    let env = Env::start("pipeline_lanes = 1", "").await;
+    let mut tasks = Vec::new();
+    for s in 0..8 {
+        let port = env.port();
+        tasks.push(tokio::spawn(async move {
+            let mut c = Client::connect(port, "app", "app", Some("test")).await.expect("login");
+            let pipes = s % 2 == 0;
+            if pipes {
+                c.query("SET sql_mode = 'PIPES_AS_CONCAT'").await.expect("set");
+            }
+            let (id, _, _) = c.prepare("SELECT CAST(? || 'b' AS CHAR)").await.expect("prepare");
+            let want = if pipes { "ab" } else { "0" };
+            for _ in 0..ROUNDS {
+                let rows = c.execute(id, &[Some("a")]).await.expect("execute");
+                assert_eq!(rows, vec![vec![Some(want.to_string())]], "session {s}");
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.expect("session task");
+    }
+    let m = &env.proxy.as_ref().expect("running").ctx.metrics;
+    assert!(m.pipelined.load(Ordering::Relaxed) > 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_with_warnings_runs_again_alone_and_its_warnings_stay_readable() {
+    let env = Env::start("pipeline_lanes = 1", "").await;
+    let mut c = env.client_in_test().await;
+    let (id, _, _) = c.prepare("SELECT CAST(CAST(? AS SIGNED) AS CHAR)").await.expect("prepare");
+    let rows = c.execute(id, &[Some("7")]).await.expect("clean execute");
+    assert_eq!(rows, vec![vec![Some("7".to_string())]]);
+    let rows = c.execute(id, &[Some("12abc")]).await.expect("execute with a warning");
+    assert_eq!(rows, vec![vec![Some("12".to_string())]]);
+    let warnings = c.query("SHOW WARNINGS").await.expect("show warnings");
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert_eq!(warnings[0][1].as_deref(), Some("1292"), "{warnings:?}");
+    let m = &env.proxy.as_ref().expect("running").ctx.metrics;
+    assert_eq!(m.pipelined.load(Ordering::Relaxed), 1);
+    assert_eq!(m.pipeline_reruns.load(Ordering::Relaxed), 1);
+    // The statement is not offered to a lane again in this session.
+    c.execute(id, &[Some("8")]).await.expect("execute again");
+    assert_eq!(m.pipelined.load(Ordering::Relaxed), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_over_the_bound_is_interrupted_in_the_lane_and_answered_alone() {
+    let env = Env::start("pipeline_lanes = 1\npipeline_statement_bound_ms = 1", "").await;
+    table_of(&env, 100).await;
+    let mut c = env.client_in_test().await;
+    let sql = "SELECT CAST(COUNT(*) AS CHAR) FROM lane_t a, lane_t b, lane_t c WHERE a.id + b.id + c.id > ?";
+    let (id, _, _) = c.prepare(sql).await.expect("prepare");
+    let rows = c.execute(id, &[Some("0")]).await.expect("execute");
+    assert_eq!(rows, vec![vec![Some("1000000".to_string())]]);
+    let m = &env.proxy.as_ref().expect("running").ctx.metrics;
+    assert_eq!(m.pipeline_reruns.load(Ordering::Relaxed), 1);
+    assert_eq!(m.pipelined.load(Ordering::Relaxed), 0);
+}
