@@ -8,8 +8,8 @@
 //! `max_statement_time` bounds how long any statement holds up those queued behind it.
 
 use crate::backend::stmt_cache::SqlText;
-use crate::error::ProxyError;
 use crate::context::Context;
+use crate::error::ProxyError;
 use crate::metrics::Metrics;
 use crate::pool::{Flavour, PooledConn};
 use crate::state::SessionVars;
@@ -94,7 +94,10 @@ impl Lanes {
             return Pick::None;
         };
         sets.retain(|s| s.lanes.lock().map(|l| !l.is_empty()).unwrap_or(false) || Arc::strong_count(s) > 1);
-        let set = match sets.iter().find(|s| s.flavour == flavour && same_state(&s.state, state)) {
+        let set = match sets
+            .iter()
+            .find(|s| s.flavour == flavour && same_state(&s.state, state))
+        {
             Some(s) => s.clone(),
             None if sets.len() < MAX_STATES => {
                 let set = Arc::new(LaneSet {

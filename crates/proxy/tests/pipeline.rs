@@ -13,7 +13,9 @@ const ROUNDS: usize = 60;
 
 async fn table_of(env: &Env, rows: usize) {
     let mut c = env.client_in_test().await;
-    c.query("CREATE TABLE lane_t (id INT PRIMARY KEY, v VARCHAR(20))").await.expect("create");
+    c.query("CREATE TABLE lane_t (id INT PRIMARY KEY, v VARCHAR(20))")
+        .await
+        .expect("create");
     let values: Vec<String> = (1..=rows).map(|i| format!("({i}, 'v{i}')")).collect();
     c.query(&format!("INSERT INTO lane_t VALUES {}", values.join(",")))
         .await
@@ -79,7 +81,10 @@ async fn sessions_in_different_states_never_share_a_lane() {
 async fn an_answer_with_warnings_runs_again_alone_and_its_warnings_stay_readable() {
     let env = Env::start("pipeline_lanes = 1", "").await;
     let mut c = env.client_in_test().await;
-    let (id, _, _) = c.prepare("SELECT CAST(CAST(? AS SIGNED) AS CHAR)").await.expect("prepare");
+    let (id, _, _) = c
+        .prepare("SELECT CAST(CAST(? AS SIGNED) AS CHAR)")
+        .await
+        .expect("prepare");
     let rows = c.execute(id, &[Some("7")]).await.expect("clean execute");
     assert_eq!(rows, vec![vec![Some("7".to_string())]]);
     let rows = c.execute(id, &[Some("12abc")]).await.expect("execute with a warning");

@@ -135,7 +135,11 @@ impl Session {
             Some(ProxyError::Backend(p)) => Err(ProxyError::StateSync(p)),
             Some(e) => Err(e),
             None => {
-                if charset_differs(&conn.state, &self.state) {
+                // A statement is parsed at PREPARE: under another character set or sql_mode its
+                // handle means something else.
+                if charset_differs(&conn.state, &self.state)
+                    || conn.state.vars.get("sql_mode") != self.state.vars.get("sql_mode")
+                {
                     conn.forget_prepared();
                 }
                 conn.state.sync_to(&self.state, scope);

@@ -273,7 +273,10 @@ impl Session {
         }
         if run.pipelinable && !opens_cursor {
             use super::pipelined::Pipelined;
-            match self.execute_pipelined(target, &run.sql, &run.request, &run.types).await? {
+            match self
+                .execute_pipelined(target, &run.sql, &run.request, &run.types)
+                .await?
+            {
                 Pipelined::Answered => return Ok(Next::Continue),
                 Pipelined::NoLane => {}
                 Pipelined::RunAlone => {
