@@ -200,6 +200,7 @@ impl Pool {
 
     fn expired(&self, conn: &BackendConn) -> bool {
         conn.broken
+            || conn.has_pending_answers()
             || conn.created.elapsed() > self.cfg.max_lifetime()
             || conn.last_used.elapsed() > self.cfg.idle_timeout()
     }

@@ -469,10 +469,36 @@ pub fn starts_with_keyword(sql: &str, kw: &str) -> bool {
     words.all(|w| lexer.next_significant().is_some_and(|t| t.is_word(w)))
 }
 
+/// The statement's words in lower case when it is nothing but unquoted words (comments and one
+/// trailing `;` aside, no hints); empty otherwise. `"BEGIN WORK;"` -> `["begin", "work"]`.
+pub fn plain_words(sql: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut ended = false;
+    for token in Lexer::new(sql) {
+        match token.kind {
+            TokenKind::Comment => {}
+            TokenKind::Word if !ended => words.push(token.text.to_ascii_lowercase()),
+            TokenKind::Semicolon if !ended => ended = true,
+            _ => return Vec::new(),
+        }
+    }
+    words
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use TokenKind as K;
+
+    #[test]
+    fn plain_words_are_only_words() {
+        assert_eq!(plain_words(" Begin  WORK ; "), ["begin", "work"]);
+        assert_eq!(plain_words("/* c */ COMMIT"), ["commit"]);
+        assert!(plain_words("COMMIT AND CHAIN").len() == 3);
+        assert!(plain_words("START TRANSACTION /*+ x */").is_empty());
+        assert!(plain_words("BEGIN; SELECT 1").is_empty());
+        assert!(plain_words("ROLLBACK TO `sp`").is_empty());
+    }
 
     fn kinds(sql: &str) -> Vec<(TokenKind, &str)> {
         Lexer::new(sql).map(|t| (t.kind, t.text)).collect()

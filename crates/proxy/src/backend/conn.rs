@@ -24,6 +24,14 @@ const LAST_INSERT_ID_SQL: &str = "SELECT LAST_INSERT_ID()";
 /// A text result read by Tessera for its own use.
 pub type TextResult = (Vec<ColumnDefinition>, Vec<Vec<Option<Vec<u8>>>>);
 
+/// Variables under which a prepared statement's text means something else.
+const PARSE_VARIABLES: [&str; 4] = [
+    "sql_mode",
+    "character_set_client",
+    "character_set_connection",
+    "collation_connection",
+];
+
 /// An authenticated connection to one backend server.
 #[derive(Debug)]
 pub struct BackendConn {
@@ -55,6 +63,9 @@ pub struct BackendConn {
     pub response_started: bool,
     /// Backend statements evicted from the cache, closed with the next request.
     pending_closes: Vec<u32>,
+    /// Answers of commands queued ahead of the next one (a deferred BEGIN), read and checked
+    /// before its response.
+    pending_oks: u8,
 }
 
 impl BackendConn {
@@ -85,6 +96,7 @@ impl BackendConn {
             server_extended_capabilities: 0,
             response_started: false,
             pending_closes: Vec::new(),
+            pending_oks: 0,
         }
     }
 
@@ -109,7 +121,33 @@ impl BackendConn {
     }
 
     pub async fn read(&mut self) -> Result<Bytes, ProxyError> {
+        while self.pending_oks > 0 {
+            self.pending_oks -= 1;
+            let answer = self.io.read_packet().await.map_err(|e| self.lost(e))?;
+            if is_err(&answer) {
+                // The command behind it still has its answer on the way: the connection is
+                // out of step.
+                self.broken = true;
+                return Err(ProxyError::Backend(ErrPacket::parse(&answer)?));
+            }
+        }
         self.io.read_packet().await.map_err(|e| self.lost(e))
+    }
+
+    /// True while answers of queued commands were not read (the connection cannot be shared).
+    pub fn has_pending_answers(&self) -> bool {
+        self.pending_oks > 0
+    }
+
+    /// Queues a `BEGIN` whose answer is checked before the next command's: a client's BEGIN
+    /// travels with its first statement.
+    pub fn queue_begin(&mut self) {
+        self.begin_command(|b| {
+            b.extend_from_slice(&[COM_QUERY]);
+            b.extend_from_slice(b"BEGIN");
+        });
+        self.pending_oks += 1;
+        self.in_transaction = true;
     }
 
     /// Runs a statement that answers with OK (SET, USE ...); tracks the reported state.
@@ -136,7 +174,7 @@ impl BackendConn {
             });
         }
         let ok = OkPacket::parse(&p, self.capabilities)?;
-        self.state.apply_changes(&ok.session_changes()?);
+        self.apply_changes(&ok.session_changes()?);
         Ok(ok)
     }
 
@@ -230,6 +268,20 @@ impl BackendConn {
     /// Returns the backend handle for `sql`, preparing it here first if needed.
     /// Forgets every prepared handle (closed with the next command): their string literals
     /// took the connection's character set and collation when they were prepared.
+    /// Learns what the server reported changed. A statement is parsed at PREPARE, so a change
+    /// of sql_mode or of the connection character set drops the handles prepared before it.
+    pub fn apply_changes(&mut self, changes: &[tessera_protocol::response::SessionChange]) {
+        use tessera_protocol::response::SessionChange;
+        let reparse = changes.iter().any(|c| {
+            matches!(c, SessionChange::SystemVariable { name, value }
+                if PARSE_VARIABLES.contains(&name.as_str()) && self.state.vars.get(name) != Some(value))
+        });
+        self.state.apply_changes(changes);
+        if reparse {
+            self.forget_prepared();
+        }
+    }
+
     pub fn forget_prepared(&mut self) {
         let handles = self.stmts.drain();
         self.pending_closes.extend(handles.into_iter().map(|s| s.id));

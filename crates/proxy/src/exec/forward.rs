@@ -238,7 +238,7 @@ impl<S: ResponseSource, C: AsyncRead + AsyncWrite + Unpin> Forwarder<'_, S, C> {
             newest.note(gtid);
         }
         if let Some(conn) = self.backend.connection() {
-            conn.state.apply_changes(&changes);
+            conn.apply_changes(&changes);
         }
         self.out.changes.extend(changes);
         self.out.status = ok.status;

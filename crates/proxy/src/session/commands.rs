@@ -68,6 +68,7 @@ impl Session {
             client_xa: None,
             client_xa_shard: None,
             last_error: None,
+            begin_deferred: false,
         };
         match session.enter_schema(authed.database).await {
             Ok(()) => Some(session),
@@ -172,6 +173,7 @@ impl Session {
         }
         self.client_xa = None;
         self.client_xa_shard = None;
+        self.begin_deferred = false;
         if let Some(mut conn) = self.held.take() {
             if conn.reset().await.is_err() {
                 conn.broken = true;

@@ -74,6 +74,9 @@ impl Session {
             conn.broken = true;
             return Err(e);
         }
+        if std::mem::take(&mut self.begin_deferred) && !conn.in_transaction {
+            conn.queue_begin();
+        }
         self.handle.set_running(Some((conn.server.clone(), conn.thread_id)));
         Ok(conn)
     }
@@ -166,7 +169,9 @@ impl Session {
     pub fn failed(&mut self, conn: PooledConn, was_held: bool, e: ProxyError) -> ProxyError {
         self.handle.set_running(None);
         self.routing.partial_response = conn.response_started;
-        if was_held && conn.broken {
+        // A connection in a transaction carried the client's transaction (held, or its
+        // deferred BEGIN went with this statement): losing it ends the session.
+        if (was_held || conn.in_transaction) && conn.broken {
             self.fatal = true;
             self.pins.clear();
         }

@@ -108,6 +108,9 @@ pub struct Session {
     pub client_xa_shard: Option<usize>,
     /// The error number of the last statement forwarded, if it failed.
     pub last_error: Option<u16>,
+    /// The client's plain BEGIN, answered here and not sent yet: it travels with the next
+    /// statement (see [`Session::defer_transaction_edge`]).
+    pub begin_deferred: bool,
 }
 
 /// Serves one accepted TCP connection to the end.
@@ -278,7 +281,8 @@ impl Session {
 
     /// True while a backend transaction is open for this session.
     pub fn in_transaction(&self) -> bool {
-        self.held.as_ref().is_some_and(|c| c.in_transaction)
+        self.begin_deferred
+            || self.held.as_ref().is_some_and(|c| c.in_transaction)
             || self.txn.is_open()
             || self.shard_held.values().any(|c| c.in_transaction)
     }

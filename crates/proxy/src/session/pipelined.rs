@@ -70,6 +70,7 @@ impl Session {
     /// diagnostics area.
     fn may_pipeline(&self) -> bool {
         self.held.is_none()
+            && !self.begin_deferred
             && !self.pins.is_pinned()
             && self.shard_held.is_empty()
             && self.client_xa.is_none()

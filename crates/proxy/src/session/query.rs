@@ -49,6 +49,11 @@ impl Session {
         if let Some(next) = self.answer_locally(&stmts).await? {
             return Ok(next);
         }
+        if let [s] = stmts.as_slice() {
+            if self.defer_transaction_edge(s).await? {
+                return Ok(Next::Continue);
+            }
+        }
         let rewritten = self.rewrite(&text, matches!(text, Cow::Borrowed(_)), &stmts);
         let target = match self.plan_command(stmts.iter().map(|s| (s.sql, &s.class))) {
             Plan::Direct(target) => target,
@@ -117,6 +122,38 @@ impl Session {
         }
         self.finish(conn, &outcome, stmts).await;
         Ok(())
+    }
+
+    /// A plain BEGIN while the session holds nothing is answered here and sent with the next
+    /// statement, in the same write (InnoDB takes the snapshot at the first read either way);
+    /// a plain COMMIT or ROLLBACK before that statement ends the empty transaction here.
+    /// Returns whether the statement was answered.
+    async fn defer_transaction_edge(&mut self, s: &Stmt<'_>) -> Result<bool, ProxyError> {
+        let free = self.held.is_none()
+            && self.shard_held.is_empty()
+            && !self.pins.is_pinned()
+            && self.client_xa.is_none()
+            && self.diagnostics.is_empty()
+            && self.logical_schema().is_none();
+        if !free {
+            return Ok(false);
+        }
+        let words = tessera_sql::plain_words(s.sql);
+        let words: Vec<&str> = words.iter().map(String::as_str).collect();
+        match (&s.class.kind, words.as_slice()) {
+            (StatementKind::Begin, ["begin"] | ["begin", "work"] | ["start", "transaction"]) => {
+                self.begin_deferred = true;
+            }
+            (
+                StatementKind::Commit | StatementKind::Rollback,
+                ["commit"] | ["commit", "work"] | ["rollback"] | ["rollback", "work"],
+            ) if self.begin_deferred => self.begin_deferred = false,
+            _ => return Ok(false),
+        }
+        self.last.row_count = 0;
+        self.last_error = None;
+        self.ok().await?;
+        Ok(true)
     }
 
     /// Statements Tessera answers or refuses itself; None when the backend must run them.

@@ -1,0 +1,63 @@
+//! A client's plain BEGIN travels with its first statement (one round trip less per
+//! transaction); what the client sees must be what MariaDB shows: the transaction is open from
+//! BEGIN on, its snapshot holds, ROLLBACK undoes, and an empty BEGIN/COMMIT is a no-op.
+
+mod common;
+
+use common::Env;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deferred_begin_opens_the_transaction_its_first_statement_runs_in() {
+    let env = Env::start("", "").await;
+    let mut a = env.client_in_test().await;
+    let mut b = env.client_in_test().await;
+    a.query("CREATE TABLE begin_t (id INT PRIMARY KEY)")
+        .await
+        .expect("create");
+    a.query("INSERT INTO begin_t VALUES (1)").await.expect("insert");
+
+    a.query("BEGIN").await.expect("begin");
+    assert_eq!(a.value("SELECT @@in_transaction").await.as_deref(), Some("1"));
+    assert_eq!(a.value("SELECT COUNT(*) FROM begin_t").await.as_deref(), Some("1"));
+    b.query("INSERT INTO begin_t VALUES (2)").await.expect("other insert");
+    // Repeatable read: the snapshot taken at the first read holds.
+    assert_eq!(a.value("SELECT COUNT(*) FROM begin_t").await.as_deref(), Some("1"));
+    a.query("COMMIT").await.expect("commit");
+    assert_eq!(a.value("SELECT COUNT(*) FROM begin_t").await.as_deref(), Some("2"));
+    assert_eq!(a.value("SELECT @@in_transaction").await.as_deref(), Some("0"));
+
+    a.query("START TRANSACTION").await.expect("start");
+    a.query("INSERT INTO begin_t VALUES (3)").await.expect("insert in txn");
+    assert_eq!(b.value("SELECT COUNT(*) FROM begin_t").await.as_deref(), Some("2"));
+    a.query("ROLLBACK").await.expect("rollback");
+    assert_eq!(b.value("SELECT COUNT(*) FROM begin_t").await.as_deref(), Some("2"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_transaction_and_a_second_begin_behave_as_on_the_server() {
+    let env = Env::start("", "").await;
+    let mut a = env.client_in_test().await;
+    a.query("CREATE TABLE begin_e (id INT PRIMARY KEY)")
+        .await
+        .expect("create");
+    for end in ["COMMIT", "ROLLBACK", "commit work;"] {
+        a.query("begin").await.expect("begin");
+        a.query(end).await.expect("end");
+        assert_eq!(a.value("SELECT @@in_transaction").await.as_deref(), Some("0"), "{end}");
+        assert_eq!(a.value("SELECT ROW_COUNT()").await.as_deref(), Some("-1"));
+    }
+    // BEGIN inside a transaction commits it first, as on the server.
+    a.query("BEGIN").await.expect("begin");
+    a.query("INSERT INTO begin_e VALUES (1)").await.expect("insert");
+    a.query("BEGIN").await.expect("second begin");
+    a.query("ROLLBACK").await.expect("rollback");
+    assert_eq!(a.value("SELECT COUNT(*) FROM begin_e").await.as_deref(), Some("1"));
+    // A BEGIN with options goes to the server as it is.
+    a.query("START TRANSACTION READ ONLY").await.expect("read only");
+    let e = a
+        .query("INSERT INTO begin_e VALUES (2)")
+        .await
+        .expect_err("read-only transaction");
+    assert_eq!(e.code, 1792);
+    a.query("COMMIT").await.expect("commit");
+}
