@@ -105,6 +105,27 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
         }
     }
 
+    /// Consumes complete one-frame packets already buffered while `take` accepts their payload;
+    /// returns how many it took. Stops, leaving it unread, at the first packet `take` refuses,
+    /// at a partial or continued frame, or when the buffer runs out. No allocation, no syscall:
+    /// the way rows are copied in bulk.
+    pub fn take_buffered(&mut self, mut take: impl FnMut(&[u8]) -> bool) -> usize {
+        let mut taken = 0;
+        while self.rbuf.len() >= 4 {
+            let len = usize::from(self.rbuf[0]) | usize::from(self.rbuf[1]) << 8 | usize::from(self.rbuf[2]) << 16;
+            if len >= MAX_FRAME || len > self.max_packet || self.rbuf.len() < 4 + len {
+                break;
+            }
+            if !take(&self.rbuf[4..4 + len]) {
+                break;
+            }
+            self.seq = self.rbuf[3].wrapping_add(1);
+            self.rbuf.advance(4 + len);
+            taken += 1;
+        }
+        taken
+    }
+
     /// Reads one logical packet and returns its payload.
     pub async fn read_packet(&mut self) -> Result<Bytes> {
         Ok(self.read_packet_with_seq().await?.1)
@@ -209,6 +230,34 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn buffered_packets_are_taken_until_refused_or_incomplete() {
+        let (a, b) = tokio::io::duplex(1 << 16);
+        let mut w = PacketStream::new(a);
+        let mut r = PacketStream::new(b);
+        for p in [&b"row1"[..], b"row2", b"\xfeend", b"after"] {
+            w.write_packet(p);
+        }
+        w.flush().await.unwrap();
+        assert_eq!(&r.read_packet().await.unwrap()[..], b"row1");
+        let mut seen = Vec::new();
+        let taken = r.take_buffered(|p| {
+            let row = p[0] != 0xfe;
+            if row {
+                seen.push(p.to_vec());
+            }
+            row
+        });
+        assert_eq!((taken, seen), (1, vec![b"row2".to_vec()]));
+        assert_eq!(r.seq(), 2);
+        assert_eq!(&r.read_packet().await.unwrap()[..], b"\xfeend");
+        // A frame whose payload has not arrived whole is left for read_packet.
+        w.get_mut().write_all(&[10, 0, 0, 4, b'x']).await.unwrap();
+        w.get_mut().flush().await.unwrap();
+        assert_eq!(&r.read_packet().await.unwrap()[..], b"after");
+        assert_eq!(r.take_buffered(|_| true), 0);
+    }
 
     #[tokio::test]
     async fn roundtrip_small_and_split_packets() {

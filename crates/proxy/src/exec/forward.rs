@@ -303,6 +303,7 @@ impl<S: ResponseSource, C: AsyncRead + AsyncWrite + Unpin> Forwarder<'_, S, C> {
     async fn rows_then_end(&mut self, _mode: Mode) -> Result<bool, ProxyError> {
         let mut rows = 0u64;
         loop {
+            rows += self.take_buffered_rows();
             let p = self.next().await?;
             if is_eof(&p) {
                 let (warnings, status) = parse_eof(&p, self.backend.capabilities())?;
@@ -317,6 +318,25 @@ impl<S: ResponseSource, C: AsyncRead + AsyncWrite + Unpin> Forwarder<'_, S, C> {
             rows += 1;
             self.client.write_packet(&p);
         }
+    }
+
+    /// Copies the rows already buffered from a live backend straight to the client.
+    fn take_buffered_rows(&mut self) -> u64 {
+        let client = &mut *self.client;
+        let Some(conn) = self.backend.connection() else {
+            return 0;
+        };
+        let taken = conn.io.take_buffered(|p| {
+            let row = !(is_eof(p) || is_err(p));
+            if row {
+                client.write_packet(p);
+            }
+            row
+        });
+        if taken > 0 {
+            conn.response_started = true;
+        }
+        taken as u64
     }
 
     fn end_packet(&mut self, raw: &[u8], warnings: u16, status: u16) {
