@@ -37,11 +37,11 @@ pub struct LaneSettings {
     pub bound: Duration,
 }
 
-/// One statement for a lane: the text to prepare and the COM_STMT_EXECUTE payload whose
-/// statement id (bytes 1..5) the lane fills in with its own handle.
+/// One statement for a lane: the command payload, and for COM_STMT_EXECUTE the text to
+/// prepare, whose handle the lane writes into the payload's statement id (bytes 1..5).
 pub struct LaneRequest {
-    pub sql: SqlText,
-    pub execute: BytesMut,
+    pub prepare: Option<SqlText>,
+    pub command: BytesMut,
     pub reply: oneshot::Sender<LaneAnswer>,
 }
 
@@ -263,11 +263,17 @@ impl LaneTask {
     /// the connection lacks it); returns whether something was queued. A statement the server
     /// refuses to prepare runs alone, where the client gets the server's error.
     async fn queue(&mut self, mut request: LaneRequest, sent: &mut VecDeque<LaneRequest>) -> Result<bool, ProxyError> {
-        let id = match self.conn.stmts.get(&request.sql[..]) {
+        let Some(sql) = request.prepare.clone() else {
+            let payload = &request.command;
+            self.conn.begin_command(|b| b.extend_from_slice(payload));
+            sent.push_back(request);
+            return Ok(true);
+        };
+        let id = match self.conn.stmts.get(&sql[..]) {
             Some(stmt) => stmt.id,
             None => {
                 self.drain(sent).await?;
-                match self.conn.prepare(&request.sql).await {
+                match self.conn.prepare(&sql).await {
                     Ok(stmt) => stmt.id,
                     Err(ProxyError::Backend(_)) => {
                         self.queued.fetch_sub(1, Ordering::Relaxed);
@@ -281,10 +287,10 @@ impl LaneTask {
                 }
             }
         };
-        if let Some(slot) = request.execute.get_mut(1..5) {
+        if let Some(slot) = request.command.get_mut(1..5) {
             slot.copy_from_slice(&id.to_le_bytes());
         }
-        let payload = &request.execute;
+        let payload = &request.command;
         self.conn.begin_command(|b| b.extend_from_slice(payload));
         sent.push_back(request);
         Ok(true)
@@ -312,7 +318,7 @@ impl LaneTask {
     }
 }
 
-/// Reads one binary-protocol response whole; the flag says it ended without warnings or error.
+/// Reads one response (text or binary rows) whole; the flag says it ended without warnings or error.
 async fn read_response(conn: &mut PooledConn) -> Result<(VecDeque<Bytes>, bool), ProxyError> {
     let caps = conn.capabilities;
     let mut packets = VecDeque::new();

@@ -113,3 +113,32 @@ async fn a_read_over_the_bound_is_interrupted_in_the_lane_and_answered_alone() {
     assert_eq!(m.pipeline_reruns.load(Ordering::Relaxed), 1);
     assert_eq!(m.pipelined.load(Ordering::Relaxed), 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn text_reads_go_through_lanes_too_and_keep_their_warnings() {
+    let env = Env::start("pipeline_lanes = 2", "").await;
+    table_of(&env, 100).await;
+    let mut tasks = Vec::new();
+    for s in 0..8 {
+        let port = env.port();
+        tasks.push(tokio::spawn(async move {
+            let mut c = Client::connect(port, "app", "app", Some("test")).await.expect("login");
+            for r in 0..ROUNDS {
+                let key = (s * ROUNDS + r) % 100 + 1;
+                let v = c.value(&format!("SELECT v FROM lane_t WHERE id = {key}")).await;
+                assert_eq!(v, Some(format!("v{key}")), "session {s} round {r}");
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.expect("session task");
+    }
+    let m = &env.proxy.as_ref().expect("running").ctx.metrics;
+    assert!(m.pipelined.load(Ordering::Relaxed) > 0);
+    let mut c = env.client_in_test().await;
+    assert_eq!(c.value("SELECT CAST('12abc' AS SIGNED)").await.as_deref(), Some("12"));
+    let warnings = c.query("SHOW WARNINGS").await.expect("show warnings");
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert_eq!(warnings[0][1].as_deref(), Some("1292"), "{warnings:?}");
+    assert_eq!(m.pipeline_reruns.load(Ordering::Relaxed), 1);
+}

@@ -89,6 +89,35 @@ impl Session {
         request: &ExecuteRequest<'_>,
         types: &[u8],
     ) -> Result<Pipelined, ProxyError> {
+        let mut command = BytesMut::with_capacity(64 + request.values.len());
+        request.encode_for_backend(&mut command, 0, types);
+        self.run_pipelined(target, Some(sql), command, Mode::Binary).await
+    }
+
+    /// Runs a COM_QUERY through a lane when it is one pure read.
+    pub async fn query_pipelined(
+        &mut self,
+        target: Target,
+        sql: &str,
+        class: &Classification,
+    ) -> Result<Pipelined, ProxyError> {
+        // The cheap checks first: the token scan only for a read that could go.
+        if self.lane_settings().is_none() || !self.may_pipeline() || !pipelinable(sql, class) {
+            return Ok(Pipelined::NoLane);
+        }
+        let mut command = BytesMut::with_capacity(1 + sql.len());
+        command.extend_from_slice(&[tessera_protocol::command::COM_QUERY]);
+        command.extend_from_slice(sql.as_bytes());
+        self.run_pipelined(target, None, command, Mode::Text).await
+    }
+
+    async fn run_pipelined(
+        &mut self,
+        target: Target,
+        prepare: Option<&SqlText>,
+        command: BytesMut,
+        mode: Mode,
+    ) -> Result<Pipelined, ProxyError> {
         let Some(settings) = self.lane_settings().filter(|_| self.may_pipeline()) else {
             return Ok(Pipelined::NoLane);
         };
@@ -106,12 +135,10 @@ impl Session {
             },
             Pick::None => return Ok(Pipelined::NoLane),
         };
-        let mut execute = BytesMut::with_capacity(64 + request.values.len());
-        request.encode_for_backend(&mut execute, 0, types);
         let (reply, answer) = tokio::sync::oneshot::channel();
         let queued = LaneRequest {
-            sql: sql.clone(),
-            execute,
+            prepare: prepare.cloned(),
+            command,
             reply,
         };
         if lane.send(queued).is_none() {
@@ -125,7 +152,7 @@ impl Session {
         let mut source = ReadResponse { packets, capabilities };
         let ctx = self.ctx.clone();
         let side = client_side(&ctx, self.capabilities, &self.tracking, self.routing.last_server);
-        let outcome = forward_from(&mut source, &mut self.client, side, Mode::Binary, 0).await?;
+        let outcome = forward_from(&mut source, &mut self.client, side, mode, 0).await?;
         Metrics::inc(&self.ctx.metrics.pipelined);
         self.record_last(&outcome);
         Ok(Pipelined::Answered)

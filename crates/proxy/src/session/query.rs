@@ -62,6 +62,11 @@ impl Session {
                 return self.query_sharded(sql, &stmts, schema).await;
             }
         };
+        if let ([s], None, Cow::Borrowed(_)) = (stmts.as_slice(), &rewritten, &text) {
+            if self.query_pipelined(target, s.sql, &s.class).await? == super::pipelined::Pipelined::Answered {
+                return Ok(Next::Continue);
+            }
+        }
         let sql: &[u8] = rewritten.as_deref().map_or(raw, str::as_bytes);
         let mut exclude = None;
         loop {
