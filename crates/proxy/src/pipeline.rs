@@ -371,3 +371,89 @@ async fn read_result_set(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lane(queued: usize) -> Lane {
+        let (tx, _rx) = mpsc::channel(1);
+        Lane {
+            tx,
+            queued: Arc::new(AtomicUsize::new(queued)),
+            alive: Arc::new(AtomicBool::new(true)),
+        }
+    }
+
+    fn set(lanes: Vec<Lane>) -> Arc<LaneSet> {
+        Arc::new(LaneSet {
+            state: SessionVars::default(),
+            flavour: Flavour::default(),
+            lanes: Mutex::new(lanes),
+        })
+    }
+
+    const SETTINGS: LaneSettings = LaneSettings {
+        lanes: 2,
+        depth: 4,
+        bound: Duration::from_millis(50),
+    };
+
+    fn picked_queue(pick: Pick) -> Option<usize> {
+        match pick {
+            Pick::Lane(l) => Some(l.queued.load(Ordering::Relaxed)),
+            Pick::Open(_) => Some(usize::MAX),
+            Pick::None => None,
+        }
+    }
+
+    #[test]
+    fn idle_lanes_first_then_new_lanes_then_the_least_busy_within_the_depth() {
+        assert_eq!(
+            picked_queue(set(vec![]).pick(SETTINGS)),
+            Some(usize::MAX),
+            "none yet: open one"
+        );
+        assert_eq!(picked_queue(set(vec![lane(0)]).pick(SETTINGS)), Some(0), "an idle lane");
+        assert_eq!(
+            picked_queue(set(vec![lane(2)]).pick(SETTINGS)),
+            Some(usize::MAX),
+            "busy: open another"
+        );
+        assert_eq!(
+            picked_queue(set(vec![lane(3), lane(1)]).pick(SETTINGS)),
+            Some(1),
+            "all open: least busy"
+        );
+        assert_eq!(
+            picked_queue(set(vec![lane(4), lane(4)]).pick(SETTINGS)),
+            None,
+            "all full"
+        );
+        let dead = lane(0);
+        dead.alive.store(false, Ordering::Relaxed);
+        assert_eq!(
+            picked_queue(set(vec![dead, lane(4)]).pick(SETTINGS)),
+            Some(usize::MAX),
+            "a dead lane is replaced"
+        );
+    }
+
+    #[test]
+    fn sessions_in_different_states_get_different_sets() {
+        let lanes = Lanes::default();
+        let mut other = SessionVars::default();
+        other.vars.insert("sql_mode".into(), "ANSI".into());
+        let Pick::Open(a) = lanes.pick(&SessionVars::default(), Flavour::default(), SETTINGS) else {
+            panic!("a new set opens a lane");
+        };
+        let Pick::Open(b) = lanes.pick(&other, Flavour::default(), SETTINGS) else {
+            panic!("a new set opens a lane");
+        };
+        assert!(!Arc::ptr_eq(&a, &b));
+        let Pick::Open(again) = lanes.pick(&SessionVars::default(), Flavour::default(), SETTINGS) else {
+            panic!("still no lane");
+        };
+        assert!(Arc::ptr_eq(&a, &again));
+    }
+}
