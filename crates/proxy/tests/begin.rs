@@ -61,3 +61,24 @@ async fn an_empty_transaction_and_a_second_begin_behave_as_on_the_server() {
     assert_eq!(e.code, 1792);
     a.query("COMMIT").await.expect("commit");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prepared_begin_is_deferred_like_a_text_one() {
+    let env = Env::start("", "").await;
+    let mut a = env.client_in_test().await;
+    let mut b = env.client_in_test().await;
+    a.query("CREATE TABLE begin_p (id INT PRIMARY KEY)")
+        .await
+        .expect("create");
+    let (begin, _, _) = a.prepare("BEGIN").await.expect("prepare begin");
+    let (rollback, _, _) = a.prepare("ROLLBACK").await.expect("prepare rollback");
+    let (commit, _, _) = a.prepare("COMMIT").await.expect("prepare commit");
+    a.execute(begin, &[]).await.expect("begin");
+    a.query("INSERT INTO begin_p VALUES (1)").await.expect("insert");
+    assert_eq!(b.value("SELECT COUNT(*) FROM begin_p").await.as_deref(), Some("0"));
+    a.execute(rollback, &[]).await.expect("rollback");
+    a.execute(begin, &[]).await.expect("begin");
+    a.execute(commit, &[]).await.expect("empty commit");
+    assert_eq!(a.value("SELECT @@in_transaction").await.as_deref(), Some("0"));
+    assert_eq!(a.value("SELECT COUNT(*) FROM begin_p").await.as_deref(), Some("0"));
+}

@@ -241,6 +241,9 @@ impl Session {
         if let Some(sharded) = run.sharded.clone() {
             return self.execute_sharded(stmt_id, &run, &stmts, &sharded).await;
         }
+        if self.defer_transaction_edge(&stmts[0]).await? {
+            return Ok(Next::Continue);
+        }
         let opens_cursor = run.request.flags & CURSOR_TYPE_READ_ONLY != 0;
         // A cursor pins its connection: keep it on the primary, where the session can also write.
         let target = super::routing::pinned_target(self.plan_target([(stmts[0].sql, &stmts[0].class)]), opens_cursor);

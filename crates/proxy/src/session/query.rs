@@ -133,8 +133,14 @@ impl Session {
     /// statement, in the same write (InnoDB takes the snapshot at the first read either way);
     /// a plain COMMIT or ROLLBACK before that statement ends the empty transaction here.
     /// Returns whether the statement was answered.
-    async fn defer_transaction_edge(&mut self, s: &Stmt<'_>) -> Result<bool, ProxyError> {
-        let free = self.held.is_none()
+    pub(super) async fn defer_transaction_edge(&mut self, s: &Stmt<'_>) -> Result<bool, ProxyError> {
+        let edge = match s.class.kind {
+            StatementKind::Begin => true,
+            StatementKind::Commit | StatementKind::Rollback => self.begin_deferred,
+            _ => false,
+        };
+        let free = edge
+            && self.held.is_none()
             && self.shard_held.is_empty()
             && !self.pins.is_pinned()
             && self.client_xa.is_none()
