@@ -165,3 +165,21 @@ async fn a_client_cannot_keep_unbounded_prepared_statements() {
     assert_eq!((e.code, e.sql_state_str()), (1461, "42000"));
     assert_eq!(c.value("SELECT 'still usable'").await.as_deref(), Some("still usable"));
 }
+
+/// What every connected client costs while idle is mostly its task: the session's future. Its
+/// commands' futures live on the heap while they run, so 10,000 idle clients stay well under
+/// 100 MB (docs/benchmarks.md measures the RSS).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_session_task_stays_small() {
+    let env = Env::start("", "").await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let client = tokio::net::TcpStream::connect(listener.local_addr().expect("addr"))
+        .await
+        .expect("connect");
+    let (server_side, _) = listener.accept().await.expect("accept");
+    let ctx = env.proxy.as_ref().expect("running").ctx.clone();
+    let session = tessera_proxy::session::serve(ctx, server_side, "127.0.0.1".into());
+    let size = std::mem::size_of_val(&session);
+    assert!(size < 6 * 1024, "a session's future is {size} bytes");
+    drop((session, client));
+}
