@@ -35,6 +35,9 @@ pub struct LaneSettings {
     pub lanes: usize,
     pub depth: usize,
     pub bound: Duration,
+    /// Connections all lanes of a server may hold together (a quarter of its pool, so lanes
+    /// never starve the sessions that need connections of their own).
+    pub budget: usize,
 }
 
 /// One statement for a lane: the command payload, and for COM_STMT_EXECUTE the text to
@@ -57,6 +60,8 @@ pub enum LaneAnswer {
 #[derive(Default)]
 pub struct Lanes {
     sets: Mutex<Vec<Arc<LaneSet>>>,
+    /// Lanes of this server alive now (each holds one pool connection).
+    open: Arc<AtomicUsize>,
 }
 
 /// The lanes serving one session state.
@@ -64,6 +69,7 @@ pub struct LaneSet {
     state: SessionVars,
     flavour: Flavour,
     lanes: Mutex<Vec<Lane>>,
+    open: Arc<AtomicUsize>,
 }
 
 /// A handle on one lane task.
@@ -104,6 +110,7 @@ impl Lanes {
                     state: state.clone(),
                     flavour,
                     lanes: Mutex::new(Vec::new()),
+                    open: self.open.clone(),
                 });
                 sets.push(set.clone());
                 set
@@ -123,12 +130,11 @@ impl LaneSet {
         lanes.retain(|l| l.alive.load(Ordering::Relaxed));
         let best = lanes.iter().min_by_key(|l| l.queued.load(Ordering::Relaxed));
         let queued = best.map_or(usize::MAX, |l| l.queued.load(Ordering::Relaxed));
+        let may_open = lanes.len() < settings.lanes && self.open.load(Ordering::Relaxed) < settings.budget;
         match best {
-            // An idle lane, or the least busy one once all lanes are open.
-            Some(l) if queued == 0 || (lanes.len() >= settings.lanes && queued < settings.depth) => {
-                Pick::Lane(l.clone())
-            }
-            _ if lanes.len() < settings.lanes => Pick::Open(self.clone()),
+            // An idle lane, or the least busy one when no other lane may open.
+            Some(l) if queued == 0 || (!may_open && queued < settings.depth) => Pick::Lane(l.clone()),
+            _ if may_open => Pick::Open(self.clone()),
             _ => Pick::None,
         }
     }
@@ -146,9 +152,11 @@ impl LaneSet {
             return lanes.iter().find(|l| l.alive.load(Ordering::Relaxed)).cloned();
         }
         lanes.push(lane.clone());
+        self.open.fetch_add(1, Ordering::Relaxed);
         let task = LaneTask {
             conn,
             rx,
+            open: self.open.clone(),
             queued: lane.queued.clone(),
             alive: lane.alive.clone(),
             depth: settings.depth,
@@ -174,6 +182,7 @@ impl Lane {
 /// The task that owns a lane's connection.
 struct LaneTask {
     conn: PooledConn,
+    open: Arc<AtomicUsize>,
     rx: mpsc::Receiver<LaneRequest>,
     queued: Arc<AtomicUsize>,
     alive: Arc<AtomicBool>,
@@ -218,6 +227,7 @@ impl LaneTask {
     /// Takes the lane out of service: every statement not answered runs alone.
     async fn close(mut self, sent: VecDeque<LaneRequest>) {
         self.alive.store(false, Ordering::Relaxed);
+        self.open.fetch_sub(1, Ordering::Relaxed);
         self.rx.close();
         let mut left: Vec<LaneRequest> = sent.into();
         while let Ok(request) = self.rx.try_recv() {
@@ -390,6 +400,7 @@ mod tests {
             state: SessionVars::default(),
             flavour: Flavour::default(),
             lanes: Mutex::new(lanes),
+            open: Arc::new(AtomicUsize::new(0)),
         })
     }
 
@@ -397,6 +408,7 @@ mod tests {
         lanes: 2,
         depth: 4,
         bound: Duration::from_millis(50),
+        budget: 8,
     };
 
     fn picked_queue(pick: Pick) -> Option<usize> {

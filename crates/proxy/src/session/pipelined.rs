@@ -62,6 +62,7 @@ impl Session {
             lanes: s.pipeline_lanes,
             depth: s.pipeline_depth,
             bound: std::time::Duration::from_millis(s.pipeline_statement_bound_ms),
+            budget: 0,
         })
     }
 
@@ -127,6 +128,10 @@ impl Session {
             return Ok(Pipelined::NoLane);
         }
         let pool = group.servers[chosen].pool_for(&self.user).clone();
+        let settings = LaneSettings {
+            budget: pool.max_size() / 4,
+            ..settings
+        };
         let lane = match pool.lanes.pick(&self.state, self.flavour(), settings) {
             Pick::Lane(lane) => lane,
             Pick::Open(set) => match self.open_lane(target, &pool, &set, settings).await {
