@@ -49,6 +49,9 @@ pub struct Metrics {
     pub pipelined: AtomicU64,
     pub pipeline_writes: AtomicU64,
     pub pipeline_reruns: AtomicU64,
+    /// COMMIT/ROLLBACK of transactions that only read, answered at once and sent with the
+    /// connection's next command.
+    pub queued_transaction_ends: AtomicU64,
 }
 
 impl Metrics {
@@ -141,6 +144,13 @@ pub fn render(ctx: &Context) -> String {
         "Pipelined statements run again on a connection of their own (warnings, error, over the bound).",
         "counter",
         get(&m.pipeline_reruns),
+    );
+    line(
+        &mut out,
+        "tessera_queued_transaction_ends_total",
+        "COMMIT/ROLLBACK of transactions that ran only pure reads, answered at once and sent with the connection's next command.",
+        "counter",
+        get(&m.queued_transaction_ends),
     );
     line(
         &mut out,

@@ -63,7 +63,14 @@ pub struct Pool {
     extended: OnceLock<u32>,
     /// Pipelined lanes on this server (see [`crate::pipeline`]).
     pub lanes: crate::pipeline::Lanes,
+    /// Wakes [`Pool::settle`] when an idle connection carries a queued COMMIT/ROLLBACK.
+    queued_ends: tokio::sync::Notify,
 }
+
+/// How long an idle connection may keep a queued COMMIT/ROLLBACK of a transaction that only
+/// read, waiting for a command to take it along, before the pool sends it on its own (the
+/// snapshot and the metadata locks end within this bound).
+const SETTLE_AFTER: Duration = Duration::from_millis(2);
 
 impl Pool {
     pub fn new(server: ServerRef, cfg: PoolConfig, opts: ConnectOptions) -> Arc<Self> {
@@ -78,6 +85,7 @@ impl Pool {
             version: OnceLock::new(),
             extended: OnceLock::new(),
             lanes: Default::default(),
+            queued_ends: tokio::sync::Notify::new(),
         })
     }
 
@@ -200,7 +208,7 @@ impl Pool {
 
     fn expired(&self, conn: &BackendConn) -> bool {
         conn.broken
-            || conn.has_pending_answers()
+            || (conn.has_pending_answers() && !conn.has_queued_end())
             || conn.created.elapsed() > self.cfg.max_lifetime()
             || conn.last_used.elapsed() > self.cfg.idle_timeout()
     }
@@ -307,9 +315,52 @@ impl Pool {
         }
         conn.last_used = Instant::now();
         let flavour = conn.flavour().index();
+        let queued_end = conn.has_queued_end();
         match self.idle.lock() {
             Ok(mut idle) => idle[flavour].push(conn),
             Err(_) => self.close(conn),
+        }
+        if queued_end {
+            self.queued_ends.notify_one();
+        }
+    }
+
+    /// Sends the queued COMMIT/ROLLBACK of connections that stayed idle for [`SETTLE_AFTER`]
+    /// (under load the next checkout takes it along first). One wake-up per period at most.
+    pub async fn settle(self: Arc<Self>, mut shutdown: tokio::sync::watch::Receiver<bool>) {
+        loop {
+            tokio::select! {
+                _ = self.queued_ends.notified() => {}
+                _ = shutdown.changed() => return,
+            }
+            tokio::time::sleep(SETTLE_AFTER).await;
+            let queued: Vec<BackendConn> = match self.idle.lock() {
+                Ok(mut idle) => idle
+                    .iter_mut()
+                    .flat_map(|l| drain_where(l, BackendConn::has_queued_end))
+                    .collect(),
+                Err(_) => return,
+            };
+            for conn in queued {
+                self.settle_one(conn).await;
+            }
+        }
+    }
+
+    async fn settle_one(self: &Arc<Self>, conn: BackendConn) {
+        let Ok(permit) = self.permits.clone().try_acquire_owned() else {
+            // Every slot is lent: a waiting checkout takes this connection next.
+            self.give_back(conn, false);
+            return;
+        };
+        let mut lent = PooledConn {
+            conn: Some(conn),
+            permit: Some(permit),
+            pool: self.clone(),
+        };
+        if let Err(e) = lent.settle().await {
+            tracing::debug!(server = %self.server.name, error = %e, "queued end of a read-only transaction failed");
+            lent.broken = true;
         }
     }
 

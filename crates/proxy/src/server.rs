@@ -33,6 +33,7 @@ pub async fn start(config: Config) -> Result<Running, ProxyError> {
     let addr = listener.local_addr().map_err(|e| ProxyError::Config(e.to_string()))?;
     for pool in ctx.groups.iter().flat_map(|g| g.servers.iter()).flat_map(|s| s.pools()) {
         tokio::spawn(pool.clone().maintain(rx.clone()));
+        tokio::spawn(pool.clone().settle(rx.clone()));
     }
     for g in &ctx.groups {
         // Learn the backend's version and capabilities early (for the greeting); a backend

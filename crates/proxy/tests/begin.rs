@@ -82,3 +82,85 @@ async fn a_prepared_begin_is_deferred_like_a_text_one() {
     assert_eq!(a.value("SELECT @@in_transaction").await.as_deref(), Some("0"));
     assert_eq!(a.value("SELECT COUNT(*) FROM begin_p").await.as_deref(), Some("0"));
 }
+
+fn queued_ends(env: &Env) -> u64 {
+    let m = &env.proxy.as_ref().expect("running").ctx.metrics;
+    m.queued_transaction_ends.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_commit_of_a_transaction_that_only_read_travels_with_the_next_command() {
+    // One connection: every command after the COMMIT runs where the COMMIT is queued.
+    let env = Env::start("", "max_size = 1").await;
+    let mut a = env.client_in_test().await;
+    a.query("CREATE TABLE end_r (id INT PRIMARY KEY)")
+        .await
+        .expect("create");
+    a.query("INSERT INTO end_r VALUES (1)").await.expect("insert");
+
+    a.query("BEGIN").await.expect("begin");
+    assert_eq!(a.value("SELECT COUNT(*) FROM end_r").await.as_deref(), Some("1"));
+    a.query("COMMIT").await.expect("commit");
+    assert_eq!(queued_ends(&env), 1);
+    env.backend_sql("INSERT INTO test.end_r VALUES (2)");
+    // The snapshot ended: the next read sees the other connection's row, outside a transaction.
+    assert_eq!(a.value("SELECT COUNT(*) FROM end_r").await.as_deref(), Some("2"));
+    assert_eq!(a.value("SELECT @@in_transaction").await.as_deref(), Some("0"));
+
+    // Prepared, as sysbench runs it; ROLLBACK ends a read-only transaction the same way.
+    let (begin, _, _) = a.prepare("BEGIN").await.expect("prepare begin");
+    let (read, _, _) = a
+        .prepare("SELECT id FROM end_r WHERE id = ?")
+        .await
+        .expect("prepare read");
+    let (commit, _, _) = a.prepare("COMMIT").await.expect("prepare commit");
+    a.execute(begin, &[]).await.expect("begin");
+    a.execute(read, &[Some("2")]).await.expect("read");
+    a.execute(commit, &[]).await.expect("commit");
+    a.query("BEGIN").await.expect("begin");
+    a.query("SELECT id FROM end_r").await.expect("read");
+    a.query("ROLLBACK").await.expect("rollback");
+    assert_eq!(queued_ends(&env), 3);
+    assert_eq!(a.value("SELECT @@in_transaction").await.as_deref(), Some("0"));
+
+    // A write, a locking read or a variable makes the transaction's end a statement of its own.
+    for stmt in [
+        "INSERT INTO end_r VALUES (3)",
+        "SELECT id FROM end_r WHERE id = 1 FOR UPDATE",
+        "SELECT @x := id FROM end_r WHERE id = 1",
+    ] {
+        a.query("BEGIN").await.expect("begin");
+        a.query("SELECT COUNT(*) FROM end_r").await.expect("read");
+        a.query(stmt).await.expect(stmt);
+        a.query("COMMIT").await.expect("commit");
+        assert_eq!(queued_ends(&env), 3, "{stmt}");
+    }
+    // The write was committed when its COMMIT was acknowledged.
+    assert_eq!(env.backend_sql("SELECT COUNT(*) FROM test.end_r").trim(), "3");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queued_commit_is_sent_when_no_command_comes() {
+    let env = Env::start("", "").await;
+    let mut a = env.client_in_test().await;
+    a.query("CREATE TABLE end_q (id INT PRIMARY KEY)")
+        .await
+        .expect("create");
+    a.query("BEGIN").await.expect("begin");
+    a.query("SELECT COUNT(*) FROM end_q").await.expect("read");
+    a.query("COMMIT").await.expect("commit");
+    assert_eq!(queued_ends(&env), 1);
+    // An open read-only transaction would hold the table's metadata lock: the ALTER would
+    // wait out lock_wait_timeout and fail. The pool sends the queued COMMIT on its own.
+    let port = env.sandbox.servers()[0].port();
+    let mut direct = common::Client::connect(port, "tessera", "tessera", Some("test"))
+        .await
+        .expect("direct login");
+    direct.query("SET SESSION lock_wait_timeout = 20").await.expect("set");
+    let altered = direct.query("ALTER TABLE end_q ADD COLUMN c INT").await;
+    assert!(
+        altered.is_ok(),
+        "ALTER TABLE waited for a transaction Tessera had committed: {altered:?}"
+    );
+    assert_eq!(a.value("SELECT COUNT(*) FROM end_q").await.as_deref(), Some("0"));
+}

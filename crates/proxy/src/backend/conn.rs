@@ -66,6 +66,9 @@ pub struct BackendConn {
     /// Answers of commands queued ahead of the next one (a deferred BEGIN), read and checked
     /// before its response.
     pending_oks: u8,
+    /// A COMMIT or ROLLBACK of a transaction that only read waits in the write buffer for the
+    /// next command (see [`BackendConn::queue_end_of_reads`]).
+    queued_end: bool,
 }
 
 impl BackendConn {
@@ -97,6 +100,7 @@ impl BackendConn {
             response_started: false,
             pending_closes: Vec::new(),
             pending_oks: 0,
+            queued_end: false,
         }
     }
 
@@ -117,10 +121,18 @@ impl BackendConn {
     }
 
     pub async fn flush(&mut self) -> Result<(), ProxyError> {
-        self.io.flush().await.map_err(|e| self.lost(e))
+        self.io.flush().await.map_err(|e| self.lost(e))?;
+        self.queued_end = false;
+        Ok(())
     }
 
     pub async fn read(&mut self) -> Result<Bytes, ProxyError> {
+        self.read_pending().await?;
+        self.io.read_packet().await.map_err(|e| self.lost(e))
+    }
+
+    /// Reads and checks the answers of commands queued ahead of the current one.
+    async fn read_pending(&mut self) -> Result<(), ProxyError> {
         while self.pending_oks > 0 {
             self.pending_oks -= 1;
             let answer = self.io.read_packet().await.map_err(|e| self.lost(e))?;
@@ -131,7 +143,7 @@ impl BackendConn {
                 return Err(ProxyError::Backend(ErrPacket::parse(&answer)?));
             }
         }
-        self.io.read_packet().await.map_err(|e| self.lost(e))
+        Ok(())
     }
 
     /// True while answers of queued commands were not read (the connection cannot be shared).
@@ -148,6 +160,33 @@ impl BackendConn {
         });
         self.pending_oks += 1;
         self.in_transaction = true;
+    }
+
+    /// Queues the COMMIT or ROLLBACK of a transaction that ran only pure reads: the connection
+    /// goes back to its pool at once and the statement travels with the next command written
+    /// on it (its OK is checked first). For such a transaction the two are the same: they end
+    /// the snapshot and release metadata locks, and cannot fail while the connection lives.
+    /// The pool sends it on its own if no command comes soon ([`crate::pool::Pool::settle`]).
+    pub fn queue_end_of_reads(&mut self, commit: bool) {
+        let sql: &[u8] = if commit { b"COMMIT" } else { b"ROLLBACK" };
+        self.begin_command(|b| {
+            b.extend_from_slice(&[COM_QUERY]);
+            b.extend_from_slice(sql);
+        });
+        self.pending_oks += 1;
+        self.in_transaction = false;
+        self.queued_end = true;
+    }
+
+    /// True while a queued COMMIT/ROLLBACK was not written yet.
+    pub fn has_queued_end(&self) -> bool {
+        self.queued_end
+    }
+
+    /// Sends whatever is queued and reads the answers of queued commands.
+    pub async fn settle(&mut self) -> Result<(), ProxyError> {
+        self.flush().await?;
+        self.read_pending().await
     }
 
     /// Runs a statement that answers with OK (SET, USE ...); tracks the reported state.

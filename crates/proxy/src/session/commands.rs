@@ -69,6 +69,8 @@ impl Session {
             client_xa_shard: None,
             last_error: None,
             begin_deferred: false,
+            txn_reads_only: false,
+            statement_reads_only: false,
         };
         match session.enter_schema(authed.database).await {
             Ok(()) => Some(session),
@@ -174,6 +176,7 @@ impl Session {
         self.client_xa = None;
         self.client_xa_shard = None;
         self.begin_deferred = false;
+        self.txn_reads_only = false;
         if let Some(mut conn) = self.held.take() {
             if conn.reset().await.is_err() {
                 conn.broken = true;

@@ -74,8 +74,13 @@ impl Session {
             conn.broken = true;
             return Err(e);
         }
+        let reads_only = std::mem::take(&mut self.statement_reads_only);
         if std::mem::take(&mut self.begin_deferred) && !conn.in_transaction {
             conn.queue_begin();
+            self.txn_reads_only = reads_only;
+        } else {
+            // Anything but a pure read (or a command of Tessera's own) ends the claim.
+            self.txn_reads_only &= reads_only;
         }
         self.handle.set_running(Some((conn.server.clone(), conn.thread_id)));
         Ok(conn)

@@ -24,6 +24,7 @@ pub mod sequence;
 pub mod shard_txn;
 pub mod sharded;
 pub mod track_set;
+mod txn_edges;
 pub mod uservars;
 
 use crate::context::Context;
@@ -111,6 +112,11 @@ pub struct Session {
     /// The client's plain BEGIN, answered here and not sent yet: it travels with the next
     /// statement (see [`Session::defer_transaction_edge`]).
     pub begin_deferred: bool,
+    /// The open transaction began with a deferred BEGIN and ran only pure reads since: its
+    /// plain COMMIT or ROLLBACK may travel with the connection's next command.
+    pub txn_reads_only: bool,
+    /// Set just before a checkout for a statement that is a pure read (read by the checkout).
+    pub statement_reads_only: bool,
 }
 
 /// Serves one accepted TCP connection to the end.

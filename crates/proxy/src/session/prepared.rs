@@ -41,6 +41,8 @@ pub struct ClientStmt {
     pub sharded: Option<Arc<ShardedStmt>>,
     /// A pure read that may share a pipelined lane (until an answer there was not usable).
     pub pipelinable: bool,
+    /// A pure read (see [`super::txn_edges::reads_only`]), decided once at prepare.
+    pub reads_only: bool,
 }
 
 /// A prepared statement's sharded plan.
@@ -67,6 +69,7 @@ struct Execution<'p> {
     session_functions: bool,
     sharded: Option<Arc<ShardedStmt>>,
     pipelinable: bool,
+    reads_only: bool,
 }
 
 /// The client's prepared statements.
@@ -165,9 +168,11 @@ impl Session {
             let _ = sh.columns.set(Arc::from(columns));
         }
         self.last.row_count = 0; // as MariaDB: COM_STMT_PREPARE resets ROW_COUNT()
-        let pipelinable = sharded.is_none() && !session_functions && super::pipelined::pipelinable(&text, &class);
+        let reads_only = super::pipelined::pipelinable(&text, &class);
+        let pipelinable = sharded.is_none() && !session_functions && reads_only;
         let entry = ClientStmt {
             pipelinable,
+            reads_only,
             sql,
             text: Arc::from(text.as_ref()),
             class,
@@ -309,6 +314,7 @@ impl Session {
         stmts: &[Stmt<'_>],
     ) -> Result<(), ProxyError> {
         let was_held = self.held.is_some();
+        self.statement_reads_only = run.reads_only && !run.session_functions;
         let mut conn = self.acquire_avoiding(target, run.scope, exclude).await?;
         if run.session_functions {
             if let Err(e) = conn.simple_command(&self.session_function_values()).await {
@@ -385,6 +391,7 @@ impl Session {
         }
         Ok(Execution {
             pipelinable: entry.pipelinable && long_data.is_empty(),
+            reads_only: entry.reads_only,
             request,
             types,
             long_data,
@@ -523,6 +530,7 @@ impl Session {
             session_functions: run.session_functions,
             sharded: None,
             pipelinable: false,
+            reads_only: false,
         };
         self.execute_with_schema(stmt_id, &local, stmts, target, (*shard, &s.database))
             .await

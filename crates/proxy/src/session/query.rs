@@ -104,6 +104,7 @@ impl Session {
         stmts: &[Stmt<'_>],
     ) -> Result<(), ProxyError> {
         let was_held = self.held.is_some();
+        self.statement_reads_only = self.in_transaction() && stmts.iter().all(|s| super::txn_edges::reads_only(s));
         let mut conn = self.acquire_avoiding(target, sync_scope(stmts), exclude).await?;
         if !was_held && stmts.iter().any(|s| super::diagnostics::reads_area(&s.class)) {
             if let Err(e) = self.restore_diagnostics(&mut conn).await {
@@ -127,44 +128,6 @@ impl Session {
         }
         self.finish(conn, &outcome, stmts).await;
         Ok(())
-    }
-
-    /// A plain BEGIN while the session holds nothing is answered here and sent with the next
-    /// statement, in the same write (InnoDB takes the snapshot at the first read either way);
-    /// a plain COMMIT or ROLLBACK before that statement ends the empty transaction here.
-    /// Returns whether the statement was answered.
-    pub(super) async fn defer_transaction_edge(&mut self, s: &Stmt<'_>) -> Result<bool, ProxyError> {
-        let edge = match s.class.kind {
-            StatementKind::Begin => true,
-            StatementKind::Commit | StatementKind::Rollback => self.begin_deferred,
-            _ => false,
-        };
-        let free = edge
-            && self.held.is_none()
-            && self.shard_held.is_empty()
-            && !self.pins.is_pinned()
-            && self.client_xa.is_none()
-            && self.diagnostics.is_empty()
-            && self.logical_schema().is_none();
-        if !free {
-            return Ok(false);
-        }
-        let words = tessera_sql::plain_words(s.sql);
-        let words: Vec<&str> = words.iter().map(String::as_str).collect();
-        match (&s.class.kind, words.as_slice()) {
-            (StatementKind::Begin, ["begin"] | ["begin", "work"] | ["start", "transaction"]) => {
-                self.begin_deferred = true;
-            }
-            (
-                StatementKind::Commit | StatementKind::Rollback,
-                ["commit"] | ["commit", "work"] | ["rollback"] | ["rollback", "work"],
-            ) if self.begin_deferred => self.begin_deferred = false,
-            _ => return Ok(false),
-        }
-        self.last.row_count = 0;
-        self.last_error = None;
-        self.ok().await?;
-        Ok(true)
     }
 
     /// Statements Tessera answers or refuses itself; None when the backend must run them.

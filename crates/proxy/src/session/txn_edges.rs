@@ -1,0 +1,80 @@
+//! Transaction edges answered without their own backend round trip: a plain BEGIN travels
+//! with the transaction's first statement, and the plain COMMIT or ROLLBACK of a transaction
+//! that ran only pure reads travels with the connection's next command.
+
+use super::execute::Stmt;
+use super::Session;
+use crate::error::ProxyError;
+use crate::metrics::Metrics;
+use tessera_sql::StatementKind;
+
+/// A statement that reads without locking, writing or touching session state: ending a
+/// transaction of only such statements cannot fail and changes nothing but the snapshot.
+pub fn reads_only(s: &Stmt<'_>) -> bool {
+    super::pipelined::pipelinable(s.sql, &s.class)
+}
+
+impl Session {
+    /// Answers a plain BEGIN, COMMIT or ROLLBACK here when the backend can learn of it later:
+    /// - BEGIN while the session holds nothing: sent with the next statement, in the same
+    ///   write (InnoDB takes the snapshot at the first read either way);
+    /// - COMMIT or ROLLBACK of that BEGIN before any statement: the empty transaction ends here;
+    /// - COMMIT or ROLLBACK of a transaction that ran only pure reads: queued on the connection,
+    ///   which goes back to the pool at once (see [`crate::backend::BackendConn::queue_end_of_reads`]).
+    ///
+    /// Returns whether the statement was answered.
+    pub(super) async fn defer_transaction_edge(&mut self, s: &Stmt<'_>) -> Result<bool, ProxyError> {
+        let edge = match s.class.kind {
+            StatementKind::Begin => self.held.is_none(),
+            StatementKind::Commit | StatementKind::Rollback => self.begin_deferred || self.ends_reads_only(),
+            _ => false,
+        };
+        let free = edge
+            && self.shard_held.is_empty()
+            && !self.pins.is_pinned()
+            && self.client_xa.is_none()
+            && self.diagnostics.is_empty()
+            && self.logical_schema().is_none();
+        if !free {
+            return Ok(false);
+        }
+        let words = tessera_sql::plain_words(s.sql);
+        let words: Vec<&str> = words.iter().map(String::as_str).collect();
+        let commit = match (&s.class.kind, words.as_slice()) {
+            (StatementKind::Begin, ["begin"] | ["begin", "work"] | ["start", "transaction"]) => {
+                self.begin_deferred = true;
+                None
+            }
+            (StatementKind::Commit, ["commit"] | ["commit", "work"]) => Some(true),
+            (StatementKind::Rollback, ["rollback"] | ["rollback", "work"]) => Some(false),
+            _ => return Ok(false),
+        };
+        if let Some(commit) = commit {
+            self.end_transaction_here(commit);
+        }
+        self.last.row_count = 0;
+        self.last_error = None;
+        self.ok().await?;
+        Ok(true)
+    }
+
+    /// The held transaction began deferred and ran only pure reads, with nothing else the
+    /// connection must keep for the session.
+    fn ends_reads_only(&self) -> bool {
+        self.txn_reads_only
+            && !self.last_insert_id_dirty
+            && !self.txn.is_open()
+            && self.held.as_ref().is_some_and(|c| c.in_transaction && !c.is_detached())
+    }
+
+    fn end_transaction_here(&mut self, commit: bool) {
+        if std::mem::take(&mut self.begin_deferred) {
+            return;
+        }
+        self.txn_reads_only = false;
+        if let Some(mut conn) = self.held.take() {
+            conn.queue_end_of_reads(commit);
+            Metrics::inc(&self.ctx.metrics.queued_transaction_ends);
+        }
+    }
+}
