@@ -71,7 +71,7 @@ pub fn run(opts: &BenchOptions, argv: &[String]) -> Result<Outcome> {
     write_report(&out_dir, &matrix.records, &published, &font)?;
     eprintln!("total time {}", crate::progress::human(progress.elapsed_secs()));
     Ok(Outcome {
-        summary: summary_table(&matrix.records),
+        summary: summary_table(&crate::record::medians(&matrix.records)),
         out_dir,
         failures: matrix.failures,
     })
@@ -83,7 +83,7 @@ pub fn rerender(dir: &Path, anchors: &[PathBuf]) -> Result<String> {
     let records = from_csv(&read("runs.csv"))?;
     let published = load_anchors(anchors)?;
     write_report(dir, &records, &published, &load_font()?)?;
-    Ok(summary_table(&records))
+    Ok(summary_table(&crate::record::medians(&records)))
 }
 
 fn write_report(
@@ -94,10 +94,12 @@ fn write_report(
 ) -> Result<()> {
     let read = |name: &str| std::fs::read_to_string(dir.join(name)).unwrap_or_default();
     crate::runner::write_csv(dir, records)?;
-    let charts = charts::write_all(dir, records, font)?;
+    // Every run stays in runs.csv; tables and charts show each target's median round.
+    let shown = crate::record::medians(records);
+    let charts = charts::write_all(dir, &shown, font)?;
     let report = render(&ReportParts {
         header: &read("header.md"),
-        records,
+        records: &shown,
         published,
         notes: &read("notes.md"),
         tpcc: &read("tpcc.md"),
@@ -182,6 +184,14 @@ fn header(opts: &BenchOptions, argv: &[String], machine: &MachineInfo, tessera: 
              (cpu.cfs_quota_us = {} per cpu.cfs_period_us = {}) during the measured runs; Tessera and the clients are not capped",
             crate::cgroup::quota_us(cap),
             crate::cgroup::PERIOD_US
+        );
+    }
+    if opts.rounds > 1 {
+        let _ = writeln!(
+            h,
+            "- --rounds {}: every thread count measured {} times, the targets interleaved in each round; \
+             tables and charts show each target's median-qps run, runs.csv keeps every run",
+            opts.rounds, opts.rounds
         );
     }
     if opts.sysbench {

@@ -23,6 +23,8 @@ Matrix:
   --threads LIST             e.g. 4,16,64
   --time SECS                length of each measured run
   --warmup SECS              unmeasured run per workload and target before measuring (default 3)
+  --rounds N                 measure every thread count N times, the targets interleaved in each
+                             round; the report shows each target's median run (default 1)
   --topology LIST            single, replica, primary-reads, sharded
   --shard-groups N           sharded: N MariaDB groups x 2 shards, sbtest* by id (hash) (default 2)
   --tables N                 sysbench tables (default 4)
@@ -93,6 +95,8 @@ pub struct BenchOptions {
     pub threads: Vec<u32>,
     pub seconds: u32,
     pub warmup: u32,
+    /// `--rounds`: interleaved repetitions of every measured run (the report takes medians).
+    pub rounds: u32,
     pub topologies: Vec<Topology>,
     /// `--shard-groups`: groups of the sharded topology (None: [`DEFAULT_SHARD_GROUPS`]).
     pub shard_groups: Option<u32>,
@@ -129,6 +133,7 @@ impl BenchOptions {
             threads: vec![4, 16, 64],
             seconds: 15,
             warmup: 3,
+            rounds: 1,
             topologies: vec![Topology::Single],
             shard_groups: None,
             tables: 4,
@@ -247,6 +252,7 @@ fn apply(opts: &mut BenchOptions, flag: &str, value: &mut dyn FnMut() -> Result<
         "--threads" => opts.threads = list(&value()?, |t| num(t, "--threads"))?,
         "--time" => opts.seconds = num(&value()?, flag)?,
         "--warmup" => opts.warmup = num(&value()?, flag)?,
+        "--rounds" => opts.rounds = num(&value()?, flag)?,
         "--topology" => opts.topologies = list(&value()?, Topology::parse)?,
         "--shard-groups" => opts.shard_groups = Some(num(&value()?, flag)?),
         "--tables" => opts.tables = num(&value()?, flag)?,
@@ -306,6 +312,7 @@ fn validate(opts: &BenchOptions) -> Result<()> {
         ),
         (opts.workloads.is_empty(), "--workloads is empty"),
         (opts.seconds == 0, "--time must be at least 1 second"),
+        (opts.rounds == 0, "--rounds must be at least 1"),
         (
             opts.tables == 0 || opts.table_size == 0,
             "--tables and --table-size must be at least 1",

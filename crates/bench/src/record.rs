@@ -122,9 +122,50 @@ pub fn from_csv(text: &str) -> Result<Vec<RunRecord>> {
         .collect()
 }
 
+/// One record per topology, workload, thread count and target: of its `--rounds` runs, the
+/// one with the median qps (the lower middle one for an even count). First-seen order.
+pub fn medians(records: &[RunRecord]) -> Vec<RunRecord> {
+    let key = |r: &RunRecord| (r.topology.clone(), r.workload.clone(), r.threads, r.target.clone());
+    let mut keys = Vec::new();
+    for r in records {
+        let k = key(r);
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    keys.iter()
+        .filter_map(|k| {
+            let mut runs: Vec<&RunRecord> = records.iter().filter(|r| key(r) == *k).collect();
+            runs.sort_by(|a, b| a.stats.qps.total_cmp(&b.stats.qps));
+            runs.get(runs.len().checked_sub(1)? / 2).map(|r| (*r).clone())
+        })
+        .collect()
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+
+    #[test]
+    fn medians_keep_the_middle_run_of_each_target() {
+        let runs = vec![
+            record("tessera", "oltp_point_select", 16, 300.0, None),
+            record("relay", "oltp_point_select", 16, 250.0, None),
+            record("tessera", "oltp_point_select", 16, 100.0, None),
+            record("relay", "oltp_point_select", 16, 260.0, None),
+            record("tessera", "oltp_point_select", 16, 200.0, None),
+            record("tessera", "oltp_point_select", 64, 900.0, None),
+        ];
+        let shown = medians(&runs);
+        let qps: Vec<(&str, u32, f64)> = shown
+            .iter()
+            .map(|r| (r.target.as_str(), r.threads, r.stats.qps))
+            .collect();
+        assert_eq!(
+            qps,
+            vec![("tessera", 16, 200.0), ("relay", 16, 250.0), ("tessera", 64, 900.0)]
+        );
+    }
 
     /// A record for tests elsewhere in the crate.
     pub fn record(target: &str, workload: &str, threads: u32, qps: f64, cpu_us: Option<f64>) -> RunRecord {

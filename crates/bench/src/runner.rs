@@ -102,11 +102,12 @@ impl MatrixEnv<'_> {
     pub fn plan_for(&self, topology: Topology) -> (usize, f64) {
         let o = self.opts;
         let targets = self.target_count(topology);
-        let per_workload = targets * (1 + o.threads.len());
+        let rounds = o.rounds as usize;
+        let per_workload = targets * (1 + o.threads.len() * rounds);
         let steps = o.workloads.len() * per_workload;
         let warm = (o.workloads.len() * targets) as f64 * (f64::from(o.warmup) + RUN_OVERHEAD_SECS);
-        let measured =
-            (o.workloads.len() * o.threads.len() * targets) as f64 * (f64::from(o.seconds) + RUN_OVERHEAD_SECS);
+        let measured = (o.workloads.len() * o.threads.len() * rounds * targets) as f64
+            * (f64::from(o.seconds) + RUN_OVERHEAD_SECS);
         (steps, warm + measured)
     }
 }
@@ -252,26 +253,49 @@ impl TopologyRuns<'_> {
             progress.finished(f64::from(opts.warmup) + RUN_OVERHEAD_SECS);
         }
         for &threads in &opts.threads {
-            for target in self.targets {
-                let label = format!("{name} {workload} {threads} threads -> {}", target.name);
-                progress.starting(&label);
-                let spec = self.spec(workload, threads, opts.seconds, target);
-                if self.left_out == Some(target.name.as_str()) {
-                    outcome
-                        .failures
-                        .push(format!("{label}: not run (Tessera could not load the data, see above)"));
-                } else {
-                    match measure(&spec, target, self.topology, self.env.pinning.as_ref()) {
-                        Ok(record) => {
-                            outcome.records.push(record);
-                            write_csv(self.env.out_dir, &outcome.records)?;
-                        }
-                        Err(e) => outcome.failures.push(format!("{label}: {e}")),
-                    }
+            // Rounds interleave the targets, so that a drift of the machine touches them alike.
+            for round in 1..=opts.rounds {
+                for target in self.targets {
+                    self.measure_one(workload, threads, round, target, progress, outcome)?;
                 }
-                progress.finished(f64::from(opts.seconds) + RUN_OVERHEAD_SECS);
             }
         }
+        Ok(())
+    }
+
+    fn measure_one(
+        &self,
+        workload: &str,
+        threads: u32,
+        round: u32,
+        target: &Target,
+        progress: &mut Progress,
+        outcome: &mut MatrixOutcome,
+    ) -> Result<()> {
+        let opts = self.env.opts;
+        let name = self.topology.name();
+        let of_rounds = if opts.rounds > 1 {
+            format!(" (round {round} of {})", opts.rounds)
+        } else {
+            String::new()
+        };
+        let label = format!("{name} {workload} {threads} threads -> {}{of_rounds}", target.name);
+        progress.starting(&label);
+        let spec = self.spec(workload, threads, opts.seconds, target);
+        if self.left_out == Some(target.name.as_str()) {
+            outcome
+                .failures
+                .push(format!("{label}: not run (Tessera could not load the data, see above)"));
+        } else {
+            match measure(&spec, target, self.topology, self.env.pinning.as_ref()) {
+                Ok(record) => {
+                    outcome.records.push(record);
+                    write_csv(self.env.out_dir, &outcome.records)?;
+                }
+                Err(e) => outcome.failures.push(format!("{label}: {e}")),
+            }
+        }
+        progress.finished(f64::from(opts.seconds) + RUN_OVERHEAD_SECS);
         Ok(())
     }
 
