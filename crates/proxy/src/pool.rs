@@ -55,9 +55,13 @@ pub struct Pool {
     pub server: ServerRef,
     cfg: PoolConfig,
     opts: ConnectOptions,
-    idle: Mutex<[Vec<BackendConn>; Flavour::COUNT]>,
+    /// Boxed so that lending and returning one moves a pointer, not the connection.
+    #[allow(clippy::vec_box)]
+    idle: Mutex<[Vec<Box<BackendConn>>; Flavour::COUNT]>,
     permits: Arc<Semaphore>,
     health: Mutex<Health>,
+    /// Set while `health` records a failure: a healthy pool's checkout takes no lock for it.
+    failing: std::sync::atomic::AtomicBool,
     pub stats: PoolStats,
     version: OnceLock<String>,
     extended: OnceLock<u32>,
@@ -81,6 +85,7 @@ impl Pool {
             opts,
             idle: Mutex::new(Default::default()),
             health: Mutex::new(Health::default()),
+            failing: Default::default(),
             stats: PoolStats::default(),
             version: OnceLock::new(),
             extended: OnceLock::new(),
@@ -114,6 +119,9 @@ impl Pool {
 
     /// True while the server is considered down.
     pub fn is_down(&self) -> bool {
+        if !self.failing.load(Ordering::Acquire) {
+            return false;
+        }
         self.health
             .lock()
             .map(|h| h.retry_at.is_some_and(|t| t > Instant::now()))
@@ -135,22 +143,15 @@ impl Pool {
         schema: Option<&str>,
     ) -> Result<PooledConn, ProxyError> {
         self.check_backoff()?;
-        let wait = self.cfg.checkout_timeout();
-        let permit = match tokio::time::timeout(wait, self.permits.clone().acquire_owned()).await {
-            Ok(Ok(p)) => p,
-            _ => {
-                self.stats.checkout_timeouts.fetch_add(1, Ordering::Relaxed);
-                return Err(ProxyError::CheckoutTimeout {
-                    server: self.server.name.clone(),
-                    waited_ms: wait.as_millis() as u64,
-                    max_size: self.cfg.max_size,
-                });
-            }
+        let permit = match self.permits.clone().try_acquire_owned() {
+            Ok(p) => p,
+            Err(_) => Box::pin(self.wait_for_permit()).await?,
         };
         self.stats.checkouts.fetch_add(1, Ordering::Relaxed);
         let conn = match self.take_idle(flavour, no_schema, schema) {
             Some(c) => c,
-            None => self.open(flavour).await?,
+            // Opening a connection is the cold path: its large future lives on the heap.
+            None => Box::pin(self.open(flavour)).await?,
         };
         Ok(PooledConn {
             conn: Some(conn),
@@ -159,9 +160,25 @@ impl Pool {
         })
     }
 
+    /// Waits for a free connection slot, up to the checkout timeout.
+    async fn wait_for_permit(&self) -> Result<tokio::sync::OwnedSemaphorePermit, ProxyError> {
+        let wait = self.cfg.checkout_timeout();
+        match tokio::time::timeout(wait, self.permits.clone().acquire_owned()).await {
+            Ok(Ok(p)) => Ok(p),
+            _ => {
+                self.stats.checkout_timeouts.fetch_add(1, Ordering::Relaxed);
+                Err(ProxyError::CheckoutTimeout {
+                    server: self.server.name.clone(),
+                    waited_ms: wait.as_millis() as u64,
+                    max_size: self.cfg.max_size,
+                })
+            }
+        }
+    }
+
     /// Replaces a lent connection by a fresh one (e.g. to get rid of its default schema).
     pub async fn reopen(&self, guard: &mut PooledConn) -> Result<(), ProxyError> {
-        let fresh = self.open(guard.flavour()).await?;
+        let fresh = Box::pin(self.open(guard.flavour())).await?;
         if let Some(old) = guard.conn.replace(fresh) {
             self.close(old);
         }
@@ -176,7 +193,7 @@ impl Pool {
 
     /// Pops a healthy idle connection, closing expired or dead ones on the way; with
     /// `no_schema`, one without a default schema is preferred.
-    fn take_idle(&self, flavour: Flavour, no_schema: bool, schema: Option<&str>) -> Option<BackendConn> {
+    fn take_idle(&self, flavour: Flavour, no_schema: bool, schema: Option<&str>) -> Option<Box<BackendConn>> {
         /// Idle connections looked at for one with the wanted schema (newest first).
         const LOOK: usize = 8;
         loop {
@@ -196,9 +213,10 @@ impl Pool {
                 };
                 list.remove(at)
             };
-            let idle_for = conn.last_used.elapsed();
+            let now = Instant::now();
+            let idle_for = now.saturating_duration_since(conn.last_used);
             let suspect = idle_for > Duration::from_secs(1) && conn.io.get_ref().peer_closed_or_chatty();
-            if self.expired(&conn) || suspect {
+            if self.expired_at(&conn, now) || suspect {
                 self.close(conn);
                 continue;
             }
@@ -207,14 +225,19 @@ impl Pool {
     }
 
     fn expired(&self, conn: &BackendConn) -> bool {
+        self.expired_at(conn, Instant::now())
+    }
+
+    /// [`Pool::expired`] with the clock already read.
+    fn expired_at(&self, conn: &BackendConn, now: Instant) -> bool {
         conn.broken
             || (conn.has_pending_answers() && !conn.has_queued_end())
-            || conn.created.elapsed() > self.cfg.max_lifetime()
-            || conn.last_used.elapsed() > self.cfg.idle_timeout()
+            || now.saturating_duration_since(conn.created) > self.cfg.max_lifetime()
+            || now.saturating_duration_since(conn.last_used) > self.cfg.idle_timeout()
     }
 
     /// Opens a new connection, making room by closing an idle one of another flavour.
-    async fn open(&self, flavour: Flavour) -> Result<BackendConn, ProxyError> {
+    async fn open(&self, flavour: Flavour) -> Result<Box<BackendConn>, ProxyError> {
         if self.stats.open.load(Ordering::Relaxed) >= self.cfg.max_size {
             let other = self
                 .idle
@@ -237,7 +260,7 @@ impl Pool {
                 let _ = self.version.set(conn.server_version.clone());
                 let _ = self.extended.set(conn.server_extended_capabilities);
                 self.mark_up();
-                Ok(conn)
+                Ok(Box::new(conn))
             }
             Err(e) => {
                 self.stats.connect_failures.fetch_add(1, Ordering::Relaxed);
@@ -248,6 +271,9 @@ impl Pool {
     }
 
     fn check_backoff(&self) -> Result<(), ProxyError> {
+        if !self.failing.load(Ordering::Acquire) {
+            return Ok(());
+        }
         let h = self
             .health
             .lock()
@@ -268,6 +294,7 @@ impl Pool {
     fn mark_down(&self, e: &ProxyError) {
         if let Ok(mut h) = self.health.lock() {
             h.failures = h.failures.saturating_add(1);
+            self.failing.store(true, Ordering::Release);
             let backoff = Duration::from_millis(100 << h.failures.min(8)).min(self.cfg.backoff_max());
             h.retry_at = Some(Instant::now() + backoff);
             h.last_error = e.to_string();
@@ -289,10 +316,11 @@ impl Pool {
                 tracing::info!(server = %self.server.name, "backend reachable again");
             }
             *h = Health::default();
+            self.failing.store(false, Ordering::Release);
         }
     }
 
-    fn close(&self, conn: BackendConn) {
+    fn close(&self, conn: Box<BackendConn>) {
         self.stats.open.fetch_sub(1, Ordering::Relaxed);
         if conn.broken {
             self.stats.discarded_broken.fetch_add(1, Ordering::Relaxed);
@@ -304,16 +332,17 @@ impl Pool {
     }
 
     /// Takes back a connection; `detached` ones were pinned and hold no permit.
-    fn give_back(&self, mut conn: BackendConn, detached: bool) {
+    fn give_back(&self, mut conn: Box<BackendConn>, detached: bool) {
         if detached {
             self.stats.pinned.fetch_sub(1, Ordering::Relaxed);
         }
         let full = detached && self.idle_count() + self.in_use() >= self.cfg.max_size;
-        if self.expired(&conn) || full {
+        let now = Instant::now();
+        if self.expired_at(&conn, now) || full {
             self.close(conn);
             return;
         }
-        conn.last_used = Instant::now();
+        conn.last_used = now;
         let flavour = conn.flavour().index();
         let queued_end = conn.has_queued_end();
         match self.idle.lock() {
@@ -334,10 +363,10 @@ impl Pool {
                 _ = shutdown.changed() => return,
             }
             tokio::time::sleep(SETTLE_AFTER).await;
-            let queued: Vec<BackendConn> = match self.idle.lock() {
+            let queued: Vec<Box<BackendConn>> = match self.idle.lock() {
                 Ok(mut idle) => idle
                     .iter_mut()
-                    .flat_map(|l| drain_where(l, BackendConn::has_queued_end))
+                    .flat_map(|l| drain_where(l, |c| c.has_queued_end()))
                     .collect(),
                 Err(_) => return,
             };
@@ -347,7 +376,7 @@ impl Pool {
         }
     }
 
-    async fn settle_one(self: &Arc<Self>, conn: BackendConn) {
+    async fn settle_one(self: &Arc<Self>, conn: Box<BackendConn>) {
         let Ok(permit) = self.permits.clone().try_acquire_owned() else {
             // Every slot is lent: a waiting checkout takes this connection next.
             self.give_back(conn, false);
@@ -372,7 +401,7 @@ impl Pool {
                 _ = tick.tick() => {}
                 _ = shutdown.changed() => return,
             }
-            let stale: Vec<BackendConn> = match self.idle.lock() {
+            let stale: Vec<Box<BackendConn>> = match self.idle.lock() {
                 Ok(mut idle) => idle
                     .iter_mut()
                     .flat_map(|l| drain_where(l, |c| self.expired(c)))
@@ -416,7 +445,8 @@ fn drain_where<T>(v: &mut Vec<T>, pred: impl Fn(&T) -> bool) -> Vec<T> {
 
 /// A borrowed connection; returns to its pool when dropped.
 pub struct PooledConn {
-    conn: Option<BackendConn>,
+    /// Boxed: a lent connection moves through several calls per statement as a pointer.
+    conn: Option<Box<BackendConn>>,
     permit: Option<OwnedSemaphorePermit>,
     pool: Arc<Pool>,
 }
@@ -441,13 +471,13 @@ impl PooledConn {
 impl Deref for PooledConn {
     type Target = BackendConn;
     fn deref(&self) -> &BackendConn {
-        self.conn.as_ref().expect("connection present until drop")
+        self.conn.as_deref().expect("connection present until drop")
     }
 }
 
 impl DerefMut for PooledConn {
     fn deref_mut(&mut self) -> &mut BackendConn {
-        self.conn.as_mut().expect("connection present until drop")
+        self.conn.as_deref_mut().expect("connection present until drop")
     }
 }
 

@@ -5,9 +5,10 @@
 
 use crate::backend::ServerRef;
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use tokio::sync::Notify;
+use std::task::{Poll, Waker};
 
 /// What the registry knows about one session.
 #[derive(Debug)]
@@ -18,7 +19,9 @@ pub struct SessionHandle {
     /// statement (with its epoch).
     running: Mutex<(u64, Option<Running>)>,
     killed: AtomicBool,
-    pub kill_signal: Notify,
+    /// The command loop waiting for the client, woken by [`SessionHandle::kill`]. One lock
+    /// per wait and nothing to unregister: cheaper per command than a `Notify` and a `watch`.
+    stop_waker: Mutex<Option<Waker>>,
 }
 
 /// A session's statement on a backend connection.
@@ -42,7 +45,18 @@ impl SessionHandle {
     /// Records the backend connection (server, thread id) the session's statement runs on, or
     /// that it runs on none; either starts a new epoch.
     pub fn set_running(&self, target: Option<(ServerRef, u32)>) {
-        self.set_running_all(target.into_iter().collect());
+        if let Ok(mut r) = self.running.lock() {
+            let epoch = r.0 + 1;
+            *r = (
+                epoch,
+                target.map(|(server, thread_id)| Running {
+                    server,
+                    thread_id,
+                    epoch,
+                    more: Vec::new(),
+                }),
+            );
+        }
     }
 
     /// [`SessionHandle::set_running`] for a statement on several backend connections (shards).
@@ -74,10 +88,34 @@ impl SessionHandle {
             .is_some_and(|r| r.1.as_ref().is_some_and(|r| r.epoch == epoch))
     }
 
-    /// Asks the session to close its connection (KILL CONNECTION).
+    /// Asks the session to close its connection (KILL CONNECTION, shutdown): at once while it
+    /// waits for a command, else once its statement has answered.
     pub fn kill(&self) {
         self.killed.store(true, Ordering::SeqCst);
-        self.kill_signal.notify_one();
+        let waker = self.stop_waker.lock().ok().and_then(|mut w| w.take());
+        if let Some(w) = waker {
+            w.wake();
+        }
+    }
+
+    /// Resolves once the session is killed.
+    pub fn killed(&self) -> impl Future<Output = ()> + '_ {
+        std::future::poll_fn(move |cx| {
+            if self.is_killed() {
+                return Poll::Ready(());
+            }
+            if let Ok(mut w) = self.stop_waker.lock() {
+                match w.as_ref() {
+                    Some(have) if have.will_wake(cx.waker()) => {}
+                    _ => *w = Some(cx.waker().clone()),
+                }
+            }
+            // A kill between the first check and the registration finds the waker or is seen here.
+            match self.is_killed() {
+                true => Poll::Ready(()),
+                false => Poll::Pending,
+            }
+        })
     }
 
     pub fn is_killed(&self) -> bool {
@@ -93,6 +131,8 @@ impl SessionHandle {
 #[derive(Debug, Default)]
 pub struct SessionRegistry {
     sessions: Mutex<HashMap<u32, Arc<SessionHandle>>>,
+    /// Set by [`SessionRegistry::kill_all`]: sessions registered later start killed.
+    closing: AtomicBool,
 }
 
 impl SessionRegistry {
@@ -102,12 +142,23 @@ impl SessionRegistry {
             user: Mutex::new(user.to_string()),
             running: Mutex::new((0, None)),
             killed: AtomicBool::new(false),
-            kill_signal: Notify::new(),
+            stop_waker: Mutex::new(None),
         });
         if let Ok(mut s) = self.sessions.lock() {
+            if self.closing.load(Ordering::SeqCst) {
+                handle.kill();
+            }
             s.insert(id, handle.clone());
         }
         handle
+    }
+
+    /// Shutdown: every session closes once its current statement (if any) has answered.
+    pub fn kill_all(&self) {
+        if let Ok(s) = self.sessions.lock() {
+            self.closing.store(true, Ordering::SeqCst);
+            s.values().for_each(|h| h.kill());
+        }
     }
 
     pub fn unregister(&self, id: u32) {

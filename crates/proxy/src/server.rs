@@ -99,6 +99,7 @@ impl Running {
     pub async fn shutdown(self) {
         let _ = self.shutdown.send(true);
         let _ = self.accept_task.await;
+        self.ctx.sessions.kill_all();
         let deadline = tokio::time::Instant::now() + self.ctx.config.server.shutdown_timeout();
         while self.ctx.metrics.client_connections.load(Ordering::Relaxed) > 0 {
             if tokio::time::Instant::now() >= deadline {

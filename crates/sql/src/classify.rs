@@ -124,11 +124,31 @@ impl StatementKind {
 /// Classifies a query (one statement, or several separated by `;`).
 pub fn classify(sql: &str) -> Classification {
     let outcome = walk(sql, |_, _| {});
+    let kind = outcome.kind.unwrap_or(StatementKind::Empty);
+    let mut flags = outcome.flags;
+    if kind == StatementKind::Select && names_sequence_function(sql) {
+        flags.insert(Flags::SEQUENCE);
+    }
     Classification {
-        kind: outcome.kind.unwrap_or(StatementKind::Empty),
-        flags: outcome.flags,
+        kind,
+        flags,
         hint: outcome.hint,
     }
+}
+
+/// Whether the text contains a sequence function's name, in any letter case.
+fn names_sequence_function(sql: &str) -> bool {
+    const NEEDLES: [&[u8]; 5] = [
+        b"nextval",
+        b"setval",
+        b"lastval",
+        b"next value for",
+        b"previous value for",
+    ];
+    let bytes = sql.as_bytes();
+    let contains = |needle: &[u8]| bytes.windows(needle.len()).any(|w| w.eq_ignore_ascii_case(needle));
+    // Every needle contains "val": one pass rules out almost every statement.
+    contains(b"val") && NEEDLES.iter().any(|n| contains(n))
 }
 
 /// Extra work the token walker must do for a statement, decided from its head.
@@ -666,6 +686,10 @@ mod tests {
             Flags::SQL_CALC_FOUND_ROWS
         ));
         assert!(has("SELECT FOUND_ROWS()", Flags::FOUND_ROWS));
+        assert!(has("SELECT NEXTVAL(s)", Flags::SEQUENCE));
+        assert!(has("select previous value for s", Flags::SEQUENCE));
+        assert!(!has("SELECT c FROM sbtest1 WHERE id = ?", Flags::SEQUENCE));
+        assert!(!has("SELECT interval_val FROM t", Flags::SEQUENCE));
         assert!(has("SELECT ROW_COUNT()", Flags::ROW_COUNT));
         assert_eq!(flags("SELECT LAST_INSERT_ID()"), Flags::LAST_INSERT_ID);
         assert_eq!(flags("SELECT last_insert_id( /* x */ )"), Flags::LAST_INSERT_ID);

@@ -50,12 +50,16 @@ impl Flags {
     /// Reads the diagnostics area: `SHOW WARNINGS|ERRORS`, `SHOW COUNT(*) ..`, `GET
     /// DIAGNOSTICS`, `@@warning_count`, `@@error_count`.
     pub const DIAGNOSTICS: Flags = Flags(1 << 18);
+    /// A SELECT whose text names a sequence function (`NEXTVAL`, `SETVAL`, `LASTVAL`, `NEXT
+    /// VALUE FOR`, `PREVIOUS VALUE FOR`), anywhere: a match in a literal or a name only costs a
+    /// primary read. Decided once here, not at every execution.
+    pub const SEQUENCE: Flags = Flags(1 << 19);
 
     /// Any of the advisory-lock functions.
     pub const LOCK_FUNCTIONS: Flags =
         Flags(Self::GET_LOCK.0 | Self::RELEASE_LOCK.0 | Self::RELEASE_ALL_LOCKS.0 | Self::IS_USED_LOCK.0);
 
-    const NAMES: [(&'static str, Flags); 19] = [
+    const NAMES: [(&'static str, Flags); 20] = [
         ("USER_VAR_WRITE", Self::USER_VAR_WRITE),
         ("USER_VAR_READ", Self::USER_VAR_READ),
         ("GET_LOCK", Self::GET_LOCK),
@@ -75,6 +79,7 @@ impl Flags {
         ("TEMPORARY", Self::TEMPORARY),
         ("SESSION_INFO", Self::SESSION_INFO),
         ("DIAGNOSTICS", Self::DIAGNOSTICS),
+        ("SEQUENCE", Self::SEQUENCE),
     ];
 
     pub const fn empty() -> Flags {

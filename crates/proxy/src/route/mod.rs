@@ -132,30 +132,13 @@ fn needs_primary(sql: &str, class: &Classification, input: &RouteInput) -> Need 
         _ => false,
     };
     let side_effects = (class.flags.intersects(PRIMARY_FLAGS) && !matches!(class.kind, StatementKind::Call))
-        || (class.kind == StatementKind::Select && uses_sequence(sql));
+        || class.flags.contains(Flags::SEQUENCE);
     if !read_kind || side_effects {
         return Need::Primary;
     }
     Need::Reader {
         forced: class.hint == Some(RouteHint::Replica),
     }
-}
-
-/// Sequence functions change or read per-session sequence state (`NEXTVAL`, `SETVAL`,
-/// `NEXT VALUE FOR`, `LASTVAL`, `PREVIOUS VALUE FOR`): a replica must not run them. A match in
-/// a literal or a column name only costs a primary read.
-fn uses_sequence(sql: &str) -> bool {
-    const NEEDLES: [&[u8]; 5] = [
-        b"nextval",
-        b"setval",
-        b"lastval",
-        b"next value for",
-        b"previous value for",
-    ];
-    let bytes = sql.as_bytes();
-    let contains = |needle: &[u8]| bytes.windows(needle.len()).any(|w| w.eq_ignore_ascii_case(needle));
-    // Every needle contains "val": one pass rules out almost every statement.
-    contains(b"val") && NEEDLES.iter().any(|n| contains(n))
 }
 
 /// `CALL db.proc(1)` -> `db.proc` (backticks removed).

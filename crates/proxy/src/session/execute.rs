@@ -45,7 +45,7 @@ impl Session {
         let held = match self.held.take() {
             Some(mut c) if self.must_leave_held(&group, &c, target) => {
                 if self.pins.holds_diagnostics() {
-                    self.keep_diagnostics_of(&mut c).await;
+                    Box::pin(self.keep_diagnostics_of(&mut c)).await;
                 }
                 self.pins.end_short_lived();
                 None
@@ -60,7 +60,7 @@ impl Session {
         if self.state.schema.is_none() && conn.state.schema.is_some() {
             // MySQL cannot unset a default schema: take a fresh connection instead.
             let pool = conn.pool().clone();
-            if let Err(e) = pool.reopen(&mut conn).await {
+            if let Err(e) = Box::pin(pool.reopen(&mut conn)).await {
                 conn.broken = true;
                 return Err(e);
             }
@@ -116,6 +116,18 @@ impl Session {
         if set.is_none() && schema.is_none() {
             return Ok(());
         }
+        // The cold path: its future lives on the heap, not in every statement's.
+        Box::pin(self.send_sync(conn, scope, set, schema)).await
+    }
+
+    /// Sends the SET and/or COM_INIT_DB that [`Session::sync`] found necessary.
+    async fn send_sync(
+        &mut self,
+        conn: &mut PooledConn,
+        scope: SyncScope,
+        set: Option<String>,
+        schema: Option<String>,
+    ) -> Result<(), ProxyError> {
         Metrics::inc(&self.ctx.metrics.state_syncs);
         if let Some(sql) = &set {
             conn.begin_command(|b| {

@@ -139,7 +139,6 @@ pub async fn serve(ctx: Arc<Context>, tcp: TcpStream, host: String) {
 
 impl Session {
     async fn run(&mut self) {
-        let mut shutdown = self.ctx.shutdown.clone();
         loop {
             let short_pin = self.held.as_ref().is_some_and(|c| !c.in_transaction) && self.pins.only_short_lived();
             let mut release_timer = short_pin.then(|| Box::pin(tokio::time::sleep(SHORT_PIN_IDLE)));
@@ -150,8 +149,7 @@ impl Session {
                 loop {
                     tokio::select! {
                         r = &mut read_next => break r,
-                        _ = shutdown.changed() => return,
-                        _ = self.handle.kill_signal.notified() => return,
+                        _ = self.handle.killed() => return,
                         _ = async { if let Some(t) = release_timer.as_mut() { t.await } }, if release_timer.is_some() => {
                             // An idle session gives back a connection kept only for one more
                             // statement (its diagnostics area read first, to be recreated).
@@ -231,24 +229,26 @@ impl Session {
         self.client.set_seq(1);
         match command {
             Command::Query(sql) => self.query(sql).await,
-            Command::StmtPrepare(sql) => self.stmt_prepare(sql).await,
+            // The statements of every command but the two hot ones run with their futures boxed:
+            // a command's future is as large as its largest branch, and is moved once per command.
+            Command::StmtPrepare(sql) => Box::pin(self.stmt_prepare(sql)).await,
             Command::StmtExecute { stmt_id, payload } => self.stmt_execute(stmt_id, payload).await,
             Command::StmtSendLongData { stmt_id, param, data } => self.stmt_long_data(stmt_id, param, data),
-            Command::StmtClose(id) => self.stmt_close(id).await,
-            Command::StmtReset(id) => self.stmt_reset(id).await,
-            Command::StmtFetch { stmt_id, rows } => self.stmt_fetch(stmt_id, rows, payload).await,
+            Command::StmtClose(id) => Box::pin(self.stmt_close(id)).await,
+            Command::StmtReset(id) => Box::pin(self.stmt_reset(id)).await,
+            Command::StmtFetch { stmt_id, rows } => Box::pin(self.stmt_fetch(stmt_id, rows, payload)).await,
             Command::Quit => Ok(Next::Close),
             Command::Ping | Command::Debug => {
                 self.last.row_count = 0;
                 self.ok().await
             }
-            Command::InitDb(db) => self.init_db(db, payload).await,
-            Command::FieldList { .. } => self.field_list(payload).await,
-            Command::Statistics => self.statistics(payload).await,
-            Command::SetOption(option) => self.set_option(option).await,
-            Command::ResetConnection => self.reset_connection().await,
-            Command::ChangeUser(data) => self.change_user(data).await,
-            Command::ProcessKill(id) => self.kill(u64::from(id), false).await,
+            Command::InitDb(db) => Box::pin(self.init_db(db, payload)).await,
+            Command::FieldList { .. } => Box::pin(self.field_list(payload)).await,
+            Command::Statistics => Box::pin(self.statistics(payload)).await,
+            Command::SetOption(option) => Box::pin(self.set_option(option)).await,
+            Command::ResetConnection => Box::pin(self.reset_connection()).await,
+            Command::ChangeUser(data) => Box::pin(self.change_user(data)).await,
+            Command::ProcessKill(id) => Box::pin(self.kill(u64::from(id), false)).await,
             Command::Unknown(_) => Err(ProxyError::UnknownCommand),
         }
     }

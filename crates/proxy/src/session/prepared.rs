@@ -33,7 +33,7 @@ pub struct ClientStmt {
     pub num_params: u16,
     pub num_columns: u16,
     /// Parameter types from the last execution that sent them.
-    pub types: Option<Vec<u8>>,
+    pub types: Option<Bytes>,
     /// COM_STMT_SEND_LONG_DATA chunks per parameter, until the next execution.
     pub long_data: BTreeMap<u16, Vec<Bytes>>,
     pub long_data_size: usize,
@@ -60,7 +60,8 @@ pub struct ShardedStmt {
 /// One execution of a client statement, ready for a backend.
 struct Execution<'p> {
     request: ExecuteRequest<'p>,
-    types: Vec<u8>,
+    /// Shared with the client's statement: no copy per execution.
+    types: Bytes,
     long_data: BTreeMap<u16, Vec<Bytes>>,
     sql: SqlText,
     text: Arc<str>,
@@ -229,22 +230,19 @@ impl Session {
             let id = id
                 .or_else(|| first_param_as_id(&run))
                 .ok_or_else(|| ProxyError::Unsupported("KILL with an id that is not a number".into()))?;
-            return self.kill(id, query).await;
+            return Box::pin(self.kill(id, query)).await;
         }
         if matches!(run.class.kind, tessera_sql::StatementKind::Set(_)) && super::query::touches_tracking(&run.text) {
             // The client's own session tracking, as for a text SET (never the backend's).
             let text = run.text.clone();
-            return match self.set_tracking(&text).await? {
-                None => self.ok().await,
-                Some(rest) => self.query(rest.as_bytes()).await,
-            };
+            return Box::pin(self.execute_tracking_set(&text)).await;
         }
         let stmts = [Stmt {
             sql: &run.text,
             class: run.class.clone(),
         }];
         if let Some(sharded) = run.sharded.clone() {
-            return self.execute_sharded(stmt_id, &run, &stmts, &sharded).await;
+            return Box::pin(self.execute_sharded(stmt_id, &run, &stmts, &sharded)).await;
         }
         if self.defer_transaction_edge(&stmts[0]).await? {
             return Ok(Next::Continue);
@@ -252,32 +250,8 @@ impl Session {
         let opens_cursor = run.request.flags & CURSOR_TYPE_READ_ONLY != 0;
         // A cursor pins its connection: keep it on the primary, where the session can also write.
         let target = super::routing::pinned_target(self.plan_target([(stmts[0].sql, &stmts[0].class)]), opens_cursor);
-        if let Some((index, topology)) = self.logical_schema() {
-            // A session statement on a sharded schema (BEGIN, COMMIT, SET ...): on the shard the
-            // session is on; COMMIT and ROLLBACK reach every shard it holds.
-            let schema = &topology.schemas[index];
-            if !self.pins.in_xa() {
-                match run.class.kind {
-                    tessera_sql::StatementKind::Commit => return self.client_ends_txn(&run.text, true).await,
-                    tessera_sql::StatementKind::Rollback => return self.client_ends_txn(&run.text, false).await,
-                    tessera_sql::StatementKind::Begin | tessera_sql::StatementKind::StartTransactionReadOnly => {
-                        return self.client_begins_txn(&run.text).await
-                    }
-                    _ => {}
-                }
-            }
-            let shard = self.held_shard.unwrap_or(schema.default_shard);
-            if let Err(e) = self.bind_shard(schema, shard).await {
-                return Err(self.lost_in_txn(shard, e).await);
-            }
-            let s = &schema.shards[shard];
-            let target = crate::route::Target {
-                group: s.group,
-                role: target.role,
-            };
-            return self
-                .execute_with_schema(stmt_id, &run, &stmts, target, (shard, &s.database))
-                .await;
+        if self.logical_schema().is_some() {
+            return Box::pin(self.execute_on_logical_schema(stmt_id, &run, &stmts, target)).await;
         }
         if run.pipelinable && !opens_cursor {
             use super::pipelined::Pipelined;
@@ -301,6 +275,51 @@ impl Session {
                 Ok(()) => return Ok(Next::Continue),
                 Err(e) => exclude = Some(self.retry_or_fail(target, was_held, exclude, e)?),
             }
+        }
+    }
+
+    /// A session statement on a sharded schema (BEGIN, COMMIT, SET ...): on the shard the
+    /// session is on; COMMIT and ROLLBACK reach every shard it holds.
+    async fn execute_on_logical_schema(
+        &mut self,
+        stmt_id: u32,
+        run: &Execution<'_>,
+        stmts: &[Stmt<'_>],
+        target: crate::route::Target,
+    ) -> Result<Next, ProxyError> {
+        let Some((index, topology)) = self.logical_schema() else {
+            return Err(ProxyError::Config("no logical schema selected".into()));
+        };
+        let schema = &topology.schemas[index];
+        if !self.pins.in_xa() {
+            match run.class.kind {
+                tessera_sql::StatementKind::Commit => return self.client_ends_txn(&run.text, true).await,
+                tessera_sql::StatementKind::Rollback => return self.client_ends_txn(&run.text, false).await,
+                tessera_sql::StatementKind::Begin | tessera_sql::StatementKind::StartTransactionReadOnly => {
+                    return self.client_begins_txn(&run.text).await
+                }
+                _ => {}
+            }
+        }
+        let shard = self.held_shard.unwrap_or(schema.default_shard);
+        if let Err(e) = self.bind_shard(schema, shard).await {
+            return Err(self.lost_in_txn(shard, e).await);
+        }
+        let s = &schema.shards[shard];
+        let target = crate::route::Target {
+            group: s.group,
+            role: target.role,
+        };
+        self.execute_with_schema(stmt_id, run, stmts, target, (shard, &s.database))
+            .await
+    }
+
+    /// A prepared SET of the client's own session tracking, as for a text SET (never the
+    /// backend's).
+    async fn execute_tracking_set(&mut self, text: &str) -> Result<Next, ProxyError> {
+        match self.set_tracking(text).await? {
+            None => self.ok().await,
+            Some(rest) => self.query(rest.as_bytes()).await,
         }
     }
 
@@ -372,13 +391,16 @@ impl Session {
             .ok_or_else(|| unknown(stmt_id, "mysqld_stmt_execute"))?;
         let request = ExecuteRequest::parse(payload, entry.num_params)?;
         if let Some(t) = request.types {
-            entry.types = Some(t.to_vec());
+            // Most clients send the same types with every execution: copied when they change.
+            if entry.types.as_deref() != Some(t) {
+                entry.types = Some(Bytes::copy_from_slice(t));
+            }
         }
         let types = match (&entry.types, entry.num_params) {
-            (_, 0) => Vec::new(),
+            (_, 0) => Bytes::new(),
             (Some(t), _) => t.clone(),
             // Clients may omit types when every parameter is NULL (Connector/J does).
-            (None, n) if all_null(request.null_bitmap, n) => [TYPE_NULL, 0].repeat(usize::from(n)),
+            (None, n) if all_null(request.null_bitmap, n) => Bytes::from([TYPE_NULL, 0].repeat(usize::from(n))),
             (None, _) => {
                 let message = "No data supplied for parameters in prepared statement";
                 return Err(ProxyError::Backend(ErrPacket::new(2031, "HY000", message)));

@@ -35,15 +35,12 @@ impl Session {
         };
         if let [s] = stmts.as_slice() {
             if matches!(s.class.kind, StatementKind::Set(_)) && touches_tracking(s.sql) {
-                return match self.set_tracking(s.sql).await? {
-                    None => self.ok().await,
-                    Some(rest) => Box::pin(self.query(rest.as_bytes())).await,
-                };
+                return Box::pin(self.query_tracking_set(s.sql)).await;
             }
         }
         if let [s] = stmts.as_slice() {
             if let Some(statement) = crate::route::sharded::explain::explained_statement(s.sql) {
-                return self.explain_route(statement).await;
+                return Box::pin(self.explain_route(statement)).await;
             }
         }
         if let Some(next) = self.answer_locally(&stmts).await? {
@@ -59,7 +56,7 @@ impl Session {
             Plan::Direct(target) => target,
             Plan::Sharded { schema } => {
                 let sql = rewritten.as_deref().unwrap_or(&text);
-                return self.query_sharded(sql, &stmts, schema).await;
+                return Box::pin(self.query_sharded(sql, &stmts, schema)).await;
             }
         };
         if let ([s], None, Cow::Borrowed(_)) = (stmts.as_slice(), &rewritten, &text) {
@@ -75,6 +72,14 @@ impl Session {
                 Ok(()) => return Ok(Next::Continue),
                 Err(e) => exclude = Some(self.retry_or_fail(target, was_held, exclude, e)?),
             }
+        }
+    }
+
+    /// A SET of the client's own session tracking (never the backend's), then the rest of it.
+    async fn query_tracking_set(&mut self, sql: &str) -> Result<Next, ProxyError> {
+        match self.set_tracking(sql).await? {
+            None => self.ok().await,
+            Some(rest) => self.query(rest.as_bytes()).await,
         }
     }
 
@@ -163,7 +168,7 @@ impl Session {
                 StatementKind::Kill { query, id } if stmts.len() == 1 => {
                     let id =
                         id.ok_or_else(|| ProxyError::Unsupported("KILL with an id that is not a number".into()))?;
-                    return self.kill(id, *query).await.map(Some);
+                    return Box::pin(self.kill(id, *query)).await.map(Some);
                 }
                 _ => {}
             }

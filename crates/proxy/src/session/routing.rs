@@ -110,9 +110,11 @@ impl Session {
         exclude: Option<usize>,
     ) -> Result<PooledConn, ProxyError> {
         let chosen = self.choose_server(group, target, exclude);
-        if let Some((replica, conn)) = self.replica_after_wait(group, target, exclude, chosen).await {
-            self.routing.last_server = Some((target.group, replica));
-            return Ok(conn);
+        if !group.read_your_writes_wait.is_zero() {
+            if let Some((replica, conn)) = Box::pin(self.replica_after_wait(group, target, exclude, chosen)).await {
+                self.routing.last_server = Some((target.group, replica));
+                return Ok(conn);
+            }
         }
         self.routing.last_server = Some((target.group, chosen));
         let no_schema = self.state.schema.is_none();

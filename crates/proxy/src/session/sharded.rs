@@ -30,10 +30,9 @@ struct Summed {
 impl Session {
     /// The logical schema the session's default database names, if it is one.
     pub fn logical_schema(&self) -> Option<(usize, Arc<crate::topology::Topology>)> {
-        let topology = self.ctx.topology.clone();
         let name = self.state.schema.as_deref()?;
-        let index = topology.schemas.iter().position(|s| s.name == name)?;
-        Some((index, topology))
+        let index = self.ctx.topology.schemas.iter().position(|s| s.name == name)?;
+        Some((index, self.ctx.topology.clone()))
     }
 
     /// Whether a statement kind is planned by the sharding planner.
