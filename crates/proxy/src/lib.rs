@@ -24,6 +24,7 @@ pub mod context;
 pub mod demo;
 pub mod error;
 pub mod exec;
+pub mod fasthash;
 pub mod gtid;
 pub mod metrics;
 pub mod monitor;

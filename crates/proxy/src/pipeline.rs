@@ -455,7 +455,7 @@ mod tests {
     fn sessions_in_different_states_get_different_sets() {
         let lanes = Lanes::default();
         let mut other = SessionVars::default();
-        other.vars.insert("sql_mode".into(), "ANSI".into());
+        other.set_var("sql_mode".into(), "ANSI".into());
         let Pick::Open(a) = lanes.pick(&SessionVars::default(), Flavour::default(), SETTINGS) else {
             panic!("a new set opens a lane");
         };

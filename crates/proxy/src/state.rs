@@ -5,14 +5,17 @@
 
 use crate::charset;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use tessera_protocol::response::SessionChange;
 
 /// Replayable session state.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SessionVars {
     pub schema: Option<String>,
-    /// System variable name (lowercase) -> value as reported by the server.
-    pub vars: BTreeMap<String, String>,
+    /// System variable name (lowercase) -> value as reported by the server. Shared, copied on
+    /// write: a connection synced to a session shares its map, so the check before every
+    /// statement that both are equal is a pointer comparison.
+    pub vars: Arc<BTreeMap<String, String>>,
     /// User variable name (lowercase, without @) -> SQL literal that recreates it.
     pub user_vars: BTreeMap<String, String>,
     pub last_insert_id: u64,
@@ -47,10 +50,12 @@ const NOT_REPLAYED: &[&str] = &[
 impl SessionVars {
     /// The state right after a handshake with collation `collation_id` and default `schema`.
     pub fn after_handshake(collation_id: u8, schema: Option<String>) -> Self {
-        let vars = charset::handshake_variables(collation_id)
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
+        let vars = Arc::new(
+            charset::handshake_variables(collation_id)
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        );
         SessionVars {
             schema,
             vars,
@@ -67,7 +72,7 @@ impl SessionVars {
                     if !NOT_REPLAYED.contains(&name.as_str())
                         && !crate::tracking::TRACKING_VARIABLES.contains(&name.as_str())
                     {
-                        self.vars.insert(name, value.clone());
+                        self.set_var(name, value.clone());
                     }
                 }
                 SessionChange::Schema(s) => self.schema = Some(s.clone()).filter(|s| !s.is_empty()),
@@ -87,7 +92,7 @@ impl SessionVars {
             return None;
         }
         let mut parts: Vec<String> = Vec::new();
-        for (k, v) in &self.vars {
+        for (k, v) in self.vars.iter() {
             if current.vars.get(k) != Some(v) {
                 parts.push(format!("SESSION {k} = {}", variable_literal(k, v)));
             }
@@ -120,6 +125,21 @@ impl SessionVars {
         match (&self.schema, &current.schema) {
             (Some(want), have) if have.as_ref() != Some(want) => Some(want),
             _ => None,
+        }
+    }
+
+    /// Sets one system variable (copying the map first if a connection shares it).
+    pub fn set_var(&mut self, name: String, value: String) {
+        if self.vars.get(&name) != Some(&value) {
+            Arc::make_mut(&mut self.vars).insert(name, value);
+        }
+    }
+
+    /// After [`SessionVars::set_statement_from`] found nothing to send: `current` (a
+    /// connection's state) shares this map from now on, so the next check is a pointer compare.
+    pub fn share_vars_with(&self, current: &mut SessionVars) {
+        if !Arc::ptr_eq(&self.vars, &current.vars) {
+            current.vars = self.vars.clone();
         }
     }
 
@@ -201,7 +221,7 @@ mod tests {
         client.user_vars.insert("a".into(), "5".into());
         client.last_insert_id = 7;
         let mut backend = SessionVars::after_handshake(45, None);
-        backend.vars.insert("sql_mode".into(), "ANSI".into());
+        backend.set_var("sql_mode".into(), "ANSI".into());
         backend.user_vars.insert("other".into(), "1".into());
         let set = client.set_statement_from(&backend, SyncScope::ALL).unwrap();
         let narrow = client.set_statement_from(&backend, SyncScope::default()).unwrap();

@@ -1,9 +1,8 @@
 //! A bounded cache of prepared statements on one backend connection: SQL text -> backend
 //! statement id, least recently used evicted first (the caller closes what is evicted).
 
+use crate::fasthash::FastMap;
 use bytes::Bytes;
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 /// One statement prepared on a backend connection, with the parameter and column definition
@@ -25,50 +24,10 @@ struct Entry {
     last_used: u64,
 }
 
-/// Hashes statement texts a word at a time (FxHash's multiply-rotate scheme, with a folded
-/// multiply at the end). The cache is looked up on every execution; SipHash cost more than
-/// the lookup needs. A client crafting colliding texts only slows its own bounded cache.
-#[derive(Default)]
-pub struct TextHasher(u64);
-
-const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
-
-impl TextHasher {
-    fn add(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(SEED);
-    }
-}
-
-impl Hasher for TextHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        let mut words = bytes.chunks_exact(8);
-        for w in &mut words {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(w);
-            self.add(u64::from_le_bytes(word));
-        }
-        let rest = words.remainder();
-        if !rest.is_empty() {
-            let mut word = [0u8; 8];
-            word[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(word) ^ ((rest.len() as u64) << 59));
-        }
-    }
-
-    fn write_usize(&mut self, n: usize) {
-        self.add(n as u64);
-    }
-
-    fn finish(&self) -> u64 {
-        let folded = u128::from(self.0) * u128::from(SEED);
-        (folded as u64) ^ ((folded >> 64) as u64)
-    }
-}
-
 /// LRU map from statement text to backend handle.
 #[derive(Debug)]
 pub struct StmtCache {
-    entries: HashMap<SqlText, Entry, BuildHasherDefault<TextHasher>>,
+    entries: FastMap<SqlText, Entry>,
     capacity: usize,
     tick: u64,
 }
@@ -76,7 +35,7 @@ pub struct StmtCache {
 impl StmtCache {
     pub fn new(capacity: usize) -> Self {
         StmtCache {
-            entries: HashMap::default(),
+            entries: FastMap::default(),
             capacity: capacity.max(1),
             tick: 0,
         }
@@ -183,24 +142,5 @@ mod tests {
             Some(stmt(1)),
             "replacing returns the old handle"
         );
-    }
-
-    #[test]
-    fn the_text_hasher_tells_similar_texts_apart() {
-        use std::hash::BuildHasher;
-        let h = BuildHasherDefault::<TextHasher>::default();
-        let texts = [
-            "SELECT c FROM sbtest1 WHERE id=?",
-            "SELECT c FROM sbtest2 WHERE id=?",
-            "SELECT c FROM sbtest1 WHERE id=? ",
-            "a",
-            "a\0",
-            "",
-            "12345678",
-            "123456781",
-            "12345687",
-        ];
-        let hashes: std::collections::HashSet<u64> = texts.iter().map(|t| h.hash_one(t.as_bytes())).collect();
-        assert_eq!(hashes.len(), texts.len());
     }
 }

@@ -113,6 +113,9 @@ impl Session {
             .backend_schema()
             .filter(|w| conn.state.schema.as_deref() != Some(*w))
             .map(str::to_owned);
+        if set.is_none() {
+            self.state.share_vars_with(&mut conn.state);
+        }
         if set.is_none() && schema.is_none() {
             return Ok(());
         }
@@ -343,8 +346,8 @@ impl Session {
                         .as_deref()
                         .map(|v| String::from_utf8_lossy(v).into_owned())
                         .unwrap_or_default();
-                    conn.state.vars.insert(name.to_string(), value.clone());
-                    self.state.vars.insert(name.to_string(), value);
+                    conn.state.set_var(name.to_string(), value.clone());
+                    self.state.set_var(name.to_string(), value);
                 }
             }
             Err(e) => {

@@ -12,7 +12,7 @@ use crate::exec::Mode;
 use crate::metrics::Metrics;
 use crate::state::SyncScope;
 use bytes::Bytes;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use tessera_protocol::command::{COM_STMT_FETCH, COM_STMT_RESET};
 use tessera_protocol::flags::{CLIENT_DEPRECATE_EOF, SERVER_STATUS_LAST_ROW_SENT};
@@ -76,7 +76,8 @@ struct Execution<'p> {
 /// The client's prepared statements.
 #[derive(Default)]
 pub struct StatementRegistry {
-    stmts: HashMap<u32, ClientStmt>,
+    /// Ids are Tessera's own (sequential): the fast hasher is safe here.
+    stmts: crate::fasthash::FastMap<u32, ClientStmt>,
     next_id: u32,
 }
 
