@@ -110,20 +110,63 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
     /// at a partial or continued frame, or when the buffer runs out. No allocation, no syscall:
     /// the way rows are copied in bulk.
     pub fn take_buffered(&mut self, mut take: impl FnMut(&[u8]) -> bool) -> usize {
-        let mut taken = 0;
-        while self.rbuf.len() >= 4 {
-            let len = usize::from(self.rbuf[0]) | usize::from(self.rbuf[1]) << 8 | usize::from(self.rbuf[2]) << 16;
-            if len >= MAX_FRAME || len > self.max_packet || self.rbuf.len() < 4 + len {
-                break;
-            }
-            if !take(&self.rbuf[4..4 + len]) {
-                break;
-            }
-            self.seq = self.rbuf[3].wrapping_add(1);
-            self.rbuf.advance(4 + len);
-            taken += 1;
+        let (end, count, _, next) = self.scan_buffered(self.seq, &mut take);
+        if count > 0 {
+            self.seq = next;
+            self.rbuf.advance(end);
         }
-        taken
+        count
+    }
+
+    /// Moves complete one-frame packets already buffered here into `dst`'s write buffer while
+    /// `take` accepts their payload, numbered in `dst`'s sequence; returns how many. Stops like
+    /// [`PacketStream::take_buffered`]. Where both sequences agree (a forwarded response
+    /// usually does), the run is copied in one piece, headers and all.
+    pub fn copy_buffered_to<D: AsyncRead + AsyncWrite + Unpin>(
+        &mut self,
+        dst: &mut PacketStream<D>,
+        mut take: impl FnMut(&[u8]) -> bool,
+    ) -> usize {
+        let (end, count, aligned, next) = self.scan_buffered(dst.seq, &mut take);
+        if count == 0 {
+            return 0;
+        }
+        if aligned {
+            dst.wbuf.extend_from_slice(&self.rbuf[..end]);
+            dst.seq = dst.seq.wrapping_add(count as u8);
+        } else {
+            let mut at = 0;
+            while at < end {
+                let len = frame_len(&self.rbuf[at..]);
+                dst.write_packet(&self.rbuf[at + 4..at + 4 + len]);
+                at += 4 + len;
+            }
+        }
+        self.seq = next;
+        self.rbuf.advance(end);
+        count
+    }
+
+    /// The buffered run `take` accepts: its byte length, its packet count, whether its
+    /// sequence numbers start at `seq`, and the sequence number after it.
+    fn scan_buffered(&self, seq: u8, take: &mut impl FnMut(&[u8]) -> bool) -> (usize, usize, bool, u8) {
+        let (mut end, mut count, mut aligned, mut next) = (0, 0, true, self.seq);
+        let mut want = seq;
+        while self.rbuf.len() - end >= 4 {
+            let len = frame_len(&self.rbuf[end..]);
+            if len >= MAX_FRAME || len > self.max_packet || self.rbuf.len() - end < 4 + len {
+                break;
+            }
+            if !take(&self.rbuf[end + 4..end + 4 + len]) {
+                break;
+            }
+            aligned &= self.rbuf[end + 3] == want;
+            want = want.wrapping_add(1);
+            next = self.rbuf[end + 3].wrapping_add(1);
+            end += 4 + len;
+            count += 1;
+        }
+        (end, count, aligned, next)
     }
 
     /// Reads one logical packet and returns its payload.
@@ -227,9 +270,53 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
     }
 }
 
+/// The payload length in a frame header (the first three bytes of `frame`).
+fn frame_len(frame: &[u8]) -> usize {
+    usize::from(frame[0]) | usize::from(frame[1]) << 8 | usize::from(frame[2]) << 16
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Writes `packets` from a fresh writer whose sequence starts at `from`; returns the reader.
+    async fn buffered(packets: &[&[u8]], from: u8) -> PacketStream<tokio::io::DuplexStream> {
+        let (a, b) = tokio::io::duplex(1 << 16);
+        let mut w = PacketStream::new(a);
+        w.set_seq(from);
+        for p in packets {
+            w.write_packet(p);
+        }
+        w.flush().await.unwrap();
+        let mut r = PacketStream::new(b);
+        r.fill(1).await.unwrap();
+        while r.rbuf.len() < packets.iter().map(|p| p.len() + 4).sum::<usize>() {
+            let want = r.rbuf.len() + 1;
+            r.fill(want).await.unwrap();
+        }
+        r
+    }
+
+    #[tokio::test]
+    async fn buffered_rows_move_to_another_stream_in_its_sequence() {
+        for (from, dst_seq) in [(3u8, 3u8), (3, 7), (254, 254)] {
+            let mut r = buffered(&[b"row1", b"row2", b"\xfeend"], from).await;
+            let (c, d) = tokio::io::duplex(1 << 16);
+            let mut dst = PacketStream::new(c);
+            dst.set_seq(dst_seq);
+            let moved = r.copy_buffered_to(&mut dst, |p| p[0] != 0xfe);
+            assert_eq!(moved, 2, "from {from} to {dst_seq}");
+            assert_eq!(dst.seq, dst_seq.wrapping_add(2));
+            assert_eq!(r.seq(), from.wrapping_add(2));
+            assert_eq!(&r.read_packet().await.unwrap()[..], b"\xfeend");
+            dst.flush().await.unwrap();
+            let mut out = PacketStream::new(d);
+            for (i, want) in [&b"row1"[..], b"row2"].into_iter().enumerate() {
+                let (seq, p) = out.read_packet_with_seq().await.unwrap();
+                assert_eq!((seq, &p[..]), (dst_seq.wrapping_add(i as u8), want));
+            }
+        }
+    }
 
     #[tokio::test]
     async fn buffered_packets_are_taken_until_refused_or_incomplete() {

@@ -189,7 +189,15 @@ struct Forwarder<'a, S, C> {
 
 impl<S: ResponseSource, C: AsyncRead + AsyncWrite + Unpin> Forwarder<'_, S, C> {
     async fn flush_client(&mut self) -> Result<(), ProxyError> {
-        match tokio::time::timeout(self.write_timeout, self.client.flush()).await {
+        let mut flush = std::pin::pin!(self.client.flush());
+        // The usual case: the socket takes everything at once, and no timer is armed (nor the
+        // clock read) for it.
+        let first =
+            std::future::poll_fn(|cx| std::task::Poll::Ready(std::future::Future::poll(flush.as_mut(), cx))).await;
+        if let std::task::Poll::Ready(r) = first {
+            return Ok(r?);
+        }
+        match tokio::time::timeout(self.write_timeout, flush).await {
             Ok(r) => Ok(r?),
             Err(_) => Err(ProxyError::Client(tessera_protocol::ProtocolError::Io(
                 std::io::ErrorKind::TimedOut.into(),
@@ -326,13 +334,7 @@ impl<S: ResponseSource, C: AsyncRead + AsyncWrite + Unpin> Forwarder<'_, S, C> {
         let Some(conn) = self.backend.connection() else {
             return 0;
         };
-        let taken = conn.io.take_buffered(|p| {
-            let row = !(is_eof(p) || is_err(p));
-            if row {
-                client.write_packet(p);
-            }
-            row
-        });
+        let taken = conn.io.copy_buffered_to(client, |p| !(is_eof(p) || is_err(p)));
         if taken > 0 {
             conn.response_started = true;
         }
