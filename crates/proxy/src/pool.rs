@@ -114,7 +114,8 @@ impl Pool {
     }
 
     pub fn idle_count(&self) -> usize {
-        self.idle.lock().map(|i| i[0].len() + i[1].len()).unwrap_or(0)
+        // Every flavour's list (the extended-metadata ones were once left out of this count).
+        self.idle.lock().map(|i| i.iter().map(Vec::len).sum()).unwrap_or(0)
     }
 
     /// True while the server is considered down.

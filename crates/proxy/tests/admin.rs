@@ -51,3 +51,44 @@ async fn metrics_and_health() {
         "unhealthy while the backend is down"
     );
 }
+
+/// Every connection a pool keeps open is lent or idle, whatever the flavour the client's
+/// capabilities asked for. MariaDB Connector/C (sysbench's) asks for extended metadata, a
+/// flavour the idle gauge (and the pool's own size checks) once left out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_idle_gauge_counts_connections_of_every_flavour() {
+    let env = Env::start("", "").await;
+    let admin = env.proxy.as_ref().expect("proxy").admin_addr.expect("admin endpoint");
+    // A first statement makes Tessera learn the backend's capabilities (extended metadata is
+    // offered only then), and leaves one connection of the plain flavour.
+    let mut c = env.client().await;
+    c.query("SELECT 1").await.expect("query");
+    drop(c);
+    // Extended metadata is a flavour of its own: a connection opened for it serves only it.
+    let mut extended = common::Client::connect_extended(
+        env.port(),
+        "app",
+        "app",
+        tessera_protocol::flags::MARIADB_CLIENT_EXTENDED_METADATA,
+    )
+    .await;
+    extended.query("SELECT 1").await.expect("query");
+    drop(extended);
+    let key = |name: &str| {
+        format!(
+            "{name}{{group=\"main\",server=\"127.0.0.1:{}\"}}",
+            env.sandbox.servers()[0].port()
+        )
+    };
+    // A connection goes back to its pool just after its answer: wait for both to come back.
+    let mut metrics = String::new();
+    for _ in 0..200 {
+        metrics = get(admin, "/metrics").await;
+        let value = |name: &str| common::process::sample(&metrics, &key(name));
+        if value("tessera_pool_in_use") == Some(0.0) && value("tessera_pool_idle") == value("tessera_pool_open") {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("open connections are neither lent nor idle: {metrics}");
+}

@@ -157,15 +157,23 @@ impl Client {
         db: Option<&str>,
         extra_capabilities: u32,
     ) -> Result<Client, ErrPacket> {
-        Client::try_connect_with(port, user, password, db, extra_capabilities)
+        Client::try_connect_with(port, user, password, db, (extra_capabilities, 0))
             .await
             .map_err(Failure::or_panic)
+    }
+
+    /// [`Client::connect`] asking for MariaDB extended capabilities (e.g. extended metadata).
+    pub async fn connect_extended(port: u16, user: &str, password: &str, extended: u32) -> Client {
+        Client::try_connect_with(port, user, password, None, (0, extended))
+            .await
+            .map_err(Failure::or_panic)
+            .expect("login")
     }
 
     /// [`Client::connect`] that reports a failed connection as [`Failure::Io`] instead of
     /// panicking (for tests whose servers come and go).
     pub async fn try_connect(port: u16, user: &str, password: &str, db: Option<&str>) -> Result<Client, Failure> {
-        Client::try_connect_with(port, user, password, db, 0).await
+        Client::try_connect_with(port, user, password, db, (0, 0)).await
     }
 
     async fn try_connect_with(
@@ -173,7 +181,7 @@ impl Client {
         user: &str,
         password: &str,
         db: Option<&str>,
-        extra_capabilities: u32,
+        (extra_capabilities, extended_capabilities): (u32, u32),
     ) -> Result<Client, Failure> {
         let tcp = TcpStream::connect(("127.0.0.1", port))
             .await
@@ -197,6 +205,10 @@ impl Client {
         if db.is_some() {
             caps |= CLIENT_CONNECT_WITH_DB;
         }
+        if extended_capabilities != 0 {
+            // MariaDB reads extended capabilities only from a client without CLIENT_MYSQL (bit 0).
+            caps &= !CLIENT_LONG_PASSWORD;
+        }
         let resp = HandshakeResponse {
             capabilities: caps,
             max_packet: 1 << 24,
@@ -206,7 +218,7 @@ impl Client {
             database: db.map(String::from),
             auth_plugin: Some(auth::NATIVE_PASSWORD.into()),
             attributes: vec![],
-            extended_capabilities: 0,
+            extended_capabilities,
         };
         let mut b = BytesMut::new();
         resp.encode(&mut b);
