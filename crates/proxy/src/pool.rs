@@ -337,7 +337,10 @@ impl Pool {
         if detached {
             self.stats.pinned.fetch_sub(1, Ordering::Relaxed);
         }
-        let full = detached && self.idle_count() + self.in_use() >= self.cfg.max_size;
+        // More connections than max_size exist when a checkout opened one while others were
+        // out of the idle list (being settled): close the extra one as it comes back.
+        let full = (detached && self.idle_count() + self.in_use() >= self.cfg.max_size)
+            || self.stats.open.load(Ordering::Relaxed) > self.cfg.max_size;
         let now = Instant::now();
         if self.expired_at(&conn, now) || full {
             self.close(conn);
@@ -363,31 +366,50 @@ impl Pool {
                 _ = self.queued_ends.notified() => {}
                 _ = shutdown.changed() => return,
             }
-            tokio::time::sleep(SETTLE_AFTER).await;
-            let queued: Vec<Box<BackendConn>> = match self.idle.lock() {
-                Ok(mut idle) => idle
-                    .iter_mut()
-                    .flat_map(|l| drain_where(l, |c| c.has_queued_end()))
-                    .collect(),
-                Err(_) => return,
-            };
-            for conn in queued {
-                self.settle_one(conn).await;
+            loop {
+                tokio::time::sleep(SETTLE_AFTER).await;
+                let Some((due, more)) = self.take_due_ends() else {
+                    return;
+                };
+                for lent in due {
+                    self.settle_one(lent).await;
+                }
+                if !more {
+                    break;
+                }
             }
         }
     }
 
-    async fn settle_one(self: &Arc<Self>, conn: Box<BackendConn>) {
-        let Ok(permit) = self.permits.clone().try_acquire_owned() else {
-            // Every slot is lent: a waiting checkout takes this connection next.
-            self.give_back(conn, false);
-            return;
-        };
-        let mut lent = PooledConn {
-            conn: Some(conn),
-            permit: Some(permit),
-            pool: self.clone(),
-        };
+    /// Lends to the settle task the idle connections whose queued end has waited
+    /// [`SETTLE_AFTER`], each with a permit as a checkout would (so no checkout finds the idle
+    /// list empty meanwhile and opens one more); says whether younger ones remain. A connection
+    /// given back a moment ago stays for the next checkout. When every slot is lent, a waiting
+    /// checkout takes the connection with its queued end instead.
+    fn take_due_ends(self: &Arc<Self>) -> Option<(Vec<PooledConn>, bool)> {
+        let now = Instant::now();
+        let due =
+            |c: &Box<BackendConn>| c.has_queued_end() && now.saturating_duration_since(c.last_used) >= SETTLE_AFTER;
+        let mut idle = self.idle.lock().ok()?;
+        let mut lent = Vec::new();
+        for list in idle.iter_mut() {
+            while let Some(at) = list.iter().position(due) {
+                let Ok(permit) = self.permits.clone().try_acquire_owned() else {
+                    break;
+                };
+                lent.push(PooledConn {
+                    conn: Some(list.swap_remove(at)),
+                    permit: Some(permit),
+                    pool: self.clone(),
+                });
+            }
+        }
+        let more = idle.iter().flatten().any(|c| c.has_queued_end());
+        Some((lent, more))
+    }
+
+    async fn settle_one(self: &Arc<Self>, lent: PooledConn) {
+        let mut lent = lent;
         if let Err(e) = lent.settle().await {
             tracing::debug!(server = %self.server.name, error = %e, "queued end of a read-only transaction failed");
             lent.broken = true;

@@ -164,3 +164,29 @@ async fn a_queued_commit_is_sent_when_no_command_comes() {
     );
     assert_eq!(a.value("SELECT COUNT(*) FROM end_q").await.as_deref(), Some("0"));
 }
+
+/// A client statement remembers its backend handle per connection, and forgets it when that
+/// connection's handles change: here the client's own SET of sql_mode drops the handles parsed
+/// under the old mode, in the middle of a transaction on the same connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remembered_backend_handle_follows_the_connections_handles() {
+    let env = Env::start("pipeline_lanes = 0", "max_size = 1").await;
+    let mut c = env.client_in_test().await;
+    let (id, _, _) = c.prepare("SELECT CAST(? || 'b' AS CHAR)").await.expect("prepare");
+    c.query("BEGIN").await.expect("begin");
+    for _ in 0..2 {
+        let rows = c.execute(id, &[Some("a")]).await.expect("execute");
+        assert_eq!(rows, vec![vec![Some("0".to_string())]], "|| is OR by default");
+    }
+    c.query("SET sql_mode = 'PIPES_AS_CONCAT'").await.expect("set");
+    for _ in 0..2 {
+        let rows = c.execute(id, &[Some("a")]).await.expect("execute");
+        assert_eq!(rows, vec![vec![Some("ab".to_string())]], "|| concatenates now");
+    }
+    c.query("COMMIT").await.expect("commit");
+    let rows = c
+        .execute(id, &[Some("c")])
+        .await
+        .expect("execute after the transaction");
+    assert_eq!(rows, vec![vec![Some("cb".to_string())]]);
+}

@@ -352,6 +352,25 @@ impl BackendConn {
         }
     }
 
+    /// The backend handle of `sql`, from `memo` when it was remembered from this connection's
+    /// current cache (no lookup by text), else as [`BackendConn::prepare`] finds or makes it;
+    /// `memo` then remembers it.
+    pub async fn prepare_remembered(
+        &mut self,
+        sql: &SqlText,
+        memo: &mut Option<(u64, u32)>,
+    ) -> Result<u32, ProxyError> {
+        self.use_schema_statements();
+        if let Some((generation, id)) = *memo {
+            if generation == self.stmts.generation() {
+                return Ok(id);
+            }
+        }
+        let id = self.prepare(sql).await?.id;
+        *memo = Some((self.stmts.generation(), id));
+        Ok(id)
+    }
+
     pub async fn prepare(&mut self, sql: &SqlText) -> Result<BackendStmt, ProxyError> {
         self.use_schema_statements();
         if let Some(stmt) = self.stmts.get(sql) {

@@ -30,6 +30,9 @@ pub struct StmtCache {
     entries: FastMap<SqlText, Entry>,
     capacity: usize,
     tick: u64,
+    /// Changes with every insertion or removal; random at creation, so no two caches share
+    /// one. A (generation, id) pair a client statement remembers stays valid while it holds.
+    generation: u64,
 }
 
 impl StmtCache {
@@ -38,7 +41,18 @@ impl StmtCache {
             entries: FastMap::default(),
             capacity: capacity.max(1),
             tick: 0,
+            generation: rand::random(),
         }
+    }
+
+    /// See the field: the handle a client statement remembered for this cache is still valid
+    /// while the generation is the one it saw.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    fn changed(&mut self) {
+        self.generation = self.generation.wrapping_add(1);
     }
 
     pub fn len(&self) -> usize {
@@ -65,6 +79,7 @@ impl StmtCache {
     /// Inserts a statement; returns the handle evicted to make room, which must be closed.
     pub fn insert(&mut self, sql: SqlText, stmt: BackendStmt) -> Option<BackendStmt> {
         self.tick += 1;
+        self.changed();
         let evicted = if self.entries.len() >= self.capacity && !self.entries.contains_key(&sql) {
             self.evict_oldest()
         } else {
@@ -85,6 +100,7 @@ impl StmtCache {
 
     /// Evicts the least recently used handle if the cache is full; the caller closes it.
     pub fn make_room(&mut self) -> Option<BackendStmt> {
+        self.changed();
         (self.entries.len() >= self.capacity)
             .then(|| self.evict_oldest())
             .flatten()
@@ -92,6 +108,7 @@ impl StmtCache {
 
     /// Forgets a statement (e.g. the backend lost it); returns it.
     pub fn remove(&mut self, sql: &[u8]) -> Option<BackendStmt> {
+        self.changed();
         self.entries.remove(sql).map(|e| e.stmt)
     }
 
@@ -105,11 +122,13 @@ impl StmtCache {
     }
 
     pub fn clear(&mut self) {
+        self.changed();
         self.entries.clear();
     }
 
     /// Removes every entry, returning the handles (to be closed on the backend).
     pub fn drain(&mut self) -> Vec<BackendStmt> {
+        self.changed();
         self.entries.drain().map(|(_, e)| e.stmt).collect()
     }
 }
@@ -142,5 +161,33 @@ mod tests {
             Some(stmt(1)),
             "replacing returns the old handle"
         );
+    }
+
+    #[test]
+    fn every_change_of_the_mapping_moves_the_generation() {
+        let k = |s: &str| -> SqlText { Arc::from(s.as_bytes()) };
+        let mut c = StmtCache::new(1);
+        let other = StmtCache::new(1);
+        assert_ne!(c.generation(), other.generation(), "caches start apart");
+        let mut seen = vec![c.generation()];
+        let mut changed = |c: &StmtCache| {
+            assert!(!seen.contains(&c.generation()));
+            seen.push(c.generation());
+        };
+        c.insert(k("a"), stmt(1));
+        changed(&c);
+        let before = c.generation();
+        assert_eq!(c.get(b"a"), Some(stmt(1)));
+        assert_eq!(c.generation(), before, "a lookup changes nothing");
+        c.insert(k("b"), stmt(2));
+        changed(&c);
+        c.make_room();
+        changed(&c);
+        c.remove(b"b");
+        changed(&c);
+        c.clear();
+        changed(&c);
+        c.drain();
+        changed(&c);
     }
 }

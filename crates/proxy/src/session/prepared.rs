@@ -43,6 +43,10 @@ pub struct ClientStmt {
     pub pipelinable: bool,
     /// A pure read (see [`super::txn_edges::reads_only`]), decided once at prepare.
     pub reads_only: bool,
+    /// The backend handle of the last execution, with the generation of the connection's
+    /// statement cache it came from: the next execution on that connection skips the lookup
+    /// by text (see [`crate::backend::BackendConn::prepare_remembered`]).
+    pub backend_memo: Option<(u64, u32)>,
 }
 
 /// A prepared statement's sharded plan.
@@ -71,6 +75,7 @@ struct Execution<'p> {
     sharded: Option<Arc<ShardedStmt>>,
     pipelinable: bool,
     reads_only: bool,
+    backend_memo: Option<(u64, u32)>,
 }
 
 /// The client's prepared statements.
@@ -186,6 +191,7 @@ impl Session {
             long_data: BTreeMap::new(),
             long_data_size: 0,
             sharded,
+            backend_memo: None,
         };
         let id = self.stmts.add(entry)?;
         self.write_prepare_response(id, &stmt).await?;
@@ -342,8 +348,9 @@ impl Session {
                 return Err(self.failed(conn, was_held, e));
             }
         }
-        let backend = match conn.prepare(&run.sql).await {
-            Ok(s) => s,
+        let mut memo = run.backend_memo;
+        let backend_id = match conn.prepare_remembered(&run.sql, &mut memo).await {
+            Ok(id) => id,
             Err(e @ ProxyError::Backend(_)) => {
                 self.handle.set_running(None);
                 self.keep_or_release(conn, 0);
@@ -358,10 +365,21 @@ impl Session {
         }
         for (param, chunks) in &run.long_data {
             for chunk in chunks {
-                conn.begin_command(|b| encode_long_data(b, backend.id, *param, chunk));
+                conn.begin_command(|b| encode_long_data(b, backend_id, *param, chunk));
             }
         }
-        conn.begin_command(|b| run.request.encode_for_backend(b, backend.id, &run.types));
+        conn.begin_command(|b| run.request.encode_for_backend(b, backend_id, &run.types));
+        if memo != run.backend_memo {
+            // Remembered only for the client statement's own text (not a shard's rewrite).
+            if let Some(entry) = self
+                .stmts
+                .stmts
+                .get_mut(&stmt_id)
+                .filter(|e| Arc::ptr_eq(&e.sql, &run.sql))
+            {
+                entry.backend_memo = memo;
+            }
+        }
         let pipeline_last_insert_id = !was_held && is_insert(&stmts[0].class);
         if pipeline_last_insert_id {
             conn.queue_last_insert_id_query();
@@ -415,6 +433,7 @@ impl Session {
         Ok(Execution {
             pipelinable: entry.pipelinable && long_data.is_empty(),
             reads_only: entry.reads_only,
+            backend_memo: entry.backend_memo,
             request,
             types,
             long_data,
@@ -554,6 +573,8 @@ impl Session {
             sharded: None,
             pipelinable: false,
             reads_only: false,
+            // The shard's text, not the client statement's: nothing remembered applies.
+            backend_memo: None,
         };
         self.execute_with_schema(stmt_id, &local, stmts, target, (*shard, &s.database))
             .await
