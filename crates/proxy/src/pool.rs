@@ -388,12 +388,11 @@ impl Pool {
     /// checkout takes the connection with its queued end instead.
     fn take_due_ends(self: &Arc<Self>) -> Option<(Vec<PooledConn>, bool)> {
         let now = Instant::now();
-        let due =
-            |c: &Box<BackendConn>| c.has_queued_end() && now.saturating_duration_since(c.last_used) >= SETTLE_AFTER;
+        let due = |c: &BackendConn| c.has_queued_end() && now.saturating_duration_since(c.last_used) >= SETTLE_AFTER;
         let mut idle = self.idle.lock().ok()?;
         let mut lent = Vec::new();
         for list in idle.iter_mut() {
-            while let Some(at) = list.iter().position(due) {
+            while let Some(at) = list.iter().position(|c| due(c)) {
                 let Ok(permit) = self.permits.clone().try_acquire_owned() else {
                     break;
                 };
