@@ -19,6 +19,8 @@ pub struct SessionVars {
     /// User variable name (lowercase, without @) -> SQL literal that recreates it.
     pub user_vars: BTreeMap<String, String>,
     pub last_insert_id: u64,
+    /// `autocommit` is OFF in `vars` (kept with them: read before every statement).
+    autocommit_off: bool,
 }
 
 /// What a checkout must make equal. System variables and the schema always; user variables
@@ -131,8 +133,16 @@ impl SessionVars {
     /// Sets one system variable (copying the map first if a connection shares it).
     pub fn set_var(&mut self, name: String, value: String) {
         if self.vars.get(&name) != Some(&value) {
+            if name == "autocommit" {
+                self.autocommit_off = value.eq_ignore_ascii_case("off") || value == "0";
+            }
             Arc::make_mut(&mut self.vars).insert(name, value);
         }
+    }
+
+    /// Whether the session runs in autocommit mode (the default while `vars` do not say OFF).
+    pub fn autocommit(&self) -> bool {
+        !self.autocommit_off
     }
 
     /// After [`SessionVars::set_statement_from`] found nothing to send: `current` (a
@@ -140,12 +150,14 @@ impl SessionVars {
     pub fn share_vars_with(&self, current: &mut SessionVars) {
         if !Arc::ptr_eq(&self.vars, &current.vars) {
             current.vars = self.vars.clone();
+            current.autocommit_off = self.autocommit_off;
         }
     }
 
     /// Makes `self` match `target` within `scope` after a successful sync.
     pub fn sync_to(&mut self, target: &SessionVars, scope: SyncScope) {
         self.vars.clone_from(&target.vars);
+        self.autocommit_off = target.autocommit_off;
         self.schema.clone_from(&target.schema);
         if scope.user_vars {
             self.user_vars.clone_from(&target.user_vars);
@@ -204,6 +216,21 @@ pub fn quote_ident(v: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[test]
+    fn autocommit_follows_the_variable_and_travels_with_a_sync() {
+        let mut session = SessionVars::after_handshake(45, None);
+        assert!(session.autocommit(), "on by default");
+        session.set_var("autocommit".into(), "OFF".into());
+        assert!(!session.autocommit());
+        let mut conn = SessionVars::after_handshake(45, None);
+        conn.sync_to(&session, SyncScope::ALL);
+        assert!(!conn.autocommit());
+        session.set_var("autocommit".into(), "ON".into());
+        assert!(session.autocommit());
+        session.share_vars_with(&mut conn);
+        assert!(conn.autocommit());
+        assert_eq!(conn.vars, session.vars);
+    }
 
     #[test]
     fn diff_sets_changes_resets_extras_and_skips_equal() {

@@ -268,12 +268,11 @@ impl Session {
     /// Status flags as the client should see them between statements.
     pub fn status_flags(&self) -> u16 {
         use tessera_protocol::flags::*;
-        let autocommit_off = self
-            .state
-            .vars
-            .get("autocommit")
-            .is_some_and(|v| v.eq_ignore_ascii_case("OFF"));
-        let mut status = if autocommit_off { 0 } else { SERVER_STATUS_AUTOCOMMIT };
+        let mut status = if self.state.autocommit() {
+            SERVER_STATUS_AUTOCOMMIT
+        } else {
+            0
+        };
         if self.in_transaction() {
             status |= SERVER_STATUS_IN_TRANS;
         }

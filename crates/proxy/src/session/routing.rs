@@ -82,10 +82,7 @@ impl Session {
     /// Whether the session runs in autocommit mode (without it, every statement opens or
     /// continues a transaction, which must stay on the primary).
     pub fn autocommit(&self) -> bool {
-        self.state
-            .vars
-            .get("autocommit")
-            .is_none_or(|v| !(v.eq_ignore_ascii_case("off") || v == "0"))
+        self.state.autocommit()
     }
 
     /// The server index a target resolves to now; `exclude` is a server that just failed.
