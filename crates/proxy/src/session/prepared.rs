@@ -257,8 +257,8 @@ impl Session {
         let opens_cursor = run.request.flags & CURSOR_TYPE_READ_ONLY != 0;
         // A cursor pins its connection: keep it on the primary, where the session can also write.
         let target = super::routing::pinned_target(self.plan_target([(stmts[0].sql, &stmts[0].class)]), opens_cursor);
-        if self.logical_schema().is_some() {
-            return Box::pin(self.execute_on_logical_schema(stmt_id, &run, &stmts, target)).await;
+        if let Some(schema) = self.logical_schema() {
+            return Box::pin(self.execute_on_logical_schema(stmt_id, &run, &stmts, target, schema)).await;
         }
         if run.pipelinable && !opens_cursor {
             use super::pipelined::Pipelined;
@@ -293,10 +293,8 @@ impl Session {
         run: &Execution<'_>,
         stmts: &[Stmt<'_>],
         target: crate::route::Target,
+        (index, topology): (usize, Arc<crate::topology::Topology>),
     ) -> Result<Next, ProxyError> {
-        let Some((index, topology)) = self.logical_schema() else {
-            return Err(ProxyError::Config("no logical schema selected".into()));
-        };
         let schema = &topology.schemas[index];
         if !self.pins.in_xa() {
             match run.class.kind {
