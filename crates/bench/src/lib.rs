@@ -8,6 +8,7 @@ pub mod charts;
 pub mod child;
 pub mod cpu;
 pub mod error;
+pub mod leg_floor;
 pub mod machine;
 pub mod metrics;
 pub mod options;

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use tessera_bench::options::{parse, USAGE};
-use tessera_bench::{app, relay, BenchError};
+use tessera_bench::{app, leg_floor, relay, BenchError};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -15,6 +15,7 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("report") => rerender(&args[1..]),
         Some("relay") => relay::main(&args[1..]).map(|()| ExitCode::SUCCESS),
+        Some("leg-floor") => leg_floor::main(&args[1..]).map(|()| ExitCode::SUCCESS),
         _ => run(&args),
     };
     match result {

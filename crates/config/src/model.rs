@@ -69,8 +69,9 @@ pub struct ServerConfig {
     /// Pipelined lanes per backend server and session state: short side-effect-free autocommit
     /// reads of many sessions share these connections, several statements per write. 0 = off.
     pub pipeline_lanes: usize,
-    /// Statements a lane has sent and not yet answered, at most (then a statement takes a
-    /// connection of its own).
+    /// Statements a lane has sent and not yet answered, at most. Statements fill the fullest
+    /// lane with room; the next lane opens only when every open one holds this many, and when
+    /// all `pipeline_lanes` are full a statement takes a connection of its own.
     pub pipeline_depth: usize,
     /// A statement in a lane runs at most this long (the lane's `max_statement_time`); one that
     /// takes longer is interrupted, runs again on a connection of its own and is not pipelined

@@ -105,23 +105,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
         }
     }
 
-    /// Consumes complete one-frame packets already buffered while `take` accepts their payload;
-    /// returns how many it took. Stops, leaving it unread, at the first packet `take` refuses,
-    /// at a partial or continued frame, or when the buffer runs out. No allocation, no syscall:
-    /// the way rows are copied in bulk.
-    pub fn take_buffered(&mut self, mut take: impl FnMut(&[u8]) -> bool) -> usize {
-        let (end, count, _, next) = self.scan_buffered(self.seq, &mut take);
-        if count > 0 {
-            self.seq = next;
-            self.rbuf.advance(end);
-        }
-        count
-    }
-
     /// Moves complete one-frame packets already buffered here into `dst`'s write buffer while
-    /// `take` accepts their payload, numbered in `dst`'s sequence; returns how many. Stops like
-    /// [`PacketStream::take_buffered`]. Where both sequences agree (a forwarded response
-    /// usually does), the run is copied in one piece, headers and all.
+    /// `take` accepts their payload, numbered in `dst`'s sequence; returns how many. Stops,
+    /// leaving it unread, at the first packet `take` refuses, at a partial or continued frame,
+    /// or when the buffer runs out: no allocation, no syscall. Where both sequences agree (a
+    /// forwarded response usually does), the run is copied in one piece, headers and all.
     pub fn copy_buffered_to<D: AsyncRead + AsyncWrite + Unpin>(
         &mut self,
         dst: &mut PacketStream<D>,
@@ -319,7 +307,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn buffered_packets_are_taken_until_refused_or_incomplete() {
+    async fn buffered_packets_are_copied_until_refused_or_incomplete() {
         let (a, b) = tokio::io::duplex(1 << 16);
         let mut w = PacketStream::new(a);
         let mut r = PacketStream::new(b);
@@ -328,22 +316,24 @@ mod tests {
         }
         w.flush().await.unwrap();
         assert_eq!(&r.read_packet().await.unwrap()[..], b"row1");
+        let (c, _d) = tokio::io::duplex(1 << 16);
+        let mut dst = PacketStream::new(c);
         let mut seen = Vec::new();
-        let taken = r.take_buffered(|p| {
+        let copied = r.copy_buffered_to(&mut dst, |p| {
             let row = p[0] != 0xfe;
             if row {
                 seen.push(p.to_vec());
             }
             row
         });
-        assert_eq!((taken, seen), (1, vec![b"row2".to_vec()]));
+        assert_eq!((copied, seen), (1, vec![b"row2".to_vec()]));
         assert_eq!(r.seq(), 2);
         assert_eq!(&r.read_packet().await.unwrap()[..], b"\xfeend");
         // A frame whose payload has not arrived whole is left for read_packet.
         w.get_mut().write_all(&[10, 0, 0, 4, b'x']).await.unwrap();
         w.get_mut().flush().await.unwrap();
         assert_eq!(&r.read_packet().await.unwrap()[..], b"after");
-        assert_eq!(r.take_buffered(|_| true), 0);
+        assert_eq!(r.copy_buffered_to(&mut dst, |_| true), 0);
     }
 
     #[tokio::test]

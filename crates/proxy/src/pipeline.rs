@@ -93,8 +93,8 @@ fn same_state(lane: &SessionVars, session: &SessionVars) -> bool {
 }
 
 impl Lanes {
-    /// The lane for a session in `state`: the least busy one with room, else an invitation to
-    /// open one (while the set has fewer than `settings.lanes`), else none.
+    /// The lane for a session in `state`: the fullest one with room (below `settings.depth`),
+    /// else an invitation to open one (while the set has fewer than `settings.lanes`), else none.
     pub fn pick(&self, state: &SessionVars, flavour: Flavour, settings: LaneSettings) -> Pick {
         let Ok(mut sets) = self.sets.lock() else {
             return Pick::None;
@@ -128,15 +128,21 @@ impl LaneSet {
             return Pick::None;
         };
         lanes.retain(|l| l.alive.load(Ordering::Relaxed));
-        let best = lanes.iter().min_by_key(|l| l.queued.load(Ordering::Relaxed));
-        let queued = best.map_or(usize::MAX, |l| l.queued.load(Ordering::Relaxed));
-        let may_open = lanes.len() < settings.lanes && self.open.load(Ordering::Relaxed) < settings.budget;
-        match best {
-            // An idle lane, or the least busy one when no other lane may open.
-            Some(l) if queued == 0 || (!may_open && queued < settings.depth) => Pick::Lane(l.clone()),
-            _ if may_open => Pick::Open(self.clone()),
-            _ => Pick::None,
+        let queued = |l: &Lane| l.queued.load(Ordering::Relaxed);
+        // Packed, not spread: the fullest lane with room, so each write carries as many
+        // statements as can be had and a second lane (and server thread) only takes the
+        // overflow of a full one.
+        if let Some(l) = lanes
+            .iter()
+            .filter(|l| queued(l) < settings.depth)
+            .max_by_key(|l| queued(l))
+        {
+            return Pick::Lane(l.clone());
         }
+        if lanes.len() < settings.lanes && self.open.load(Ordering::Relaxed) < settings.budget {
+            return Pick::Open(self.clone());
+        }
+        Pick::None
     }
 
     /// The connection keeps its pool slot while the lane lives.
@@ -420,7 +426,7 @@ mod tests {
     }
 
     #[test]
-    fn idle_lanes_first_then_new_lanes_then_the_least_busy_within_the_depth() {
+    fn the_fullest_lane_with_room_first_then_a_new_lane_once_all_are_full() {
         assert_eq!(
             picked_queue(set(vec![]).pick(SETTINGS)),
             Some(usize::MAX),
@@ -429,13 +435,23 @@ mod tests {
         assert_eq!(picked_queue(set(vec![lane(0)]).pick(SETTINGS)), Some(0), "an idle lane");
         assert_eq!(
             picked_queue(set(vec![lane(2)]).pick(SETTINGS)),
-            Some(usize::MAX),
-            "busy: open another"
+            Some(2),
+            "busy but not full: packed onto it"
         );
         assert_eq!(
-            picked_queue(set(vec![lane(3), lane(1)]).pick(SETTINGS)),
-            Some(1),
-            "all open: least busy"
+            picked_queue(set(vec![lane(1), lane(3)]).pick(SETTINGS)),
+            Some(3),
+            "the fullest with room"
+        );
+        assert_eq!(
+            picked_queue(set(vec![lane(4), lane(2)]).pick(SETTINGS)),
+            Some(2),
+            "a full lane is passed over"
+        );
+        assert_eq!(
+            picked_queue(set(vec![lane(4)]).pick(SETTINGS)),
+            Some(usize::MAX),
+            "full: open another"
         );
         assert_eq!(
             picked_queue(set(vec![lane(4), lane(4)]).pick(SETTINGS)),

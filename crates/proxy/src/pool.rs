@@ -390,10 +390,16 @@ impl Pool {
         let now = Instant::now();
         let due = |c: &BackendConn| c.has_queued_end() && now.saturating_duration_since(c.last_used) >= SETTLE_AFTER;
         let mut idle = self.idle.lock().ok()?;
-        let mut lent = Vec::new();
+        let (mut lent, mut more) = (Vec::new(), false);
         for list in idle.iter_mut() {
-            while let Some(at) = list.iter().position(|c| due(c)) {
+            // One pass from the back: swap_remove only moves in an entry already looked at.
+            for at in (0..list.len()).rev() {
+                if !due(&list[at]) {
+                    more |= list[at].has_queued_end();
+                    continue;
+                }
                 let Ok(permit) = self.permits.clone().try_acquire_owned() else {
+                    more = true;
                     break;
                 };
                 lent.push(PooledConn {
@@ -403,7 +409,6 @@ impl Pool {
                 });
             }
         }
-        let more = idle.iter().flatten().any(|c| c.has_queued_end());
         Some((lent, more))
     }
 

@@ -2,7 +2,7 @@
 //! prepared-statement cache, and the small request/response helpers Tessera itself needs.
 
 use super::connect::lost;
-use super::stmt_cache::{BackendStmt, SqlText, StmtCache};
+use super::stmt_cache::{BackendStmt, Remembered, SqlText, StmtCache};
 use super::ServerRef;
 use crate::charset::BACKEND_COLLATION_ID;
 use crate::error::ProxyError;
@@ -358,16 +358,14 @@ impl BackendConn {
     pub async fn prepare_remembered(
         &mut self,
         sql: &SqlText,
-        memo: &mut Option<(u64, u32)>,
+        memo: &mut Option<Remembered>,
     ) -> Result<u32, ProxyError> {
         self.use_schema_statements();
-        if let Some((generation, id)) = *memo {
-            if generation == self.stmts.generation() {
-                return Ok(id);
-            }
+        if let Some(id) = memo.and_then(|m| self.stmts.recall(&m)) {
+            return Ok(id);
         }
         let id = self.prepare(sql).await?.id;
-        *memo = Some((self.stmts.generation(), id));
+        *memo = self.stmts.remember(sql);
         Ok(id)
     }
 

@@ -20,33 +20,47 @@ pub type SqlText = Arc<[u8]>;
 
 #[derive(Debug)]
 struct Entry {
+    sql: SqlText,
     stmt: BackendStmt,
     last_used: u64,
 }
 
-/// LRU map from statement text to backend handle.
+/// What a client statement remembers of its handle on one connection: valid while the cache's
+/// generation is the one it saw, and then `slot` still holds `id` (any insertion or removal,
+/// which could move a slot, changes the generation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Remembered {
+    generation: u64,
+    id: u32,
+    slot: u32,
+}
+
+/// LRU map from statement text to backend handle: the handles in a dense slab, an index by
+/// text beside it, so a remembered slot is touched without hashing the text.
 #[derive(Debug)]
 pub struct StmtCache {
-    entries: FastMap<SqlText, Entry>,
+    index: FastMap<SqlText, usize>,
+    slots: Vec<Entry>,
     capacity: usize,
     tick: u64,
     /// Changes with every insertion or removal; random at creation, so no two caches share
-    /// one. A (generation, id) pair a client statement remembers stays valid while it holds.
+    /// one. A [`Remembered`] stays valid while it holds.
     generation: u64,
 }
 
 impl StmtCache {
     pub fn new(capacity: usize) -> Self {
         StmtCache {
-            entries: FastMap::default(),
+            index: FastMap::default(),
+            slots: Vec::new(),
             capacity: capacity.max(1),
             tick: 0,
             generation: rand::random(),
         }
     }
 
-    /// See the field: the handle a client statement remembered for this cache is still valid
-    /// while the generation is the one it saw.
+    /// See the field: a remembered handle for this cache is still valid while the generation
+    /// is the one it saw.
     pub fn generation(&self) -> u64 {
         self.generation
     }
@@ -56,7 +70,7 @@ impl StmtCache {
     }
 
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.slots.len()
     }
 
     pub fn capacity(&self) -> usize {
@@ -64,15 +78,33 @@ impl StmtCache {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.slots.is_empty()
+    }
+
+    fn touch(&mut self, slot: usize) -> &BackendStmt {
+        self.tick += 1;
+        let entry = &mut self.slots[slot];
+        entry.last_used = self.tick;
+        &entry.stmt
     }
 
     pub fn get(&mut self, sql: &[u8]) -> Option<BackendStmt> {
-        self.tick += 1;
-        let tick = self.tick;
-        self.entries.get_mut(sql).map(|e| {
-            e.last_used = tick;
-            e.stmt.clone()
+        let slot = *self.index.get(sql)?;
+        Some(self.touch(slot).clone())
+    }
+
+    /// The handle `memo` names, if it is still valid here; marked used like [`Self::get`].
+    pub fn recall(&mut self, memo: &Remembered) -> Option<u32> {
+        (memo.generation == self.generation).then(|| self.touch(memo.slot as usize).id)
+    }
+
+    /// What to remember of `sql`'s handle here (see [`Remembered`]), if it is cached.
+    pub fn remember(&self, sql: &[u8]) -> Option<Remembered> {
+        let slot = *self.index.get(sql)?;
+        Some(Remembered {
+            generation: self.generation,
+            id: self.slots[slot].stmt.id,
+            slot: u32::try_from(slot).ok()?,
         })
     }
 
@@ -80,28 +112,28 @@ impl StmtCache {
     pub fn insert(&mut self, sql: SqlText, stmt: BackendStmt) -> Option<BackendStmt> {
         self.tick += 1;
         self.changed();
-        let evicted = if self.entries.len() >= self.capacity && !self.entries.contains_key(&sql) {
-            self.evict_oldest()
-        } else {
-            None
-        };
-        let id = stmt.id;
-        if let Some(old) = self.entries.insert(
-            sql,
-            Entry {
-                stmt,
-                last_used: self.tick,
-            },
-        ) {
-            return Some(old.stmt).filter(|o| o.id != id).or(evicted);
+        if let Some(&slot) = self.index.get(&sql) {
+            let entry = &mut self.slots[slot];
+            entry.last_used = self.tick;
+            let old = std::mem::replace(&mut entry.stmt, stmt);
+            return (old.id != entry.stmt.id).then_some(old);
         }
+        let evicted = (self.slots.len() >= self.capacity)
+            .then(|| self.evict_oldest())
+            .flatten();
+        self.index.insert(Arc::clone(&sql), self.slots.len());
+        self.slots.push(Entry {
+            sql,
+            stmt,
+            last_used: self.tick,
+        });
         evicted
     }
 
     /// Evicts the least recently used handle if the cache is full; the caller closes it.
     pub fn make_room(&mut self) -> Option<BackendStmt> {
         self.changed();
-        (self.entries.len() >= self.capacity)
+        (self.slots.len() >= self.capacity)
             .then(|| self.evict_oldest())
             .flatten()
     }
@@ -109,27 +141,39 @@ impl StmtCache {
     /// Forgets a statement (e.g. the backend lost it); returns it.
     pub fn remove(&mut self, sql: &[u8]) -> Option<BackendStmt> {
         self.changed();
-        self.entries.remove(sql).map(|e| e.stmt)
+        let slot = self.index.remove(sql)?;
+        Some(self.take_slot(slot))
+    }
+
+    /// Removes the entry in `slot`, moving the last entry into it (its index follows).
+    fn take_slot(&mut self, slot: usize) -> BackendStmt {
+        let entry = self.slots.swap_remove(slot);
+        if let Some(moved) = self.slots.get(slot) {
+            if let Some(at) = self.index.get_mut(&moved.sql) {
+                *at = slot;
+            }
+        }
+        entry.stmt
     }
 
     fn evict_oldest(&mut self) -> Option<BackendStmt> {
-        let key = self
-            .entries
-            .iter()
-            .min_by_key(|(_, e)| e.last_used)
-            .map(|(k, _)| k.clone())?;
-        self.entries.remove(&key).map(|e| e.stmt)
+        let (slot, _) = self.slots.iter().enumerate().min_by_key(|(_, e)| e.last_used)?;
+        let sql = Arc::clone(&self.slots[slot].sql);
+        self.index.remove(&sql);
+        Some(self.take_slot(slot))
     }
 
     pub fn clear(&mut self) {
         self.changed();
-        self.entries.clear();
+        self.index.clear();
+        self.slots.clear();
     }
 
     /// Removes every entry, returning the handles (to be closed on the backend).
     pub fn drain(&mut self) -> Vec<BackendStmt> {
         self.changed();
-        self.entries.drain().map(|(_, e)| e.stmt).collect()
+        self.index.clear();
+        self.slots.drain(..).map(|e| e.stmt).collect()
     }
 }
 
@@ -189,5 +233,26 @@ mod tests {
         changed(&c);
         c.drain();
         changed(&c);
+    }
+
+    #[test]
+    fn a_remembered_handle_counts_as_a_use_and_survives_only_its_generation() {
+        let k = |s: &str| -> SqlText { Arc::from(s.as_bytes()) };
+        let mut c = StmtCache::new(2);
+        c.insert(k("a"), stmt(1));
+        c.insert(k("b"), stmt(2));
+        let a = c.remember(b"a").expect("cached");
+        assert_eq!(c.recall(&a), Some(1));
+        // "a" was used last through its memo, so "b" is the one evicted.
+        assert_eq!(c.insert(k("c"), stmt(3)), Some(stmt(2)));
+        assert_eq!(c.recall(&a), None, "the insertion moved the generation");
+        let a = c.remember(b"a").expect("still cached");
+        let cc = c.remember(b"c").expect("cached");
+        assert_eq!((c.recall(&a), c.recall(&cc)), (Some(1), Some(3)));
+        // Removing "a" moves "c" into its slot; the index follows it.
+        assert_eq!(c.remove(b"a"), Some(stmt(1)));
+        assert_eq!(c.get(b"c"), Some(stmt(3)));
+        assert_eq!(c.remember(b"c").map(|r| r.slot), Some(0));
+        assert_eq!(c.remember(b"a"), None);
     }
 }

@@ -6,7 +6,7 @@
 use super::execute::{sync_scope, Stmt};
 use super::rewrite::{prepared_session_functions, FOUND_ROWS_VAR, ROW_COUNT_VAR};
 use super::{Next, Session};
-use crate::backend::stmt_cache::SqlText;
+use crate::backend::stmt_cache::{Remembered, SqlText};
 use crate::error::ProxyError;
 use crate::exec::Mode;
 use crate::metrics::Metrics;
@@ -46,7 +46,7 @@ pub struct ClientStmt {
     /// The backend handle of the last execution, with the generation of the connection's
     /// statement cache it came from: the next execution on that connection skips the lookup
     /// by text (see [`crate::backend::BackendConn::prepare_remembered`]).
-    pub backend_memo: Option<(u64, u32)>,
+    pub backend_memo: Option<Remembered>,
 }
 
 /// A prepared statement's sharded plan.
@@ -75,7 +75,7 @@ struct Execution<'p> {
     sharded: Option<Arc<ShardedStmt>>,
     pipelinable: bool,
     reads_only: bool,
-    backend_memo: Option<(u64, u32)>,
+    backend_memo: Option<Remembered>,
 }
 
 /// The client's prepared statements.
