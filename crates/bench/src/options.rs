@@ -14,6 +14,8 @@ USAGE: tessera-bench [OPTIONS]
        tessera-bench report DIR      re-render DIR/report.md and charts from DIR/runs.csv
        tessera-bench relay LISTEN_ADDR BACKEND_ADDR
                                      the zero-logic TCP relay that --relay starts (runs until killed)
+       tessera-bench leg-floor [THREADS] [SECONDS]
+                                     CPU per request of one socket leg answered from memory (16, 10)
 
 Matrix:
   --preset quick|full        quick (default): point_select, read_only, read_write at 4,16,64 threads,
@@ -564,6 +566,7 @@ mod tests {
         assert!(err.to_string().contains("another name"), "{err}");
         assert!(USAGE.contains("--relay "));
         assert!(USAGE.contains("tessera-bench relay LISTEN_ADDR BACKEND_ADDR"));
+        assert!(USAGE.contains("tessera-bench leg-floor [THREADS] [SECONDS]"));
     }
 
     #[test]
