@@ -57,6 +57,30 @@ async fn twenty_clients_over_two_connections_keep_their_own_state() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_diagnostics_targets_follow_the_session_across_connections() {
+    let env = Env::start("", "max_size = 2").await;
+    let mut cs = clients(&env, 6).await;
+    for (i, c) in cs.iter_mut().enumerate() {
+        // Client i raises i % 3 + 1 warnings, then stores their number (text or prepared).
+        let casts = vec!["CAST('x' AS SIGNED)"; i % 3 + 1].join(", ");
+        c.query(&format!("SELECT {casts}")).await.expect("casts");
+        let get = "GET DIAGNOSTICS @n = NUMBER";
+        if i % 2 == 0 {
+            c.query(get).await.expect("get diagnostics");
+        } else {
+            let (id, _, _) = c.prepare(get).await.expect("prepare get diagnostics");
+            c.execute(id, &[]).await.expect("execute get diagnostics");
+        }
+    }
+    for round in 0..10 {
+        for (i, c) in cs.iter_mut().enumerate() {
+            let want = (i % 3 + 1).to_string();
+            assert_eq!(c.value("SELECT @n").await, Some(want), "client {i} round {round}");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn temporary_tables_pin_until_dropped() {
     let env = Env::start("", "max_size = 2").await;
     let mut cs = clients(&env, 20).await;

@@ -163,6 +163,9 @@ pub(crate) enum Mode {
     LoadData,
     /// MariaDB `ANALYZE <dml>` / `EXPLAIN ANALYZE <dml>`: runs the statement, so it writes.
     ExecutingAnalyze,
+    /// `GET DIAGNOSTICS`: `@var = <item>` assigns the variable (a condition number given as
+    /// `@var` is read).
+    GetDiagnostics,
 }
 
 fn next_kw(lx: &mut Lexer<'_>) -> Kw {
@@ -206,7 +209,9 @@ pub(crate) fn detect(mut lx: Lexer<'_>) -> (StatementKind, Mode) {
         Kw::Drop => detect_drop(lx),
         Kw::Alter | Kw::Truncate | Kw::Rename => S::Ddl,
         Kw::Show => detect_show(lx),
-        Kw::Get if matches!(next_kw(&mut lx), Kw::Diagnostics | Kw::Current | Kw::Stacked) => S::Diagnostics,
+        Kw::Get if matches!(next_kw(&mut lx), Kw::Diagnostics | Kw::Current | Kw::Stacked) => {
+            return (S::Diagnostics, Mode::GetDiagnostics);
+        }
         Kw::Desc | Kw::Describe | Kw::Explain if next_kw(&mut lx) == Kw::Analyze => {
             return (S::Describe, analyze_mode(lx));
         }
@@ -664,6 +669,18 @@ mod tests {
         ] {
             assert!(!has(sql, Flags::SESSION_INFO), "{sql}");
         }
+        assert_eq!(
+            flags("GET DIAGNOSTICS @n = NUMBER, @r = ROW_COUNT"),
+            Flags::USER_VAR_WRITE
+        );
+        assert_eq!(
+            flags("GET DIAGNOSTICS CONDITION @i @c = MYSQL_ERRNO"),
+            Flags::USER_VAR_WRITE | Flags::USER_VAR_READ
+        );
+        assert_eq!(
+            crate::assigned_user_variables("get current diagnostics condition 1 @C = MYSQL_ERRNO, @`m` = MESSAGE_TEXT"),
+            ["c", "m"]
+        );
         for sql in [
             "SHOW WARNINGS",
             "show errors limit 1",

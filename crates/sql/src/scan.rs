@@ -196,8 +196,9 @@ impl<'a, V: FnMut(Token<'a>, bool)> Walker<'a, V> {
         } else if st.load_columns && st.depth > 0 {
             true
         } else {
+            let assigns = |op: &str| op == ":=" || (op == "=" && st.mode == Mode::GetDiagnostics);
             self.peek()
-                .is_some_and(|n| n.kind == TokenKind::Operator && n.text == ":=")
+                .is_some_and(|n| n.kind == TokenKind::Operator && assigns(n.text))
         };
         self.flags.insert(if write {
             Flags::USER_VAR_WRITE

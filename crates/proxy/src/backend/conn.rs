@@ -364,6 +364,11 @@ impl BackendConn {
         if let Some(id) = memo.and_then(|m| self.stmts.recall(&m)) {
             return Ok(id);
         }
+        // Remembered from another connection (or before a change here): one lookup by text.
+        if let Some(found) = self.stmts.remember(sql) {
+            *memo = Some(found);
+            return Ok(found.id());
+        }
         let id = self.prepare(sql).await?.id;
         *memo = self.stmts.remember(sql);
         Ok(id)

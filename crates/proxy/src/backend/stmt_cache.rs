@@ -35,6 +35,13 @@ pub struct Remembered {
     slot: u32,
 }
 
+impl Remembered {
+    /// The backend statement id.
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+}
+
 /// LRU map from statement text to backend handle: the handles in a dense slab, an index by
 /// text beside it, so a remembered slot is touched without hashing the text.
 #[derive(Debug)]
@@ -94,16 +101,22 @@ impl StmtCache {
     }
 
     /// The handle `memo` names, if it is still valid here; marked used like [`Self::get`].
+    /// (The slot is checked too, so a memo from another cache can never index out of bounds.)
     pub fn recall(&mut self, memo: &Remembered) -> Option<u32> {
-        (memo.generation == self.generation).then(|| self.touch(memo.slot as usize).id)
+        if memo.generation != self.generation {
+            return None;
+        }
+        let slot = memo.slot as usize;
+        (self.slots.get(slot)?.stmt.id == memo.id).then(|| self.touch(slot).id)
     }
 
-    /// What to remember of `sql`'s handle here (see [`Remembered`]), if it is cached.
-    pub fn remember(&self, sql: &[u8]) -> Option<Remembered> {
+    /// What to remember of `sql`'s handle here (see [`Remembered`]), if it is cached; marked
+    /// used like [`Self::get`].
+    pub fn remember(&mut self, sql: &[u8]) -> Option<Remembered> {
         let slot = *self.index.get(sql)?;
         Some(Remembered {
             generation: self.generation,
-            id: self.slots[slot].stmt.id,
+            id: self.touch(slot).id,
             slot: u32::try_from(slot).ok()?,
         })
     }
@@ -254,5 +267,12 @@ mod tests {
         assert_eq!(c.get(b"c"), Some(stmt(3)));
         assert_eq!(c.remember(b"c").map(|r| r.slot), Some(0));
         assert_eq!(c.remember(b"a"), None);
+        // A memo of another cache whose generation happens to match names no slot here.
+        let stranger = Remembered {
+            generation: c.generation(),
+            id: 3,
+            slot: 7,
+        };
+        assert_eq!(c.recall(&stranger), None);
     }
 }
