@@ -89,7 +89,7 @@ pub enum Pick {
 
 /// True when a lane in `state` serves a session in `session` state.
 fn same_state(lane: &SessionVars, session: &SessionVars) -> bool {
-    lane.schema == session.schema && lane.vars == session.vars
+    lane.schema == session.schema && lane.vars() == session.vars()
 }
 
 impl Lanes {

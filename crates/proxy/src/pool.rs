@@ -412,8 +412,7 @@ impl Pool {
         Some((lent, more))
     }
 
-    async fn settle_one(self: &Arc<Self>, lent: PooledConn) {
-        let mut lent = lent;
+    async fn settle_one(self: &Arc<Self>, mut lent: PooledConn) {
         if let Err(e) = lent.settle().await {
             tracing::debug!(server = %self.server.name, error = %e, "queued end of a read-only transaction failed");
             lent.broken = true;

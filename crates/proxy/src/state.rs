@@ -15,7 +15,7 @@ pub struct SessionVars {
     /// System variable name (lowercase) -> value as reported by the server. Shared, copied on
     /// write: a connection synced to a session shares its map, so the check before every
     /// statement that both are equal is a pointer comparison.
-    pub vars: Arc<BTreeMap<String, String>>,
+    vars: Arc<BTreeMap<String, String>>,
     /// User variable name (lowercase, without @) -> SQL literal that recreates it.
     pub user_vars: BTreeMap<String, String>,
     pub last_insert_id: u64,
@@ -138,6 +138,12 @@ impl SessionVars {
             }
             Arc::make_mut(&mut self.vars).insert(name, value);
         }
+    }
+
+    /// The system variables (written only through [`SessionVars::set_var`] and the syncs, which
+    /// keep the autocommit flag with them).
+    pub fn vars(&self) -> &BTreeMap<String, String> {
+        &self.vars
     }
 
     /// Whether the session runs in autocommit mode (the default while `vars` do not say OFF).

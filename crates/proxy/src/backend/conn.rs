@@ -313,7 +313,7 @@ impl BackendConn {
         use tessera_protocol::response::SessionChange;
         let reparse = changes.iter().any(|c| {
             matches!(c, SessionChange::SystemVariable { name, value }
-                if PARSE_VARIABLES.contains(&name.as_str()) && self.state.vars.get(name) != Some(value))
+                if PARSE_VARIABLES.contains(&name.as_str()) && self.state.vars().get(name) != Some(value))
         });
         self.state.apply_changes(changes);
         if reparse {

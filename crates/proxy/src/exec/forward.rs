@@ -559,7 +559,7 @@ mod tests {
             .expect("forward");
         assert_eq!((out.affected_rows, out.last_insert_id), (3, 9));
         assert_eq!(
-            r.backend.state.vars.get("time_zone").map(String::as_str),
+            r.backend.state.vars().get("time_zone").map(String::as_str),
             Some("+02:00")
         );
         let got = read_n(&mut r.peer, 1).await;

@@ -161,7 +161,7 @@ impl Session {
                 // A statement is parsed at PREPARE: under another character set or sql_mode its
                 // handle means something else.
                 if charset_differs(&conn.state, &self.state)
-                    || conn.state.vars.get("sql_mode") != self.state.vars.get("sql_mode")
+                    || conn.state.vars().get("sql_mode") != self.state.vars().get("sql_mode")
                 {
                     conn.forget_prepared();
                 }
@@ -438,7 +438,7 @@ fn changes_charset(s: &Stmt<'_>) -> bool {
 
 /// Whether two states differ in the connection character set or collation.
 fn charset_differs(a: &crate::state::SessionVars, b: &crate::state::SessionVars) -> bool {
-    CHARSET_VARIABLES.iter().any(|v| a.vars.get(*v) != b.vars.get(*v))
+    CHARSET_VARIABLES.iter().any(|v| a.vars().get(*v) != b.vars().get(*v))
 }
 
 /// True when LAST_INSERT_ID() may differ from what the session knew before these statements.

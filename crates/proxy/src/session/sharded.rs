@@ -833,7 +833,7 @@ impl Session {
         }
         let max_len = self
             .state
-            .vars
+            .vars()
             .get("group_concat_max_len")
             .and_then(|v| v.parse().ok())
             .unwrap_or(1_048_576);
