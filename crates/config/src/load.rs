@@ -607,6 +607,7 @@ fn valid_address(a: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::IoEngine;
 
     const GOOD: &str = r#"
         [server]
@@ -657,6 +658,23 @@ mod tests {
         assert!(e.contains("max_sise"), "{e}");
         let e = err_of("[server]\n");
         assert!(e.contains("`users`"), "{e}");
+    }
+
+    #[test]
+    fn the_io_engine_is_auto_unless_one_is_asked_for() {
+        assert_eq!(parse_str(GOOD, "t").unwrap().server.io, IoEngine::Auto);
+        let epoll = GOOD.replace(
+            "listen = \"127.0.0.1:6033\"",
+            "listen = \"127.0.0.1:6033\"\nio = \"epoll\"",
+        );
+        assert_eq!(parse_str(&epoll, "t").unwrap().server.io, IoEngine::Epoll);
+        let uring = GOOD.replace(
+            "listen = \"127.0.0.1:6033\"",
+            "listen = \"127.0.0.1:6033\"\nio = \"uring\"",
+        );
+        assert_eq!(parse_str(&uring, "t").unwrap().server.io, IoEngine::Uring);
+        let e = err_of(&uring.replace("uring", "kqueue"));
+        assert!(e.contains("kqueue"), "{e}");
     }
 
     #[test]

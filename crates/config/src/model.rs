@@ -77,6 +77,24 @@ pub struct ServerConfig {
     /// takes longer is interrupted, runs again on a connection of its own and is not pipelined
     /// again. This bounds how long a slow statement holds up those queued behind it.
     pub pipeline_statement_bound_ms: u64,
+    /// How sockets send: "uring" (sends go through one io_uring per process, submitted
+    /// together once per turn of the runtime; reads stay on readiness), "epoll" (a write system
+    /// call per send), or "auto" (the default: uring where the kernel allows it, else epoll).
+    /// An explicit "uring" fails the start when io_uring is refused.
+    pub io: IoEngine,
+}
+
+/// How Tessera's sockets send (`server.io`).
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum IoEngine {
+    /// io_uring when the kernel allows it, else epoll.
+    #[default]
+    Auto,
+    /// One write system call per send.
+    Epoll,
+    /// Sends queued on an io_uring and submitted together.
+    Uring,
 }
 
 impl Default for ServerConfig {
@@ -104,6 +122,7 @@ impl Default for ServerConfig {
             pipeline_lanes: 2,
             pipeline_depth: 64,
             pipeline_statement_bound_ms: 50,
+            io: IoEngine::Auto,
         }
     }
 }

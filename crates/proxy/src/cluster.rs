@@ -331,6 +331,7 @@ mod tests {
             timeout: std::time::Duration::from_secs(1),
             stmt_cache_size: 4,
             tls: None,
+            ring: None,
         };
         Pool::new(server, tessera_config::PoolConfig::default(), opts)
     }

@@ -58,6 +58,8 @@ pub struct Context {
     xa_sequence: std::sync::atomic::AtomicU64,
     /// Steps where a test makes this process abort or pause (`TESSERA_FAILPOINTS`).
     pub failpoints: crate::txn::failpoints::Failpoints,
+    /// The io_uring every socket sends through (`server.io = "uring"`).
+    pub ring: Option<Arc<crate::uring::Ring>>,
     next_id: AtomicU32,
 }
 
@@ -69,10 +71,11 @@ impl Context {
             _ => None,
         };
         let users = config.users.iter().map(|u| (u.name.clone(), credentials(u))).collect();
+        let ring = start_ring(config.server.io)?;
         let groups = config
             .groups
             .iter()
-            .map(|g| build_group(&config, g))
+            .map(|g| build_group(&config, g, ring.as_ref()))
             .collect::<Result<_, _>>()?;
         let topology =
             Arc::new(crate::topology::Topology::from_config(&config).map_err(|e| ProxyError::Config(e.to_string()))?);
@@ -90,6 +93,7 @@ impl Context {
             instance: rand::random(),
             xa_sequence: Default::default(),
             failpoints: crate::txn::failpoints::Failpoints::from_env().map_err(ProxyError::Config)?,
+            ring,
             next_id: AtomicU32::new(1),
         })
     }
@@ -172,7 +176,38 @@ fn credentials(u: &tessera_config::UserConfig) -> Credentials {
     }
 }
 
-fn build_group(config: &Config, g: &tessera_config::GroupConfig) -> Result<Arc<Group>, ProxyError> {
+/// The io_uring every socket sends through (on the current runtime), or none for epoll:
+/// `auto` falls back to epoll when the kernel refuses io_uring, `uring` fails the start.
+fn start_ring(io: tessera_config::IoEngine) -> Result<Option<Arc<crate::uring::Ring>>, ProxyError> {
+    use tessera_config::IoEngine;
+    if io == IoEngine::Epoll {
+        return Ok(None);
+    }
+    let started = tokio::runtime::Handle::try_current()
+        .map_err(|_| std::io::Error::other("no tokio runtime to drive the ring"))
+        .and_then(|runtime| {
+            crate::uring::Ring::start(runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread)
+        });
+    match (started, io) {
+        (Ok(ring), _) => {
+            tracing::info!("sockets send through io_uring");
+            Ok(Some(ring))
+        }
+        (Err(e), IoEngine::Auto) => {
+            tracing::warn!(error = %e, "io_uring is not available: sockets send with write(2)");
+            Ok(None)
+        }
+        (Err(e), _) => Err(ProxyError::Config(format!(
+            "server.io = \"uring\": io_uring is not available here ({e}); fix: set server.io = \"epoll\" or \"auto\""
+        ))),
+    }
+}
+
+fn build_group(
+    config: &Config,
+    g: &tessera_config::GroupConfig,
+    ring: Option<&Arc<crate::uring::Ring>>,
+) -> Result<Arc<Group>, ProxyError> {
     let tls = if g.tls {
         Some(crate::tls::backend_connector()?)
     } else {
@@ -184,6 +219,7 @@ fn build_group(config: &Config, g: &tessera_config::GroupConfig) -> Result<Arc<G
         timeout: config.pool.connect_timeout(),
         stmt_cache_size: config.pool.prepared_cache_size,
         tls,
+        ring: ring.cloned(),
     };
     let primary = std::iter::once((&g.primary, "primary", g.primary_read_weight()));
     let replicas = g.replicas.iter().map(|r| (r, "replica", r.replica_read_weight()));

@@ -40,3 +40,4 @@ pub mod tls;
 pub mod topology;
 pub mod tracking;
 pub mod txn;
+pub mod uring;

@@ -163,6 +163,22 @@ pub fn render(ctx: &Context) -> String {
     for (i, r) in PIN_REASONS.iter().enumerate() {
         let _ = writeln!(out, "tessera_pins_total{{reason=\"{r}\"}} {}", get(&m.pins[i]));
     }
+    if let Some(ring) = &ctx.ring {
+        line(
+            &mut out,
+            "tessera_io_uring_sends_total",
+            "Socket sends queued on the io_uring (server.io).",
+            "counter",
+            get(&ring.sends),
+        );
+        line(
+            &mut out,
+            "tessera_io_uring_submissions_total",
+            "System calls that submitted them (sends per call = sends / submissions).",
+            "counter",
+            get(&ring.submissions),
+        );
+    }
     render_transactions(m, &mut out);
     render_pools(ctx, &mut out);
     out

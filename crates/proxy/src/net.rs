@@ -11,6 +11,8 @@ use tokio::net::{TcpStream, UnixStream};
 #[derive(Debug)]
 pub enum Stream {
     Tcp(TcpStream),
+    /// TCP sending through the process's io_uring (`server.io = "uring"`).
+    Uring(crate::uring::UringTcp),
     /// A unix-domain socket to a backend on the same host.
     Unix(UnixStream),
     ServerTls(Box<tokio_rustls::server::TlsStream<TcpStream>>),
@@ -20,6 +22,23 @@ pub enum Stream {
 }
 
 impl Stream {
+    /// A plain TCP stream, sending through `ring` when there is one.
+    pub fn tcp(tcp: TcpStream, ring: Option<&std::sync::Arc<crate::uring::Ring>>) -> Stream {
+        match ring {
+            Some(ring) => Stream::Uring(crate::uring::UringTcp::new(tcp, ring.clone())),
+            None => Stream::Tcp(tcp),
+        }
+    }
+
+    /// The plain TCP stream under this one, for a TLS handshake (nothing may be in flight).
+    pub fn into_plain_tcp(self) -> Option<TcpStream> {
+        match self {
+            Stream::Tcp(tcp) => Some(tcp),
+            Stream::Uring(u) => u.into_tcp().ok(),
+            _ => None,
+        }
+    }
+
     pub fn is_tls(&self) -> bool {
         matches!(self, Stream::ServerTls(_) | Stream::ClientTls(_))
     }
@@ -35,6 +54,7 @@ impl Stream {
         let mut byte = [0u8; 1];
         let read = match self {
             Stream::Tcp(s) => s.try_read(&mut byte),
+            Stream::Uring(s) => s.tcp().and_then(|s| s.try_read(&mut byte)),
             Stream::Unix(s) => s.try_read(&mut byte),
             Stream::ServerTls(s) => s.get_ref().0.try_read(&mut byte),
             Stream::ClientTls(s) => s.get_ref().0.try_read(&mut byte),
@@ -48,6 +68,7 @@ impl Stream {
         let _ = match self {
             Stream::Tcp(s) => s.try_write(bytes),
             Stream::Unix(s) => s.try_write(bytes),
+            Stream::Uring(s) => s.try_write_now(bytes),
             _ => Ok(0),
         };
     }
@@ -57,6 +78,7 @@ macro_rules! delegate {
     ($self:ident, $s:ident => $e:expr) => {
         match $self.get_mut() {
             Stream::Tcp($s) => $e,
+            Stream::Uring($s) => $e,
             Stream::Unix($s) => $e,
             Stream::ServerTls($s) => $e,
             Stream::ClientTls($s) => $e,

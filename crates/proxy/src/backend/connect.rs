@@ -42,6 +42,8 @@ pub struct ConnectOptions {
     pub timeout: Duration,
     pub stmt_cache_size: usize,
     pub tls: Option<TlsConnector>,
+    /// Send through this io_uring (`server.io = "uring"`).
+    pub ring: Option<std::sync::Arc<crate::uring::Ring>>,
 }
 
 /// Opens and authenticates a connection, within `opts.timeout`.
@@ -71,7 +73,7 @@ async fn connect_inner(server: &ServerRef, opts: &ConnectOptions) -> Result<Back
         None => {
             let tcp = TcpStream::connect(&server.address).await.map_err(io_err)?;
             tcp.set_nodelay(true).map_err(io_err)?;
-            Stream::Tcp(tcp)
+            Stream::tcp(tcp, opts.ring.as_ref())
         }
     };
     let mut io = PacketStream::new(stream);
@@ -134,7 +136,7 @@ async fn upgrade_tls(
     io.send(&buf).await.map_err(|e| lost(server, e))?;
     let seq = io.seq();
     let (stream, _) = io.into_parts();
-    let Stream::Tcp(tcp) = stream else {
+    let Some(tcp) = stream.into_plain_tcp() else {
         return Err(ProxyError::Config("backend stream already encrypted".into()));
     };
     let name = rustls::pki_types::ServerName::try_from("tessera-backend")

@@ -59,7 +59,7 @@ pub async fn accept(ctx: &Context, tcp: TcpStream, id: u32, host: &str) -> Resul
         auth_plugin: ctx.config.server.default_auth_plugin.clone(),
         extended_capabilities: extended,
     };
-    let mut client = PacketStream::new(Stream::Tcp(tcp));
+    let mut client = PacketStream::new(Stream::tcp(tcp, ctx.ring.as_ref()));
     client.set_max_packet(ctx.config.server.max_allowed_packet);
     client.set_read_chunk(CLIENT_READ_CHUNK);
     client.write_with(|b| greeting.encode(b));
@@ -119,7 +119,7 @@ async fn upgrade(ctx: &Context, client: PacketStream<Stream>) -> Result<PacketSt
     let acceptor = ctx.tls.as_ref().ok_or(ProxyError::BadHandshake)?;
     let seq = client.seq();
     let (stream, _) = client.into_parts();
-    let Stream::Tcp(tcp) = stream else {
+    let Some(tcp) = stream.into_plain_tcp() else {
         return Err(ProxyError::BadHandshake);
     };
     let tls = acceptor.accept(tcp).await.map_err(|e| ProxyError::Client(e.into()))?;

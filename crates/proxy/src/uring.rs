@@ -1,0 +1,568 @@
+//! Sends through io_uring (`server.io = "uring"`): one ring per process, its fd in tokio's
+//! epoll. A stream's write copies its bytes into a buffer the ring owns until the kernel is
+//! done with them and queues a send; a driver task submits every send queued since its last
+//! turn in one `io_uring_enter` and wakes the streams whose sends completed. Reads stay on
+//! tokio's readiness. On loopback this spends a third less CPU per answered request than a
+//! `write` per send (`tessera-bench leg-floor 16 10 epoll,hybrid-sends`).
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{ready, Context, Poll, Waker};
+
+use io_uring::{opcode, squeue, types, IoUring};
+use tokio::io::unix::AsyncFd;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+use tokio::sync::Notify;
+
+/// Submission queue entries (completions: twice as many, and never dropped by the kernel).
+const ENTRIES: u32 = 4096;
+/// The most bytes one send takes from a write; a longer write is taken in turns.
+const MAX_SEND: usize = 256 << 10;
+/// The user data of cancellations (no slot has this index).
+const CANCEL: u64 = u64::MAX;
+/// A stream keeps its send buffer between sends unless it grew beyond this.
+const KEEP_BUFFER: usize = 16 << 10;
+
+/// The process's ring, shared by every stream that sends through it.
+pub struct Ring {
+    inner: Mutex<Inner>,
+    /// Wakes the driver when a send is queued.
+    kick: Notify,
+    /// Sends queued, and the system calls that submitted them (sends per submission =
+    /// `sends / submissions`).
+    pub sends: AtomicU64,
+    pub submissions: AtomicU64,
+}
+
+struct Inner {
+    ring: IoUring,
+    slots: Vec<Slot>,
+    free: Vec<usize>,
+    /// Entries queued since the driver's last submission (the first one kicks the driver).
+    queued: usize,
+}
+
+/// One send the ring owns: its bytes until the kernel is done with them, then its result.
+#[derive(Default)]
+struct Slot {
+    bytes: Vec<u8>,
+    result: Option<i32>,
+    waker: Option<Waker>,
+    /// The stream went away while its send was queued: its socket stays open (so that its fd
+    /// number is not reused before the send is submitted) and closes with the completion.
+    orphan: Option<TcpStream>,
+}
+
+impl Ring {
+    /// Sets up the ring and spawns its driver on the current tokio runtime. `one_thread`: the
+    /// runtime is a current_thread one, so completions may wait for the driver's next
+    /// submission instead of interrupting the thread (IORING_SETUP_COOP_TASKRUN).
+    pub fn start(one_thread: bool) -> io::Result<Arc<Ring>> {
+        let mut builder = IoUring::builder();
+        if one_thread {
+            builder.setup_coop_taskrun();
+        }
+        let ring = builder.build(ENTRIES)?;
+        // Completions posted while a submission runs (a send to a socket with room, nearly
+        // every one) are reaped by that same turn; the eventfd tells only of the others.
+        let events = EventFd::new()?;
+        ring.submitter().register_eventfd_async(events.0.as_raw_fd())?;
+        let ring = Arc::new(Ring {
+            inner: Mutex::new(Inner {
+                ring,
+                slots: Vec::new(),
+                free: Vec::new(),
+                queued: 0,
+            }),
+            kick: Notify::new(),
+            sends: AtomicU64::new(0),
+            submissions: AtomicU64::new(0),
+        });
+        // SAFETY: the AsyncFd owns the eventfd, which stays open as long as it does.
+        let readable = unsafe { AsyncFd::register_with_interest(events, tokio::io::Interest::READABLE) }
+            .map_err(|e| io::Error::other(e.to_string()))?;
+        tokio::spawn(drive(Arc::clone(&ring), readable));
+        Ok(ring)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // A panic while holding the lock leaves slots that are still consistent: keep going.
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Queues a send of `bytes` on `fd`; returns its slot.
+    fn post_send(&self, fd: RawFd, bytes: Vec<u8>) -> io::Result<usize> {
+        let mut inner = self.lock();
+        let slot = inner.free.pop().unwrap_or_else(|| {
+            inner.slots.push(Slot::default());
+            inner.slots.len() - 1
+        });
+        let s = &mut inner.slots[slot];
+        s.bytes = bytes;
+        let entry = opcode::Send::new(types::Fd(fd), s.bytes.as_ptr(), s.bytes.len() as u32)
+            .flags(libc::MSG_NOSIGNAL)
+            .build()
+            .user_data(slot as u64);
+        if let Err(e) = inner.push(&entry) {
+            let s = &mut inner.slots[slot];
+            drop(std::mem::take(&mut s.bytes));
+            inner.free.push(slot);
+            return Err(e);
+        }
+        let first = inner.queued == 1;
+        drop(inner);
+        self.sends.fetch_add(1, Ordering::Relaxed);
+        if first {
+            self.kick.notify_one();
+        }
+        Ok(slot)
+    }
+
+    /// The result of the send in `slot` and its buffer back, once complete (the slot is then
+    /// free); until then the task is woken when it completes.
+    fn poll_send(&self, slot: usize, cx: &mut Context<'_>) -> Poll<(i32, Vec<u8>)> {
+        let mut inner = self.lock();
+        let s = &mut inner.slots[slot];
+        match s.result.take() {
+            Some(result) => {
+                let bytes = std::mem::take(&mut s.bytes);
+                s.waker = None;
+                inner.free.push(slot);
+                Poll::Ready((result, bytes))
+            }
+            None => {
+                if !s.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                    s.waker = Some(cx.waker().clone());
+                }
+                Poll::Pending
+            }
+        }
+    }
+
+    /// The stream owning the send in `slot` is gone: the slot closes `tcp` and frees itself
+    /// when the send completes (at once if it already has); a send still waiting is cancelled,
+    /// so that a peer that reads nothing cannot keep the socket open.
+    fn abandon(&self, slot: usize, tcp: TcpStream) {
+        let mut inner = self.lock();
+        let s = &mut inner.slots[slot];
+        s.waker = None;
+        if s.result.take().is_some() {
+            s.bytes = Vec::new();
+            inner.free.push(slot);
+            drop(inner);
+            drop(tcp);
+            return;
+        }
+        s.orphan = Some(tcp);
+        let cancel = opcode::AsyncCancel::new(slot as u64).build().user_data(CANCEL);
+        if let Err(e) = inner.push(&cancel) {
+            tracing::warn!(error = %e, "could not cancel an abandoned io_uring send");
+        }
+        let first = inner.queued == 1;
+        drop(inner);
+        if first {
+            self.kick.notify_one();
+        }
+    }
+}
+
+impl Inner {
+    /// Queues `entry`, submitting what is queued first when the queue is full.
+    fn push(&mut self, entry: &squeue::Entry) -> io::Result<()> {
+        for _ in 0..2 {
+            // SAFETY: the entry's buffer is a slot's `bytes`, which the ring keeps (never moved
+            // or freed) until the entry's completion has been reaped.
+            if unsafe { self.ring.submission().push(entry) }.is_ok() {
+                self.queued += 1;
+                return Ok(());
+            }
+            self.ring.submit()?;
+            self.queued = 0;
+        }
+        Err(io::Error::other("the io_uring submission queue stays full"))
+    }
+
+    /// Submits what is queued and hands every completion to its slot; returns the streams to
+    /// wake and the abandoned sockets to close (after the lock is released), and whether it
+    /// entered the kernel. `enter`: enter even with nothing queued (to run completions'
+    /// deferred work).
+    fn turn(&mut self, enter: bool, wake: &mut Vec<Waker>, close: &mut Vec<TcpStream>) -> io::Result<bool> {
+        let entered = self.queued > 0 || enter;
+        if entered {
+            self.ring.submit()?;
+            self.queued = 0;
+        }
+        let Inner { ring, slots, free, .. } = self;
+        for cqe in ring.completion() {
+            let Some(s) = slots.get_mut(cqe.user_data() as usize) else {
+                continue;
+            };
+            match s.orphan.take() {
+                Some(tcp) => {
+                    s.bytes = Vec::new();
+                    free.push(cqe.user_data() as usize);
+                    close.push(tcp);
+                }
+                None => {
+                    s.result = Some(cqe.result());
+                    wake.extend(s.waker.take());
+                }
+            }
+        }
+        Ok(entered)
+    }
+}
+
+impl Drop for Inner {
+    /// The ring closes with the process's runtime: a send the kernel may still hold keeps its
+    /// buffer (leaked) rather than have it freed under the kernel.
+    fn drop(&mut self) {
+        for s in &mut self.slots {
+            if s.result.is_none() && s.bytes.capacity() > 0 {
+                std::mem::forget(std::mem::take(&mut s.bytes));
+            }
+        }
+    }
+}
+
+/// The eventfd the ring signals when a completion is posted outside a submission.
+struct EventFd(OwnedFd);
+
+impl EventFd {
+    fn new() -> io::Result<EventFd> {
+        // SAFETY: eventfd(2) has no preconditions; a non-negative result is a new fd we own.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` was just created and nothing else owns it.
+        Ok(EventFd(unsafe { OwnedFd::from_raw_fd(fd) }))
+    }
+
+    /// Resets the counter (it is non-blocking: nothing to read is fine).
+    fn drain(&self) {
+        let mut count = [0u8; 8];
+        // SAFETY: the fd is open and `count` has the 8 bytes an eventfd read needs.
+        let _ = unsafe { libc::read(self.0.as_raw_fd(), count.as_mut_ptr().cast(), count.len()) };
+    }
+}
+
+impl AsRawFd for EventFd {
+    fn as_raw_fd(&self) -> RawFd {
+        self.0.as_raw_fd()
+    }
+}
+
+/// Submits the queued sends and delivers completions whenever a send is queued or the ring's
+/// fd turns readable. Runs as long as the runtime.
+async fn drive(ring: Arc<Ring>, readable: AsyncFd<EventFd>) {
+    let (mut wake, mut close, mut enter) = (Vec::new(), Vec::new(), true);
+    loop {
+        match ring.lock().turn(enter, &mut wake, &mut close) {
+            Ok(true) => drop(ring.submissions.fetch_add(1, Ordering::Relaxed)),
+            Ok(false) => {}
+            Err(e) => tracing::warn!(error = %e, "io_uring submission failed; retrying on the next turn"),
+        }
+        wake.drain(..).for_each(Waker::wake);
+        close.clear();
+        enter = tokio::select! {
+            guard = readable.readable() => match guard {
+                Ok(mut guard) => {
+                    guard.get_inner().drain();
+                    guard.clear_ready();
+                    true
+                }
+                Err(e) => return tracing::error!(error = %e, "io_uring driver stopped"),
+            },
+            () = ring.kick.notified() => false,
+        };
+    }
+}
+
+/// Where a stream's sending stands.
+enum Sending {
+    Idle,
+    /// Queued or in the kernel, in this slot.
+    Posted {
+        slot: usize,
+        offset: usize,
+    },
+    /// A send stopped short (the socket's buffer was full): the rest goes out by plain writes
+    /// on readiness.
+    Rest {
+        bytes: Vec<u8>,
+        offset: usize,
+    },
+}
+
+/// A TCP stream that sends through the ring and reads on readiness.
+pub struct UringTcp {
+    /// Always `Some` until dropped or taken back by [`UringTcp::into_tcp`].
+    tcp: Option<TcpStream>,
+    ring: Arc<Ring>,
+    sending: Sending,
+    spare: Vec<u8>,
+}
+
+impl std::fmt::Debug for UringTcp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UringTcp")
+            .field("tcp", &self.tcp)
+            .finish_non_exhaustive()
+    }
+}
+
+impl UringTcp {
+    pub fn new(tcp: TcpStream, ring: Arc<Ring>) -> UringTcp {
+        UringTcp {
+            tcp: Some(tcp),
+            ring,
+            sending: Sending::Idle,
+            spare: Vec::new(),
+        }
+    }
+
+    pub fn tcp(&self) -> io::Result<&TcpStream> {
+        self.tcp.as_ref().ok_or_else(gone)
+    }
+
+    /// The plain stream back (for a TLS handshake), once nothing is being sent.
+    pub fn into_tcp(mut self) -> io::Result<TcpStream> {
+        match self.sending {
+            Sending::Idle => self.tcp.take().ok_or_else(gone),
+            _ => Err(io::Error::other("a send is still in flight")),
+        }
+    }
+
+    /// Writes at once if nothing is being sent, best effort (a goodbye before closing).
+    pub fn try_write_now(&self, bytes: &[u8]) -> io::Result<usize> {
+        match (&self.sending, &self.tcp) {
+            (Sending::Idle, Some(tcp)) => tcp.try_write(bytes),
+            _ => Ok(0),
+        }
+    }
+
+    /// Drives the current send to its end: Ready once idle.
+    fn poll_sent(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        loop {
+            match &mut self.sending {
+                Sending::Idle => return Poll::Ready(Ok(())),
+                Sending::Posted { slot, offset } => {
+                    let (result, bytes) = ready!(self.ring.poll_send(*slot, cx));
+                    let offset = *offset;
+                    self.sending = Sending::Idle;
+                    self.sent(result, bytes, offset)?;
+                }
+                Sending::Rest { bytes, offset } => {
+                    let tcp = self.tcp.as_mut().ok_or_else(gone)?;
+                    let n = ready!(Pin::new(tcp).poll_write(cx, &bytes[*offset..]))?;
+                    if n == 0 {
+                        return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+                    }
+                    *offset += n;
+                    if *offset == bytes.len() {
+                        let Sending::Rest { bytes, .. } = std::mem::replace(&mut self.sending, Sending::Idle) else {
+                            unreachable!("matched above")
+                        };
+                        self.keep(bytes);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Takes in a completed send's result: done, the rest to write, or the error.
+    fn sent(&mut self, result: i32, bytes: Vec<u8>, offset: usize) -> io::Result<()> {
+        let again = -libc::EAGAIN;
+        match result {
+            n if n > 0 && offset + n as usize == bytes.len() => {
+                self.keep(bytes);
+                Ok(())
+            }
+            n if n > 0 => {
+                self.sending = Sending::Rest {
+                    bytes,
+                    offset: offset + n as usize,
+                };
+                Ok(())
+            }
+            n if n == again => {
+                self.sending = Sending::Rest { bytes, offset };
+                Ok(())
+            }
+            0 => Err(io::ErrorKind::WriteZero.into()),
+            n => Err(io::Error::from_raw_os_error(-n)),
+        }
+    }
+
+    fn keep(&mut self, mut bytes: Vec<u8>) {
+        if bytes.capacity() <= KEEP_BUFFER {
+            bytes.clear();
+            self.spare = bytes;
+        }
+    }
+}
+
+fn gone() -> io::Error {
+    io::Error::new(io::ErrorKind::NotConnected, "the stream was taken")
+}
+
+impl Drop for UringTcp {
+    fn drop(&mut self) {
+        if let (Sending::Posted { slot, .. }, Some(tcp)) = (&self.sending, self.tcp.take()) {
+            self.ring.abandon(*slot, tcp);
+        }
+    }
+}
+
+impl AsyncRead for UringTcp {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut().tcp.as_mut() {
+            Some(tcp) => Pin::new(tcp).poll_read(cx, buf),
+            None => Poll::Ready(Err(gone())),
+        }
+    }
+}
+
+impl AsyncWrite for UringTcp {
+    /// Takes up to [`MAX_SEND`] bytes into a buffer the ring sends from, once the previous
+    /// send is done; errors of a send show at the next write or flush.
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        ready!(this.poll_sent(cx))?;
+        if buf.is_empty() {
+            return Poll::Ready(Ok(0));
+        }
+        let fd = this.tcp()?.as_raw_fd();
+        let n = buf.len().min(MAX_SEND);
+        let mut bytes = std::mem::take(&mut this.spare);
+        bytes.extend_from_slice(&buf[..n]);
+        let slot = this.ring.post_send(fd, bytes)?;
+        this.sending = Sending::Posted { slot, offset: 0 };
+        Poll::Ready(Ok(n))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.get_mut().poll_sent(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        ready!(this.poll_sent(cx))?;
+        match this.tcp.as_mut() {
+            Some(tcp) => Pin::new(tcp).poll_shutdown(cx),
+            None => Poll::Ready(Ok(())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpListener;
+
+    /// A connected pair: the near end sending through `ring`, the far end plain.
+    async fn pair(ring: &Arc<Ring>) -> (UringTcp, TcpStream) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let near = TcpStream::connect(listener.local_addr().expect("addr"))
+            .await
+            .expect("connect");
+        let (far, _) = listener.accept().await.expect("accept");
+        (UringTcp::new(near, Arc::clone(ring)), far)
+    }
+
+    fn pattern(len: usize) -> Vec<u8> {
+        (0..len).map(|i| (i % 251) as u8).collect()
+    }
+
+    /// Megabytes written faster than the peer reads: sends stop short and the rest goes out
+    /// by plain writes; every byte arrives, in order.
+    async fn big_writes_arrive_whole(ring: Arc<Ring>) {
+        let (mut near, mut far) = pair(&ring).await;
+        let sent = pattern(5 << 20);
+        let reader = tokio::spawn(async move {
+            let mut got = Vec::new();
+            far.read_to_end(&mut got).await.expect("read");
+            got
+        });
+        for chunk in sent.chunks(700_001) {
+            near.write_all(chunk).await.expect("write");
+        }
+        near.shutdown().await.expect("shutdown");
+        drop(near);
+        let got = reader.await.expect("reader");
+        assert_eq!(got.len(), sent.len());
+        assert!(got == sent, "bytes differ");
+        let (sends, calls) = (
+            ring.sends.load(Ordering::Relaxed),
+            ring.submissions.load(Ordering::Relaxed),
+        );
+        assert!(sends >= 20 && calls >= 1, "sends {sends}, submissions {calls}");
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn big_writes_arrive_whole_on_one_thread() {
+        big_writes_arrive_whole(Ring::start(true).expect("io_uring")).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn big_writes_arrive_whole_on_several_threads() {
+        big_writes_arrive_whole(Ring::start(false).expect("io_uring")).await;
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_flush_waits_for_a_peer_that_reads_late() {
+        let ring = Ring::start(true).expect("io_uring");
+        let (mut near, mut far) = pair(&ring).await;
+        let sent = pattern(3 << 20);
+        let writer = tokio::spawn(async move {
+            near.write_all(&sent).await.expect("write");
+            near.flush().await.expect("flush");
+            near
+        });
+        // Nothing is read until the writer is stuck on a full socket buffer.
+        tokio::task::yield_now().await;
+        let mut got = vec![0u8; 3 << 20];
+        far.read_exact(&mut got).await.expect("read");
+        let near = writer.await.expect("writer");
+        assert!(got == pattern(3 << 20));
+        assert!(near.into_tcp().is_ok(), "idle after a flush");
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_stream_dropped_before_its_send_went_out_still_sends_it_then_closes() {
+        let ring = Ring::start(true).expect("io_uring");
+        let (mut near, mut far) = pair(&ring).await;
+        near.write_all(b"goodbye").await.expect("write");
+        assert!(
+            matches!(near.sending, Sending::Posted { .. }),
+            "queued, not yet submitted"
+        );
+        drop(near);
+        let mut got = Vec::new();
+        far.read_to_end(&mut got).await.expect("read");
+        assert_eq!(got, b"goodbye");
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn the_plain_stream_comes_back_only_once_nothing_is_in_flight() {
+        let ring = Ring::start(true).expect("io_uring");
+        let (mut busy, _far) = pair(&ring).await;
+        busy.write_all(b"hello").await.expect("write");
+        assert!(busy.into_tcp().is_err(), "taken back with a send in flight");
+        let (mut near, mut far) = pair(&ring).await;
+        near.write_all(b"hello").await.expect("write");
+        near.flush().await.expect("flush");
+        let mut plain = near.into_tcp().expect("idle after a flush");
+        plain.write_all(b" world").await.expect("plain write");
+        drop(plain);
+        let mut got = Vec::new();
+        far.read_to_end(&mut got).await.expect("read");
+        assert_eq!(got, b"hello world");
+    }
+}
