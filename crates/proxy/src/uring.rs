@@ -25,7 +25,7 @@ const MAX_SEND: usize = 256 << 10;
 /// The user data of cancellations (no slot has this index).
 const CANCEL: u64 = u64::MAX;
 /// A stream keeps its send buffer between sends unless it grew beyond this.
-const KEEP_BUFFER: usize = 16 << 10;
+const KEEP_BUFFER: usize = 4 << 10;
 
 /// The process's ring, shared by every stream that sends through it.
 pub struct Ring {

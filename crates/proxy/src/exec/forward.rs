@@ -177,6 +177,11 @@ where
     Ok(f.out)
 }
 
+/// Polls `f` once: its output, or Pending (the waker stays registered).
+async fn poll_once<F: std::future::Future + Unpin>(f: &mut F) -> std::task::Poll<F::Output> {
+    std::future::poll_fn(|cx| std::task::Poll::Ready(std::pin::Pin::new(&mut *f).poll(cx))).await
+}
+
 struct Forwarder<'a, S, C> {
     backend: &'a mut S,
     client: &'a mut PacketStream<C>,
@@ -192,9 +197,13 @@ impl<S: ResponseSource, C: AsyncRead + AsyncWrite + Unpin> Forwarder<'_, S, C> {
         let mut flush = std::pin::pin!(self.client.flush());
         // The usual case: the socket takes everything at once, and no timer is armed (nor the
         // clock read) for it.
-        let first =
-            std::future::poll_fn(|cx| std::task::Poll::Ready(std::future::Future::poll(flush.as_mut(), cx))).await;
-        if let std::task::Poll::Ready(r) = first {
+        if let std::task::Poll::Ready(r) = poll_once(&mut flush).await {
+            return Ok(r?);
+        }
+        // A send through io_uring completes when the ring's driver submits it, later in this
+        // turn of the runtime: let it run before deciding the client is slow.
+        tokio::task::yield_now().await;
+        if let std::task::Poll::Ready(r) = poll_once(&mut flush).await {
             return Ok(r?);
         }
         match tokio::time::timeout(self.write_timeout, flush).await {
