@@ -14,8 +14,9 @@ USAGE: tessera-bench [OPTIONS]
        tessera-bench report DIR      re-render DIR/report.md and charts from DIR/runs.csv
        tessera-bench relay LISTEN_ADDR BACKEND_ADDR
                                      the zero-logic TCP relay that --relay starts (runs until killed)
-       tessera-bench leg-floor [THREADS] [SECONDS]
-                                     CPU per request of one socket leg answered from memory (16, 10)
+       tessera-bench leg-floor [THREADS] [SECONDS] [ENGINES]
+                                     CPU per request of one socket leg answered from memory (16, 10),
+                                     per engine: epoll (default), uring, hybrid, hybrid-sends, spin
 
 Matrix:
   --preset quick|full        quick (default): point_select, read_only, read_write at 4,16,64 threads,
