@@ -58,7 +58,7 @@ pub struct Context {
     xa_sequence: std::sync::atomic::AtomicU64,
     /// Steps where a test makes this process abort or pause (`TESSERA_FAILPOINTS`).
     pub failpoints: crate::txn::failpoints::Failpoints,
-    /// The io_uring every socket sends through (`server.io = "uring"`).
+    /// The io_uring every socket sends through (`server.io` = "auto" where the kernel allows io_uring, or "uring").
     pub ring: Option<Arc<crate::uring::Ring>>,
     next_id: AtomicU32,
 }

@@ -11,7 +11,7 @@ use tokio::net::{TcpStream, UnixStream};
 #[derive(Debug)]
 pub enum Stream {
     Tcp(TcpStream),
-    /// TCP sending through the process's io_uring (`server.io = "uring"`).
+    /// TCP sending through the process's io_uring (`server.io` = "auto" where the kernel allows io_uring, or "uring").
     Uring(crate::uring::UringTcp),
     /// A unix-domain socket to a backend on the same host.
     Unix(UnixStream),

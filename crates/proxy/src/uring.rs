@@ -1,4 +1,4 @@
-//! Sends through io_uring (`server.io = "uring"`): one ring per process, its fd in tokio's
+//! Sends through io_uring (`server.io`: "auto", the default, or "uring"): one ring per process, its fd in tokio's
 //! epoll. A stream's write copies its bytes into a buffer the ring owns until the kernel is
 //! done with them and queues a send; a driver task submits every send queued since its last
 //! turn in one `io_uring_enter` and wakes the streams whose sends completed. Reads stay on

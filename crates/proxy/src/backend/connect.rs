@@ -42,7 +42,7 @@ pub struct ConnectOptions {
     pub timeout: Duration,
     pub stmt_cache_size: usize,
     pub tls: Option<TlsConnector>,
-    /// Send through this io_uring (`server.io = "uring"`).
+    /// Send through this io_uring (`server.io` = "auto" where the kernel allows io_uring, or "uring").
     pub ring: Option<std::sync::Arc<crate::uring::Ring>>,
 }
 
