@@ -67,10 +67,9 @@ impl Ring {
             builder.setup_coop_taskrun();
         }
         let ring = builder.build(ENTRIES)?;
-        // Completions posted while a submission runs (a send to a socket with room, nearly
-        // every one) are reaped by that same turn; the eventfd tells only of the others.
+        // The eventfd tells the driver of completions it did not reap itself (see `turn`).
         let events = EventFd::new()?;
-        ring.submitter().register_eventfd_async(events.0.as_raw_fd())?;
+        ring.submitter().register_eventfd(events.0.as_raw_fd())?;
         let ring = Arc::new(Ring {
             inner: Mutex::new(Inner {
                 ring,
@@ -83,9 +82,9 @@ impl Ring {
             submissions: AtomicU64::new(0),
         });
         // SAFETY: the AsyncFd owns the eventfd, which stays open as long as it does.
-        let readable = unsafe { AsyncFd::register_with_interest(events, tokio::io::Interest::READABLE) }
+        let events = unsafe { AsyncFd::register_with_interest(events, tokio::io::Interest::READABLE) }
             .map_err(|e| io::Error::other(e.to_string()))?;
-        tokio::spawn(drive(Arc::clone(&ring), readable));
+        tokio::spawn(drive(Arc::clone(&ring), events));
         Ok(ring)
     }
 
@@ -188,14 +187,29 @@ impl Inner {
 
     /// Submits what is queued and hands every completion to its slot; returns the streams to
     /// wake and the abandoned sockets to close (after the lock is released), and whether it
-    /// entered the kernel. `enter`: enter even with nothing queued (to run completions'
-    /// deferred work).
-    fn turn(&mut self, enter: bool, wake: &mut Vec<Waker>, close: &mut Vec<TcpStream>) -> io::Result<bool> {
-        let entered = self.queued > 0 || enter;
-        if entered {
-            self.ring.submit()?;
-            self.queued = 0;
+    /// entered the kernel. `signalled`: the eventfd woke the driver; reset it. Completions
+    /// posted while this turn is in the kernel (a send to a socket with room, nearly every one)
+    /// are reaped by the turn itself, so the eventfd is kept quiet meanwhile. It tells of the
+    /// others: a send that found its socket full completes when the peer has read, through
+    /// the kernel's deferred work, outside any submission.
+    fn turn(
+        &mut self,
+        signalled: Option<&EventFd>,
+        wake: &mut Vec<Waker>,
+        close: &mut Vec<TcpStream>,
+    ) -> io::Result<bool> {
+        let entered = self.queued > 0;
+        self.ring.completion().disable_eventfd();
+        if let Some(events) = signalled {
+            events.drain();
         }
+        let submitted = match entered {
+            true => self.ring.submit().map(|_| self.queued = 0),
+            false => Ok(()),
+        };
+        // Re-enabled before reaping: a completion posted after the reap below signals.
+        self.ring.completion().enable_eventfd();
+        submitted?;
         let Inner { ring, slots, free, .. } = self;
         for cqe in ring.completion() {
             let Some(s) = slots.get_mut(cqe.user_data() as usize) else {
@@ -257,22 +271,24 @@ impl AsRawFd for EventFd {
     }
 }
 
-/// Submits the queued sends and delivers completions whenever a send is queued or the ring's
-/// fd turns readable. Runs as long as the runtime.
-async fn drive(ring: Arc<Ring>, readable: AsyncFd<EventFd>) {
-    let (mut wake, mut close, mut enter) = (Vec::new(), Vec::new(), true);
+/// Submits the queued sends and delivers completions whenever a send is queued or the
+/// eventfd tells of a completion posted outside a submission. Runs as long as the runtime.
+async fn drive(ring: Arc<Ring>, events: AsyncFd<EventFd>) {
+    let (mut wake, mut close, mut signalled) = (Vec::new(), Vec::new(), true);
     loop {
-        match ring.lock().turn(enter, &mut wake, &mut close) {
+        match ring
+            .lock()
+            .turn(signalled.then(|| events.get_ref()), &mut wake, &mut close)
+        {
             Ok(true) => drop(ring.submissions.fetch_add(1, Ordering::Relaxed)),
             Ok(false) => {}
             Err(e) => tracing::warn!(error = %e, "io_uring submission failed; retrying on the next turn"),
         }
         wake.drain(..).for_each(Waker::wake);
         close.clear();
-        enter = tokio::select! {
-            guard = readable.readable() => match guard {
+        signalled = tokio::select! {
+            guard = events.readable() => match guard {
                 Ok(mut guard) => {
-                    guard.get_inner().drain();
                     guard.clear_ready();
                     true
                 }
@@ -564,5 +580,42 @@ mod tests {
         let mut got = Vec::new();
         far.read_to_end(&mut got).await.expect("read");
         assert_eq!(got, b"hello world");
+    }
+
+    /// A send queued on a socket whose buffer is already full waits in the kernel for room and
+    /// completes through the kernel's deferred work, outside any submission: the eventfd must
+    /// still wake the driver once the peer reads, with no other traffic on the ring.
+    async fn a_send_to_a_full_socket_completes_once_the_peer_reads(ring: Arc<Ring>) {
+        let (mut near, mut far) = pair(&ring).await;
+        let chunk = pattern(64 << 10);
+        let mut filled = 0usize;
+        loop {
+            match near.tcp().expect("tcp").try_write(&chunk) {
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) => panic!("filling the socket: {e}"),
+            }
+        }
+        near.write_all(b"last").await.expect("write");
+        let writer = tokio::spawn(async move { near.flush().await });
+        let mut got = vec![0u8; filled + 4];
+        far.read_exact(&mut got).await.expect("read");
+        assert_eq!(&got[filled..], b"last");
+        // Without the signal this waits forever: bounded so that the failure is reported.
+        let flushed = tokio::time::timeout(std::time::Duration::from_secs(30), writer).await;
+        assert!(
+            matches!(flushed, Ok(Ok(Ok(())))),
+            "the flush never completed: {flushed:?}"
+        );
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_send_to_a_full_socket_completes_on_one_thread() {
+        a_send_to_a_full_socket_completes_once_the_peer_reads(Ring::start(true).expect("io_uring")).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_send_to_a_full_socket_completes_on_several_threads() {
+        a_send_to_a_full_socket_completes_once_the_peer_reads(Ring::start(false).expect("io_uring")).await;
     }
 }
