@@ -1,8 +1,10 @@
-//! Sends through io_uring (`server.io`: "auto", the default, or "uring"): one ring per process, its fd in tokio's
-//! epoll. A stream's write copies its bytes into a buffer the ring owns until the kernel is
-//! done with them and queues a send; a driver task submits every send queued since its last
-//! turn in one `io_uring_enter` and wakes the streams whose sends completed. Reads stay on
-//! tokio's readiness. On loopback this spends a third less CPU per answered request than a
+//! Sends through io_uring (`server.io`: "auto", the default, or "uring"): one ring per process,
+//! with an eventfd in tokio's epoll. A stream's write copies its bytes into a buffer the ring
+//! owns until the kernel is done with them and queues a send; a driver task submits every send
+//! queued since its last turn in one `io_uring_enter` and wakes the streams whose sends
+//! completed. The eventfd tells the driver only of completions it did not reap in its own turn
+//! (a send that waited for room in a full socket). Reads stay on tokio's readiness (reads
+//! through the ring measured a loss: docs/benchmarks.md). On loopback this spends a third less CPU per answered request than a
 //! `write` per send (`tessera-bench leg-floor 16 10 epoll,hybrid-sends`).
 
 use std::io;
@@ -191,7 +193,8 @@ impl Inner {
     /// posted while this turn is in the kernel (a send to a socket with room, nearly every one)
     /// are reaped by the turn itself, so the eventfd is kept quiet meanwhile. It tells of the
     /// others: a send that found its socket full completes when the peer has read, through
-    /// the kernel's deferred work, outside any submission.
+    /// the kernel's deferred work, outside any submission. A signal comes after its completion
+    /// was posted, so it needs no entry into the kernel, only the reap.
     fn turn(
         &mut self,
         signalled: Option<&EventFd>,
