@@ -507,3 +507,33 @@ async fn global_consistency_reads_see_writes_acknowledged_to_other_connections()
         "the test can tell: session consistency missed {missed} of 50"
     );
 }
+
+/// A statement that raised a warning on a replica, then GET DIAGNOSTICS (which assigns user
+/// variables, so it runs on the primary): the primary must read the replica's area.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_diagnostics_on_the_primary_reads_the_warnings_a_replica_raised() {
+    let c = cluster([0, 1, 1]).await;
+    let mut app = c.client("app").await;
+    for round in 0..6 {
+        let rows = app
+            .query("SELECT CAST('x' AS SIGNED), @@server_id")
+            .await
+            .expect("cast");
+        let id = rows[0][1].clone().expect("server id");
+        assert_ne!(c.server_of(&id), 0, "round {round}: the read ran on a replica");
+        let get = "GET DIAGNOSTICS @n = NUMBER";
+        let get_errno = "GET DIAGNOSTICS CONDITION 1 @e = MYSQL_ERRNO";
+        if round % 2 == 0 {
+            app.query(get).await.expect("get diagnostics");
+            app.query(get_errno).await.expect("get condition");
+        } else {
+            for sql in [get, get_errno] {
+                let (stmt, _, _) = app.prepare(sql).await.expect("prepare");
+                app.execute(stmt, &[]).await.expect("execute");
+                app.close_stmt(stmt).await;
+            }
+        }
+        assert_eq!(app.value("SELECT @n").await.as_deref(), Some("1"), "round {round}");
+        assert_eq!(app.value("SELECT @e").await.as_deref(), Some("1292"), "round {round}");
+    }
+}

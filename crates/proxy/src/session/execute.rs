@@ -30,16 +30,19 @@ pub struct Stmt<'a> {
 impl Session {
     /// Borrows the connection for the next statement and syncs its session state.
     pub async fn acquire(&mut self, target: Target, scope: SyncScope) -> Result<PooledConn, ProxyError> {
-        self.acquire_avoiding(target, scope, None).await
+        Ok(self.acquire_avoiding(target, scope, None).await?.0)
     }
 
     /// [`Session::acquire`], never choosing server `exclude` of the target's group for a read.
+    /// The flag is true when the connection is the one the session held before (its
+    /// diagnostics area and LAST_INSERT_ID are the session's); false for a connection from the
+    /// pool, including when a held one had to be given up for this target.
     pub async fn acquire_avoiding(
         &mut self,
         target: Target,
         scope: SyncScope,
         exclude: Option<usize>,
-    ) -> Result<PooledConn, ProxyError> {
+    ) -> Result<(PooledConn, bool), ProxyError> {
         let group = self.ctx.group_checked(target.group)?.clone();
         self.routing.partial_response = false;
         let held = match self.held.take() {
@@ -52,6 +55,7 @@ impl Session {
             }
             other => other,
         };
+        let on_held = held.is_some();
         let mut conn = match held {
             Some(c) => c,
             None => self.checkout_for(&group, target, exclude).await?,
@@ -83,7 +87,7 @@ impl Session {
             self.txn_reads_only &= reads_only;
         }
         self.handle.set_running(Some((conn.server.clone(), conn.thread_id)));
-        Ok(conn)
+        Ok((conn, on_held))
     }
 
     /// The database a backend connection must have selected for the next statement: a shard's

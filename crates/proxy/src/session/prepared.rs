@@ -337,9 +337,8 @@ impl Session {
         run: &Execution<'_>,
         stmts: &[Stmt<'_>],
     ) -> Result<(), ProxyError> {
-        let was_held = self.held.is_some();
         self.statement_reads_only = run.reads_only && !run.session_functions;
-        let mut conn = self.acquire_avoiding(target, run.scope, exclude).await?;
+        let (mut conn, was_held) = self.acquire_avoiding(target, run.scope, exclude).await?;
         if run.session_functions {
             if let Err(e) = conn.simple_command(&self.session_function_values()).await {
                 self.handle.set_running(None);

@@ -108,9 +108,8 @@ impl Session {
         sql: &[u8],
         stmts: &[Stmt<'_>],
     ) -> Result<(), ProxyError> {
-        let was_held = self.held.is_some();
         self.statement_reads_only = self.in_transaction() && stmts.iter().all(|s| super::txn_edges::reads_only(s));
-        let mut conn = self.acquire_avoiding(target, sync_scope(stmts), exclude).await?;
+        let (mut conn, was_held) = self.acquire_avoiding(target, sync_scope(stmts), exclude).await?;
         if !was_held && stmts.iter().any(|s| super::diagnostics::reads_area(&s.class)) {
             if let Err(e) = self.restore_diagnostics(&mut conn).await {
                 return Err(self.failed(conn, was_held, e));
