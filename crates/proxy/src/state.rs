@@ -146,6 +146,16 @@ impl SessionVars {
         &self.vars
     }
 
+    /// Whether both hold equal system variables (a pointer compare when they share the map).
+    pub fn same_vars(&self, other: &SessionVars) -> bool {
+        self.vars == other.vars
+    }
+
+    /// Whether both share one copy of their system variables.
+    pub fn shares_vars_with(&self, other: &SessionVars) -> bool {
+        Arc::ptr_eq(&self.vars, &other.vars)
+    }
+
     /// Whether the session runs in autocommit mode (the default while `vars` do not say OFF).
     pub fn autocommit(&self) -> bool {
         !self.autocommit_off

@@ -77,6 +77,35 @@ async fn sessions_in_different_states_never_share_a_lane() {
     assert!(m.pipelined.load(Ordering::Relaxed) > 0);
 }
 
+/// Sessions whose reads went through one lane set share its copy of their variables; a SET
+/// in one of them afterwards changes that session only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_that_changes_state_after_sharing_a_lane_set_changes_only_its_own() {
+    let env = Env::start("pipeline_lanes = 1", "").await;
+    let mut cs = Vec::new();
+    for _ in 0..4 {
+        let mut c = env.client_in_test().await;
+        let (id, _, _) = c.prepare("SELECT CAST(1 || ? AS CHAR)").await.expect("prepare");
+        cs.push((c, id));
+    }
+    // 1 OR 0 by default, the concatenation '10' under PIPES_AS_CONCAT (no warning either way).
+    for (round, want) in [["1", "1", "1", "1"], ["10", "1", "10", "1"]].iter().enumerate() {
+        if round == 1 {
+            for (c, _) in cs.iter_mut().step_by(2) {
+                c.query("SET sql_mode = 'PIPES_AS_CONCAT'").await.expect("set");
+            }
+        }
+        for _ in 0..10 {
+            for (i, (c, id)) in cs.iter_mut().enumerate() {
+                let rows = c.execute(*id, &[Some("0")]).await.expect("execute");
+                assert_eq!(rows, vec![vec![Some(want[i].to_string())]], "round {round} session {i}");
+            }
+        }
+    }
+    let m = &env.proxy.as_ref().expect("running").ctx.metrics;
+    assert!(m.pipelined.load(Ordering::Relaxed) > 0);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_answer_with_warnings_runs_again_alone_and_its_warnings_stay_readable() {
     let env = Env::start("pipeline_lanes = 1", "").await;

@@ -132,7 +132,8 @@ impl Session {
             budget: pool.max_size() / 4,
             ..settings
         };
-        let lane = match pool.lanes.pick(&self.state, self.flavour(), settings) {
+        let flavour = self.flavour();
+        let lane = match pool.lanes.pick(&mut self.state, flavour, settings) {
             Pick::Lane(lane) => lane,
             Pick::Open(set) => match self.open_lane(target, &pool, &set, settings).await {
                 Some(lane) => lane,
