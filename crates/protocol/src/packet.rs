@@ -83,6 +83,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
     /// Reads one logical packet (joining continuation frames); returns its first sequence id
     /// and payload. The next packet written continues the sequence.
     pub async fn read_packet_with_seq(&mut self) -> Result<(u8, Bytes)> {
+        if let Some(packet) = self.take_buffered_packet() {
+            return Ok(packet);
+        }
         let (first_seq, len) = self.read_frame_header().await?;
         if len < MAX_FRAME {
             let payload = self.read_frame_payload(len).await?;
@@ -160,6 +163,21 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
     /// Reads one logical packet and returns its payload.
     pub async fn read_packet(&mut self) -> Result<Bytes> {
         Ok(self.read_packet_with_seq().await?.1)
+    }
+
+    /// A one-frame packet already whole in the buffer, taken without the reading machinery
+    /// (most packets of a response arrive with the one before them). None when it is not
+    /// whole, is continued, or is larger than allowed (the slow path reports that).
+    fn take_buffered_packet(&mut self) -> Option<(u8, Bytes)> {
+        let header = self.rbuf.get(..4)?;
+        let len = usize::from(header[0]) | usize::from(header[1]) << 8 | usize::from(header[2]) << 16;
+        let seq = header[3];
+        if len >= MAX_FRAME || len > self.max_packet || self.rbuf.len() < 4 + len {
+            return None;
+        }
+        self.rbuf.advance(4);
+        self.seq = seq.wrapping_add(1);
+        Some((seq, self.rbuf.split_to(len).freeze()))
     }
 
     async fn read_frame_header(&mut self) -> Result<(u8, usize)> {
