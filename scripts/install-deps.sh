@@ -90,9 +90,11 @@ step_mariadb() {
     check_apt_pkg mariadb-client
 }
 
-# Load generator for the benchmark kit, a font for its charts, and taskset (util-linux) for --pin.
+# Load generator for the benchmark kit, a font for its charts, taskset (util-linux) for --pin,
+# and valgrind for scripts/bench-instructions.sh.
 step_bench() {
     check_apt_pkg sysbench
+    check_apt_pkg valgrind
     check_apt_pkg fonts-dejavu-core
     check_apt_pkg util-linux
 }

@@ -30,11 +30,12 @@ impl Stream {
         }
     }
 
-    /// The plain TCP stream under this one, for a TLS handshake (nothing may be in flight).
-    pub fn into_plain_tcp(self) -> Option<TcpStream> {
+    /// The plain TCP stream under this one, for a TLS handshake, once every byte written has
+    /// been sent.
+    pub async fn into_plain_tcp(self) -> Option<TcpStream> {
         match self {
             Stream::Tcp(tcp) => Some(tcp),
-            Stream::Uring(u) => u.into_tcp().ok(),
+            Stream::Uring(u) => u.into_tcp().await.ok(),
             _ => None,
         }
     }

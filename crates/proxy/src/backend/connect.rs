@@ -136,7 +136,7 @@ async fn upgrade_tls(
     io.send(&buf).await.map_err(|e| lost(server, e))?;
     let seq = io.seq();
     let (stream, _) = io.into_parts();
-    let Some(tcp) = stream.into_plain_tcp() else {
+    let Some(tcp) = stream.into_plain_tcp().await else {
         return Err(ProxyError::Config("backend stream already encrypted".into()));
     };
     let name = rustls::pki_types::ServerName::try_from("tessera-backend")

@@ -200,8 +200,9 @@ impl<S: ResponseSource, C: AsyncRead + AsyncWrite + Unpin> Forwarder<'_, S, C> {
         if let std::task::Poll::Ready(r) = poll_once(&mut flush).await {
             return Ok(r?);
         }
-        // A send through io_uring completes when the ring's driver submits it, later in this
-        // turn of the runtime: let it run before deciding the client is slow.
+        // A write through io_uring waits for the previous send, which completes when the
+        // ring's driver submits it, later in this turn of the runtime: let it run before
+        // deciding the client is slow.
         tokio::task::yield_now().await;
         if let std::task::Poll::Ready(r) = poll_once(&mut flush).await {
             return Ok(r?);

@@ -119,7 +119,7 @@ async fn upgrade(ctx: &Context, client: PacketStream<Stream>) -> Result<PacketSt
     let acceptor = ctx.tls.as_ref().ok_or(ProxyError::BadHandshake)?;
     let seq = client.seq();
     let (stream, _) = client.into_parts();
-    let Some(tcp) = stream.into_plain_tcp() else {
+    let Some(tcp) = stream.into_plain_tcp().await else {
         return Err(ProxyError::BadHandshake);
     };
     let tls = acceptor.accept(tcp).await.map_err(|e| ProxyError::Client(e.into()))?;
