@@ -169,9 +169,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
     /// (most packets of a response arrive with the one before them). None when it is not
     /// whole, is continued, or is larger than allowed (the slow path reports that).
     fn take_buffered_packet(&mut self) -> Option<(u8, Bytes)> {
-        let header = self.rbuf.get(..4)?;
-        let len = usize::from(header[0]) | usize::from(header[1]) << 8 | usize::from(header[2]) << 16;
-        let seq = header[3];
+        let (len, seq) = frame_header(self.rbuf.get(..4)?);
         if len >= MAX_FRAME || len > self.max_packet || self.rbuf.len() < 4 + len {
             return None;
         }
@@ -182,8 +180,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
 
     async fn read_frame_header(&mut self) -> Result<(u8, usize)> {
         self.fill(4).await?;
-        let len = usize::from(self.rbuf[0]) | usize::from(self.rbuf[1]) << 8 | usize::from(self.rbuf[2]) << 16;
-        let seq = self.rbuf[3];
+        let (len, seq) = frame_header(&self.rbuf[..4]);
         if len > self.max_packet {
             return Err(ProtocolError::PacketTooLarge {
                 size: len,
@@ -279,6 +276,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
 /// The payload length in a frame header (the first three bytes of `frame`).
 fn frame_len(frame: &[u8]) -> usize {
     usize::from(frame[0]) | usize::from(frame[1]) << 8 | usize::from(frame[2]) << 16
+}
+
+/// A frame header's payload length (3 bytes, little-endian) and sequence id.
+fn frame_header(header: &[u8]) -> (usize, u8) {
+    let len = usize::from(header[0]) | usize::from(header[1]) << 8 | usize::from(header[2]) << 16;
+    (len, header[3])
 }
 
 #[cfg(test)]

@@ -3,10 +3,11 @@
 //! owns until the kernel has taken all of them and queues a send; a flush returns at once (the
 //! ring sends every byte on its own, the rest of a short send included), so a session is not
 //! woken when its send completes. A driver task submits every send queued since its last turn
-//! in one `io_uring_enter` and wakes the streams that wait for a send's end (the next write). The eventfd tells the driver only of completions it did not reap in its own turn
-//! (a send that waited for room in a full socket). Reads stay on tokio's readiness (reads
-//! through the ring measured a loss: docs/benchmarks.md). On loopback this spends a third less CPU per answered request than a
-//! `write` per send (`tessera-bench leg-floor 16 10 epoll,hybrid-sends`).
+//! in one `io_uring_enter` and wakes the streams that wait for a send's end (the next write).
+//! The eventfd tells the driver only of completions it did not reap in its own turn (a send
+//! that waited for room in a full socket). Reads stay on tokio's readiness (reads through the
+//! ring measured a loss: docs/benchmarks.md). On loopback this spends a third less CPU per
+//! answered request than a `write` per send (`tessera-bench leg-floor 16 10 epoll,hybrid-sends`).
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
