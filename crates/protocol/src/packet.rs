@@ -160,6 +160,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
         (end, count, aligned, next)
     }
 
+    /// The next packet's payload when it is already whole in the read buffer (one frame, within
+    /// the size limit): no waiting, no syscall. None leaves the buffer as it was.
+    pub fn read_buffered_packet(&mut self) -> Option<Bytes> {
+        self.take_buffered_packet().map(|(_, payload)| payload)
+    }
+
     /// Reads one logical packet and returns its payload.
     pub async fn read_packet(&mut self) -> Result<Bytes> {
         Ok(self.read_packet_with_seq().await?.1)

@@ -126,7 +126,19 @@ impl BackendConn {
         Ok(())
     }
 
+    /// The next packet of the current answer when it is already whole in the read buffer and
+    /// no queued command's answer comes before it (None: use [`Self::read`]).
+    pub fn read_buffered(&mut self) -> Option<Bytes> {
+        if self.pending_oks > 0 {
+            return None;
+        }
+        self.io.read_buffered_packet()
+    }
+
     pub async fn read(&mut self) -> Result<Bytes, ProxyError> {
+        if let Some(packet) = self.read_buffered() {
+            return Ok(packet);
+        }
         self.read_pending().await?;
         self.io.read_packet().await.map_err(|e| self.lost(e))
     }

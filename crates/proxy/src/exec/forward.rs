@@ -73,6 +73,8 @@ pub struct ClientSide<'t> {
 pub trait ResponseSource {
     /// The next packet of the response.
     fn packet(&mut self) -> impl std::future::Future<Output = Result<Bytes, ProxyError>>;
+    /// The next packet when it is already whole in memory (None: read it with [`Self::packet`]).
+    fn buffered_packet(&mut self) -> Option<Bytes>;
     /// More of the response can be read without waiting.
     fn has_buffered_input(&self) -> bool;
     /// Capabilities negotiated with the backend (EOF/OK framing).
@@ -84,6 +86,9 @@ pub trait ResponseSource {
 impl ResponseSource for BackendConn {
     async fn packet(&mut self) -> Result<Bytes, ProxyError> {
         self.read().await
+    }
+    fn buffered_packet(&mut self) -> Option<Bytes> {
+        self.read_buffered()
     }
     fn has_buffered_input(&self) -> bool {
         self.io.has_buffered_input()
@@ -109,6 +114,9 @@ impl ResponseSource for ReadResponse {
                 std::io::ErrorKind::UnexpectedEof.into(),
             ))
         })
+    }
+    fn buffered_packet(&mut self) -> Option<Bytes> {
+        self.packets.pop_front()
     }
     fn has_buffered_input(&self) -> bool {
         !self.packets.is_empty()
@@ -216,16 +224,29 @@ impl<S: ResponseSource, C: AsyncRead + AsyncWrite + Unpin> Forwarder<'_, S, C> {
     }
 
     async fn next(&mut self) -> Result<Bytes, ProxyError> {
+        // Most packets of a response arrive with the one before them: taken without the
+        // reading machinery (and, with input buffered, no flush is due below FLUSH_AT).
+        if self.client.pending_write() < FLUSH_AT {
+            if let Some(packet) = self.backend.buffered_packet() {
+                self.note_started();
+                return Ok(packet);
+            }
+        }
         if self.client.pending_write() >= FLUSH_AT
             || (self.client.pending_write() > 0 && !self.backend.has_buffered_input())
         {
             self.flush_client().await?;
         }
         let packet = self.backend.packet().await?;
+        self.note_started();
+        Ok(packet)
+    }
+
+    /// Part of the response was taken: a live connection cannot be reused for another command.
+    fn note_started(&mut self) {
         if let Some(conn) = self.backend.connection() {
             conn.response_started = true;
         }
-        Ok(packet)
     }
 
     async fn run(&mut self, mode: Mode) -> Result<(), ProxyError> {
@@ -297,7 +318,7 @@ impl<S: ResponseSource, C: AsyncRead + AsyncWrite + Unpin> Forwarder<'_, S, C> {
     async fn result_set(&mut self, first: &[u8], mode: Mode) -> Result<bool, ProxyError> {
         let columns = Reader::new(first).lenenc_int()?;
         self.client.write_packet(first);
-        for _ in 0..columns {
+        for _ in self.take_buffered_definitions(columns)..columns {
             let def = self.next().await?;
             self.client.write_packet(&def);
         }
@@ -336,6 +357,25 @@ impl<S: ResponseSource, C: AsyncRead + AsyncWrite + Unpin> Forwarder<'_, S, C> {
             rows += 1;
             self.client.write_packet(&p);
         }
+    }
+
+    /// Copies up to `columns` column definitions already buffered from a live backend straight
+    /// to the client, in one piece; returns how many.
+    fn take_buffered_definitions(&mut self, columns: u64) -> u64 {
+        let client = &mut *self.client;
+        let Some(conn) = self.backend.connection() else {
+            return 0;
+        };
+        let mut wanted = columns;
+        let taken = conn.io.copy_buffered_to(client, |_| {
+            let take = wanted > 0;
+            wanted = wanted.saturating_sub(1);
+            take
+        });
+        if taken > 0 {
+            conn.response_started = true;
+        }
+        taken as u64
     }
 
     /// Copies the rows already buffered from a live backend straight to the client.
@@ -525,6 +565,40 @@ mod tests {
         for (i, ((seq, p), want)) in got.iter().zip(&packets).enumerate() {
             assert_eq!(*seq as usize, i + 1);
             assert_eq!(p, want);
+        }
+    }
+
+    /// Five definitions, of which the first read finds `buffered` packets; the rest arrives
+    /// afterwards and the fake backend then closes, so a forwarder that miscounts fails.
+    async fn forward_definitions_arriving_in_two_parts(buffered: usize) {
+        let mut r = rig();
+        let defs: Vec<Vec<u8>> = (0..5)
+            .map(|i| packet(|b| ColumnDefinition::text(&format!("col{i}")).encode(b)))
+            .collect();
+        let mut packets = vec![column_count(5)];
+        packets.extend(defs);
+        packets.extend([eof(0x0002), row("x"), eof(0x0002)]);
+        script(&mut r.server, &packets[..buffered]).await;
+        let mut server = r.server;
+        let rest = async {
+            tokio::task::yield_now().await;
+            script(&mut server, &packets[buffered..]).await;
+            drop(server);
+        };
+        let forwarding = forward(&mut r.backend, &mut r.client, side(CLIENT_PROTOCOL_41), Mode::Text);
+        let (out, ()) = tokio::join!(forwarding, rest);
+        assert_eq!(out.expect("forward").result_rows, Some(1), "{buffered} buffered");
+        let got = read_n(&mut r.peer, packets.len()).await;
+        for (i, ((seq, p), want)) in got.iter().zip(&packets).enumerate() {
+            assert_eq!(*seq as usize, i + 1, "packet {i}, {buffered} buffered");
+            assert_eq!(p, want, "packet {i}, {buffered} buffered");
+        }
+    }
+
+    #[tokio::test]
+    async fn definitions_buffered_in_part_or_whole_reach_the_client_whole_and_in_sequence() {
+        for buffered in [1, 3, 6, 7, 9] {
+            forward_definitions_arriving_in_two_parts(buffered).await;
         }
     }
 
