@@ -251,7 +251,8 @@ impl Session {
         if let Some(sharded) = run.sharded.clone() {
             return Box::pin(self.execute_sharded(stmt_id, &run, &stmts, &sharded)).await;
         }
-        if self.defer_transaction_edge(&stmts[0]).await? {
+        if self.defer_transaction_edge(&stmts[0]) {
+            self.ok().await?;
             return Ok(Next::Continue);
         }
         let opens_cursor = run.request.flags & CURSOR_TYPE_READ_ONLY != 0;

@@ -47,7 +47,8 @@ impl Session {
             return Ok(next);
         }
         if let [s] = stmts.as_slice() {
-            if self.defer_transaction_edge(s).await? {
+            if self.defer_transaction_edge(s) {
+                self.ok().await?;
                 return Ok(Next::Continue);
             }
         }

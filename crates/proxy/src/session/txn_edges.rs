@@ -4,7 +4,6 @@
 
 use super::execute::Stmt;
 use super::Session;
-use crate::error::ProxyError;
 use crate::metrics::Metrics;
 use tessera_sql::StatementKind;
 
@@ -22,8 +21,9 @@ impl Session {
     /// - COMMIT or ROLLBACK of a transaction that ran only pure reads: queued on the connection,
     ///   which goes back to the pool at once (see [`crate::backend::BackendConn::queue_end_of_reads`]).
     ///
-    /// Returns whether the statement was answered.
-    pub(super) async fn defer_transaction_edge(&mut self, s: &Stmt<'_>) -> Result<bool, ProxyError> {
+    /// Returns whether the statement is answered here: the caller then sends the client its OK
+    /// (a sync decision, so the statements that are no edge pay no future for it).
+    pub(super) fn defer_transaction_edge(&mut self, s: &Stmt<'_>) -> bool {
         let edge = match s.class.kind {
             StatementKind::Begin => self.held.is_none(),
             StatementKind::Commit | StatementKind::Rollback => self.begin_deferred || self.ends_reads_only(),
@@ -36,7 +36,7 @@ impl Session {
             && self.diagnostics.is_empty()
             && self.logical_schema().is_none();
         if !free {
-            return Ok(false);
+            return false;
         }
         let words = tessera_sql::plain_words(s.sql);
         let words: Vec<&str> = words.iter().map(String::as_str).collect();
@@ -47,15 +47,14 @@ impl Session {
             }
             (StatementKind::Commit, ["commit"] | ["commit", "work"]) => Some(true),
             (StatementKind::Rollback, ["rollback"] | ["rollback", "work"]) => Some(false),
-            _ => return Ok(false),
+            _ => return false,
         };
         if let Some(commit) = commit {
             self.end_transaction_here(commit);
         }
         self.last.row_count = 0;
         self.last_error = None;
-        self.ok().await?;
-        Ok(true)
+        true
     }
 
     /// The held transaction began deferred and ran only pure reads, with nothing else the
