@@ -291,19 +291,25 @@ impl Inner {
                 None => resend.push(slot),
             }
         }
-        self.resend_rests()?;
+        self.resend_rests(wake);
         Ok(entered)
     }
 
-    /// Queues the rest of every send that stopped short.
-    fn resend_rests(&mut self) -> io::Result<()> {
+    /// Queues the rest of every send that stopped short. A rest that cannot be queued (the
+    /// submission queue stays full) fails its send: the stream sees the error at its next
+    /// write, flush or drain and its connection closes, instead of waiting for ever.
+    fn resend_rests(&mut self, wake: &mut Vec<Waker>) {
         let mut resend = std::mem::take(&mut self.resend);
         for slot in resend.drain(..) {
             let entry = self.slots[slot].send_entry(slot);
-            self.push(&entry)?;
+            if let Err(e) = self.push(&entry) {
+                tracing::warn!(error = %e, "could not queue the rest of a short io_uring send: it fails");
+                let s = &mut self.slots[slot];
+                s.result = Some(-e.raw_os_error().unwrap_or(libc::EIO));
+                wake.extend(s.waker.take());
+            }
         }
         self.resend = resend;
-        Ok(())
     }
 }
 
@@ -351,6 +357,7 @@ impl AsRawFd for EventFd {
 /// eventfd tells of a completion posted outside a submission. Runs as long as the runtime.
 async fn drive(ring: Arc<Ring>, events: AsyncFd<EventFd>) {
     let (mut wake, mut close, mut signalled) = (Vec::new(), Vec::new(), true);
+    let mut failing = false;
     loop {
         let turned = ring
             .lock()
@@ -358,10 +365,19 @@ async fn drive(ring: Arc<Ring>, events: AsyncFd<EventFd>) {
         match turned {
             Ok(true) => drop(ring.submissions.fetch_add(1, Ordering::Relaxed)),
             Ok(false) => {}
-            Err(ref e) => tracing::warn!(error = %e, "io_uring submission failed; retrying on the next turn"),
+            Err(ref e) if !failing => tracing::warn!(error = %e, "io_uring submission failed; retrying"),
+            Err(ref e) => tracing::debug!(error = %e, "io_uring submission failed again; retrying"),
         }
+        failing = turned.is_err();
         wake.drain(..).for_each(Waker::wake);
         close.clear();
+        if failing {
+            // What is queued stays queued, and a new send does not kick the driver while
+            // anything is: retry on a timer (not at once: a lasting failure must not spin).
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+            signalled = true;
+            continue;
+        }
         if turned.is_ok() && ring.lock().queued > 0 {
             // The rest of a send that stopped short, or a send queued meanwhile.
             signalled = false;
@@ -672,6 +688,45 @@ mod tests {
             matches!(flushed, Ok(Ok(Ok(())))),
             "the flush never completed: {flushed:?}"
         );
+    }
+
+    /// A waker that counts its wake-ups.
+    struct Counting(std::sync::atomic::AtomicUsize);
+
+    impl std::task::Wake for Counting {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// The rest of a short send that cannot be queued (here: a ring that refuses submissions,
+    /// its queue full) fails that send and wakes its stream; it does not leave it waiting.
+    #[test]
+    fn a_rest_that_cannot_be_queued_fails_its_send_and_wakes_the_stream() {
+        let ring = IoUring::builder().setup_r_disabled().build(4).expect("io_uring");
+        let mut inner = Inner {
+            ring,
+            slots: Vec::new(),
+            free: Vec::new(),
+            queued: 0,
+            resend: Vec::new(),
+        };
+        while inner.push(&opcode::Nop::new().build().user_data(CANCEL)).is_ok() {}
+        let woken = Arc::new(Counting(std::sync::atomic::AtomicUsize::new(0)));
+        inner.slots.push(Slot {
+            bytes: pattern(100),
+            done: 40,
+            waker: Some(Waker::from(Arc::clone(&woken))),
+            ..Slot::default()
+        });
+        inner.resend.push(0);
+        let mut wake = Vec::new();
+        inner.resend_rests(&mut wake);
+        wake.drain(..).for_each(Waker::wake);
+        assert_eq!(woken.0.load(Ordering::Relaxed), 1, "the stream is woken");
+        let (result, _) = inner.take_result(0).expect("the send is over");
+        assert!(result < 0, "with an error: {result}");
+        assert!(inner.resend.is_empty());
     }
 
     #[tokio::test(flavor = "current_thread")]
