@@ -469,20 +469,29 @@ pub fn starts_with_keyword(sql: &str, kw: &str) -> bool {
     words.all(|w| lexer.next_significant().is_some_and(|t| t.is_word(w)))
 }
 
-/// The statement's words in lower case when it is nothing but unquoted words (comments and one
-/// trailing `;` aside, no hints); empty otherwise. `"BEGIN WORK;"` -> `["begin", "work"]`.
-pub fn plain_words(sql: &str) -> Vec<String> {
-    let mut words = Vec::new();
+/// Whether the statement is exactly one of `forms`, each a space-separated list of unquoted
+/// words, compared without regard to case (comments and one trailing `;` aside, no hints):
+/// `is_plain_words("Begin WORK;", &["begin", "begin work"])`. Allocates nothing.
+pub fn is_plain_words(sql: &str, forms: &[&str]) -> bool {
+    forms.iter().any(|form| matches_words(sql, form))
+}
+
+fn matches_words(sql: &str, form: &str) -> bool {
+    let mut want = form.split_ascii_whitespace();
     let mut ended = false;
     for token in Lexer::new(sql) {
         match token.kind {
             TokenKind::Comment => {}
-            TokenKind::Word if !ended => words.push(token.text.to_ascii_lowercase()),
+            TokenKind::Word if !ended => {
+                if !want.next().is_some_and(|w| token.text.eq_ignore_ascii_case(w)) {
+                    return false;
+                }
+            }
             TokenKind::Semicolon if !ended => ended = true,
-            _ => return Vec::new(),
+            _ => return false,
         }
     }
-    words
+    want.next().is_none()
 }
 
 #[cfg(test)]
@@ -492,12 +501,15 @@ mod tests {
 
     #[test]
     fn plain_words_are_only_words() {
-        assert_eq!(plain_words(" Begin  WORK ; "), ["begin", "work"]);
-        assert_eq!(plain_words("/* c */ COMMIT"), ["commit"]);
-        assert!(plain_words("COMMIT AND CHAIN").len() == 3);
-        assert!(plain_words("START TRANSACTION /*+ x */").is_empty());
-        assert!(plain_words("BEGIN; SELECT 1").is_empty());
-        assert!(plain_words("ROLLBACK TO `sp`").is_empty());
+        assert!(is_plain_words(" Begin  WORK ; ", &["begin", "begin work"]));
+        assert!(is_plain_words("/* c */ COMMIT", &["commit"]));
+        assert!(is_plain_words("COMMIT AND CHAIN", &["commit and chain"]));
+        assert!(!is_plain_words("COMMIT AND CHAIN", &["commit", "commit work"]));
+        assert!(!is_plain_words("COMMIT", &["commit work"]), "every word of a form");
+        assert!(!is_plain_words("START TRANSACTION /*+ x */", &["start transaction"]));
+        assert!(!is_plain_words("BEGIN; SELECT 1", &["begin"]));
+        assert!(!is_plain_words("ROLLBACK TO `sp`", &["rollback to sp"]));
+        assert!(!is_plain_words("BEGIN;;", &["begin"]), "one trailing semicolon only");
     }
 
     fn kinds(sql: &str) -> Vec<(TokenKind, &str)> {

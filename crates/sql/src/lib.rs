@@ -27,7 +27,7 @@ pub mod uservars;
 
 pub use classify::{classify, Classification, RouteHint, SetKind, StatementKind};
 pub use flags::Flags;
-pub use lexer::{plain_words, starts_with_keyword, unquote, Lexer, Token, TokenKind};
+pub use lexer::{is_plain_words, starts_with_keyword, unquote, Lexer, Token, TokenKind};
 pub use split::{set_assignments, split_statements};
 pub use uservars::{assigned_user_variables, references_user_variables, user_var_name};
 pub mod fingerprint;

@@ -38,15 +38,14 @@ impl Session {
         if !free {
             return false;
         }
-        let words = tessera_sql::plain_words(s.sql);
-        let words: Vec<&str> = words.iter().map(String::as_str).collect();
-        let commit = match (&s.class.kind, words.as_slice()) {
-            (StatementKind::Begin, ["begin"] | ["begin", "work"] | ["start", "transaction"]) => {
+        let plain = |forms: &[&str]| tessera_sql::is_plain_words(s.sql, forms);
+        let commit = match s.class.kind {
+            StatementKind::Begin if plain(&["begin", "begin work", "start transaction"]) => {
                 self.begin_deferred = true;
                 None
             }
-            (StatementKind::Commit, ["commit"] | ["commit", "work"]) => Some(true),
-            (StatementKind::Rollback, ["rollback"] | ["rollback", "work"]) => Some(false),
+            StatementKind::Commit if plain(&["commit", "commit work"]) => Some(true),
+            StatementKind::Rollback if plain(&["rollback", "rollback work"]) => Some(false),
             _ => return false,
         };
         if let Some(commit) = commit {
