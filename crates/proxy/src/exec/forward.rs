@@ -362,29 +362,27 @@ impl<S: ResponseSource, C: AsyncRead + AsyncWrite + Unpin> Forwarder<'_, S, C> {
     /// Copies up to `columns` column definitions already buffered from a live backend straight
     /// to the client, in one piece; returns how many.
     fn take_buffered_definitions(&mut self, columns: u64) -> u64 {
-        let client = &mut *self.client;
-        let Some(conn) = self.backend.connection() else {
-            return 0;
-        };
         let mut wanted = columns;
-        let taken = conn.io.copy_buffered_to(client, |_| {
+        self.copy_buffered(|_| {
             let take = wanted > 0;
             wanted = wanted.saturating_sub(1);
             take
-        });
-        if taken > 0 {
-            conn.response_started = true;
-        }
-        taken as u64
+        })
     }
 
     /// Copies the rows already buffered from a live backend straight to the client.
     fn take_buffered_rows(&mut self) -> u64 {
+        self.copy_buffered(|p| !(is_eof(p) || is_err(p)))
+    }
+
+    /// Copies the packets already buffered from a live backend that `take` accepts straight to
+    /// the client (see [`PacketStream::copy_buffered_to`]); returns how many.
+    fn copy_buffered(&mut self, take: impl FnMut(&[u8]) -> bool) -> u64 {
         let client = &mut *self.client;
         let Some(conn) = self.backend.connection() else {
             return 0;
         };
-        let taken = conn.io.copy_buffered_to(client, |p| !(is_eof(p) || is_err(p)));
+        let taken = conn.io.copy_buffered_to(client, take);
         if taken > 0 {
             conn.response_started = true;
         }
