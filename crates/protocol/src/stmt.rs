@@ -5,6 +5,7 @@ use crate::codec::Reader;
 use crate::command::{COM_STMT_CLOSE, COM_STMT_EXECUTE, COM_STMT_PREPARE, COM_STMT_SEND_LONG_DATA};
 use crate::error::{ProtocolError, Result};
 use bytes::{BufMut, BytesMut};
+use std::ops::Range;
 
 /// The first packet of a successful COM_STMT_PREPARE response.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,20 +94,52 @@ impl<'a> ExecuteRequest<'a> {
         })
     }
 
-    /// Encodes this execution for a backend statement id, always with parameter types.
-    pub fn encode_for_backend(&self, out: &mut BytesMut, backend_id: u32, types: &[u8]) {
+    /// Encodes this execution for a backend statement id, with the parameter types when
+    /// `types` is given; without them the server keeps the types of the statement's previous
+    /// execution (what client libraries do when the types did not change). Returns where in
+    /// `out` the types went, if they did.
+    pub fn encode_for_backend(
+        &self,
+        out: &mut BytesMut,
+        backend_id: u32,
+        types: Option<&[u8]>,
+    ) -> Option<Range<usize>> {
         out.put_u8(COM_STMT_EXECUTE);
         out.put_u32_le(backend_id);
         out.put_u8(self.flags);
         out.put_u32_le(1);
-        if self.null_bitmap.is_empty() && types.is_empty() {
-            return;
+        if self.null_bitmap.is_empty() && types.is_none_or(<[u8]>::is_empty) {
+            return None;
         }
         out.put_slice(self.null_bitmap);
-        out.put_u8(1);
-        out.put_slice(types);
+        let at = out.len() + 1;
+        let written = match types {
+            Some(types) => {
+                out.put_u8(1);
+                out.put_slice(types);
+                Some(at..at + types.len())
+            }
+            None => {
+                out.put_u8(0);
+                None
+            }
+        };
         out.put_slice(self.values);
+        written
     }
+}
+
+/// Removes the parameter types at `types` from an encoded COM_STMT_EXECUTE (as
+/// [`ExecuteRequest::encode_for_backend`] reported them): the server then keeps the types of
+/// the statement's previous execution.
+pub fn drop_execute_types(command: &mut BytesMut, types: Range<usize>) {
+    if types.start == 0 || types.end > command.len() {
+        return;
+    }
+    command[types.start - 1] = 0;
+    let len = command.len() - types.len();
+    command.copy_within(types.end.., types.start);
+    command.truncate(len);
 }
 
 /// COM_STMT_PREPARE with the statement text.
@@ -141,11 +174,24 @@ mod tests {
         let req = ExecuteRequest::parse(&p, 2).unwrap();
         assert!(req.types.is_none());
         let mut out = BytesMut::new();
-        req.encode_for_backend(&mut out, 77, &[8, 0, 3, 0]);
+        let types = req.encode_for_backend(&mut out, 77, Some(&[8, 0, 3, 0]));
+        assert_eq!(types, Some(12..16));
+        let mut without = out.clone();
         let again = ExecuteRequest::parse(&out, 2).unwrap();
         assert_eq!(again.stmt_id, 77);
         assert_eq!(again.types, Some(&[8u8, 0, 3, 0][..]));
         assert_eq!(again.values, &[5, 0, 0, 0]);
+        let mut out = BytesMut::new();
+        assert_eq!(req.encode_for_backend(&mut out, 78, None), None);
+        let again = ExecuteRequest::parse(&out, 2).unwrap();
+        assert_eq!((again.stmt_id, again.types), (78, None), "types left to the server");
+        assert_eq!((again.null_bitmap, again.values), (&[0b01u8][..], &[5u8, 0, 0, 0][..]));
+        drop_execute_types(&mut without, 12..16);
+        assert_eq!(
+            &without[5..],
+            &out[5..],
+            "dropped afterwards: the same as never written"
+        );
         assert!(ExecuteRequest::parse(&p[..8], 2).is_err());
     }
 

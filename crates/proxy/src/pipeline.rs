@@ -15,12 +15,14 @@ use crate::pool::{Flavour, PooledConn};
 use crate::state::SessionVars;
 use bytes::{Bytes, BytesMut};
 use std::collections::VecDeque;
+use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tessera_protocol::codec::Reader;
 use tessera_protocol::flags::{CLIENT_DEPRECATE_EOF, SERVER_MORE_RESULTS_EXISTS};
 use tessera_protocol::response::{is_eof, is_err, parse_eof, OkPacket, ERR_HEADER, OK_HEADER};
+use tessera_protocol::stmt::drop_execute_types;
 use tokio::sync::{mpsc, oneshot};
 
 /// Sets of lanes keyed by session state, at most this many per server (sessions in other
@@ -40,12 +42,20 @@ pub struct LaneSettings {
     pub budget: usize,
 }
 
-/// One statement for a lane: the command payload, and for COM_STMT_EXECUTE the text to
-/// prepare, whose handle the lane writes into the payload's statement id (bytes 1..5).
+/// One statement for a lane: the command payload, and for COM_STMT_EXECUTE what the lane
+/// needs to complete it.
 pub struct LaneRequest {
-    pub prepare: Option<SqlText>,
+    pub execute: Option<LaneExecute>,
     pub command: BytesMut,
     pub reply: oneshot::Sender<LaneAnswer>,
+}
+
+/// A COM_STMT_EXECUTE for a lane: the text to prepare, whose handle the lane writes into the
+/// payload's statement id (bytes 1..5), and where the payload carries the parameter types
+/// (dropped when the lane's connection already holds exactly those).
+pub struct LaneExecute {
+    pub sql: SqlText,
+    pub types: Option<Range<usize>>,
 }
 
 /// A lane's answer to one statement.
@@ -223,7 +233,13 @@ impl LaneTask {
             let Some(request) = sent.pop_front() else { continue };
             let answer = match read_response(&mut self.conn).await {
                 Ok((packets, true)) => LaneAnswer::Clean(packets, self.conn.capabilities),
-                Ok((_, false)) => LaneAnswer::RunAlone,
+                Ok((_, false)) => {
+                    // The server may not hold the types sent with a failed execution.
+                    if let Some(execute) = &request.execute {
+                        self.conn.stmts.forget_types_of(&execute.sql);
+                    }
+                    LaneAnswer::RunAlone
+                }
                 Err(_) => {
                     sent.push_front(request);
                     break;
@@ -284,23 +300,22 @@ impl LaneTask {
     /// the connection lacks it); returns whether something was queued. A statement the server
     /// refuses to prepare runs alone, where the client gets the server's error.
     async fn queue(&mut self, mut request: LaneRequest, sent: &mut VecDeque<LaneRequest>) -> Result<bool, ProxyError> {
-        let Some(sql) = request.prepare.clone() else {
+        let Some(execute) = request.execute.as_ref() else {
             let payload = &request.command;
             self.conn.begin_command(|b| b.extend_from_slice(payload));
             sent.push_back(request);
             return Ok(true);
         };
-        let id = match self.conn.stmts.get(&sql[..]) {
-            Some(stmt) => stmt.id,
+        let memo = match self.conn.stmts.remember(&execute.sql) {
+            Some(memo) => memo,
             None => {
                 self.drain(sent).await?;
-                match self.conn.prepare(&sql).await {
-                    Ok(stmt) => stmt.id,
-                    Err(ProxyError::Backend(_)) => {
-                        self.queued.fetch_sub(1, Ordering::Relaxed);
-                        let _ = request.reply.send(LaneAnswer::RunAlone);
-                        return Ok(false);
-                    }
+                match self.conn.prepare(&execute.sql).await {
+                    Ok(_) => match self.conn.stmts.remember(&execute.sql) {
+                        Some(memo) => memo,
+                        None => return Ok(self.run_alone(request)),
+                    },
+                    Err(ProxyError::Backend(_)) => return Ok(self.run_alone(request)),
                     Err(e) => {
                         sent.push_back(request);
                         return Err(e);
@@ -309,12 +324,28 @@ impl LaneTask {
             }
         };
         if let Some(slot) = request.command.get_mut(1..5) {
-            slot.copy_from_slice(&id.to_le_bytes());
+            slot.copy_from_slice(&memo.id().to_le_bytes());
+        }
+        if let Some(types) = execute.types.clone() {
+            let held = request
+                .command
+                .get(types.clone())
+                .is_some_and(|t| !self.conn.stmts.needs_types(&memo, t));
+            if held {
+                drop_execute_types(&mut request.command, types);
+            }
         }
         let payload = &request.command;
         self.conn.begin_command(|b| b.extend_from_slice(payload));
         sent.push_back(request);
         Ok(true)
+    }
+
+    /// Sends a request back to run on a connection of its own; nothing was queued.
+    fn run_alone(&self, request: LaneRequest) -> bool {
+        self.queued.fetch_sub(1, Ordering::Relaxed);
+        let _ = request.reply.send(LaneAnswer::RunAlone);
+        false
     }
 
     /// Flushes what is queued and answers every outstanding request.
@@ -326,7 +357,13 @@ impl LaneTask {
         while let Some(request) = sent.pop_front() {
             let answer = match read_response(&mut self.conn).await {
                 Ok((packets, true)) => LaneAnswer::Clean(packets, self.conn.capabilities),
-                Ok((_, false)) => LaneAnswer::RunAlone,
+                Ok((_, false)) => {
+                    // The server may not hold the types sent with a failed execution.
+                    if let Some(execute) = &request.execute {
+                        self.conn.stmts.forget_types_of(&execute.sql);
+                    }
+                    LaneAnswer::RunAlone
+                }
                 Err(e) => {
                     sent.push_front(request);
                     return Err(e);

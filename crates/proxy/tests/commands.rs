@@ -4,6 +4,7 @@
 
 mod common;
 
+use common::stmt::{Outcome, Param};
 use common::{Client, Env};
 use tessera_protocol::response::{is_eof, is_err, is_ok, ErrPacket};
 
@@ -28,6 +29,50 @@ async fn prepared_statements_round_trip_and_move_between_connections() {
     a.close_stmt(id).await;
     let e = a.execute(id, &[Some("x"), Some("y"), None]).await.expect_err("closed");
     assert_eq!(e.code, 1243);
+}
+
+/// The Bytes_received of the backend session the client's statements run on.
+async fn backend_bytes_received(c: &mut Client) -> u64 {
+    let rows = c
+        .query("SHOW SESSION STATUS LIKE 'Bytes_received'")
+        .await
+        .expect("status");
+    let value = rows.first().and_then(|r| r.get(1)).cloned().flatten();
+    value.expect("a value").parse().expect("a number")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parameter_types_reach_the_backend_only_when_they_change() {
+    let env = Env::start("", "max_size = 1").await;
+    let (mut a, mut b) = (env.client_in_test().await, env.client_in_test().await);
+    let sa = a.stmt_prepare("SELECT ?").await.expect("prepare");
+    let sb = b.stmt_prepare("SELECT ?").await.expect("prepare");
+    let value = |o: Outcome| o.rows[0][0].clone();
+    // In a transaction every execution runs on a's one backend connection.
+    a.query("BEGIN").await.expect("begin");
+    let mut sizes = Vec::new();
+    for i in 0..3 {
+        let before = backend_bytes_received(&mut a).await;
+        let got = a.stmt_execute(&sa, &[Param::Int(40 + i)]).await.expect("execute");
+        assert_eq!(value(got), Some((40 + i).to_string()));
+        sizes.push(backend_bytes_received(&mut a).await - before);
+    }
+    // The first execution carries the parameter's two type bytes, the next ones do not.
+    assert_eq!((sizes[0] - sizes[1], sizes[1]), (2, sizes[2]), "{sizes:?}");
+    a.query("COMMIT").await.expect("commit");
+    // b's executions share that backend statement (one connection) with other types: the
+    // types go again whenever they change, and every answer is typed as its client sent it.
+    let got = b
+        .stmt_execute(&sb, &[Param::Text("hello".into())])
+        .await
+        .expect("execute");
+    assert_eq!(value(got), Some("hello".into()));
+    let got = a.stmt_execute(&sa, &[Param::Int(7)]).await.expect("execute");
+    assert_eq!(value(got), Some("7".into()));
+    let got = b.stmt_execute(&sb, &[Param::Double(2.5)]).await.expect("execute");
+    assert_eq!(value(got), Some("2.5".into()));
+    let got = b.stmt_execute(&sb, &[Param::Null]).await.expect("execute");
+    assert_eq!(value(got), None);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

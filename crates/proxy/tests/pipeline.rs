@@ -5,6 +5,7 @@
 
 mod common;
 
+use common::stmt::Param;
 use common::{Client, Env};
 use std::sync::atomic::Ordering;
 
@@ -47,6 +48,40 @@ async fn many_sessions_share_lanes_and_each_gets_its_own_answer() {
     let writes = m.pipeline_writes.load(Ordering::Relaxed);
     println!("pipelined {pipelined} statements in {writes} writes");
     assert!(pipelined > 0, "no statement went through a lane");
+    assert_eq!(m.pipeline_reruns.load(Ordering::Relaxed), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_binding_other_types_to_one_statement_each_get_their_own_typed_answer() {
+    // A lane sends parameter types only when its server does not hold them already: with
+    // one lane, these sessions' executions of one backend statement keep changing them.
+    let env = Env::start("pipeline_lanes = 1", "").await;
+    let mut tasks = Vec::new();
+    for s in 0..8usize {
+        let port = env.port();
+        tasks.push(tokio::spawn(async move {
+            let mut c = Client::connect(port, "app", "app", Some("test")).await.expect("login");
+            let stmt = c.stmt_prepare("SELECT ?").await.expect("prepare");
+            for r in 0..ROUNDS {
+                let n = (s * ROUNDS + r) as i64;
+                let (param, want) = match (s + r / 3) % 3 {
+                    0 => (Param::Int(n), n.to_string()),
+                    1 => (Param::Text(format!("t{n}")), format!("t{n}")),
+                    _ => (Param::Double(n as f64 + 0.5), format!("{n}.5")),
+                };
+                let got = c.stmt_execute(&stmt, &[param]).await.expect("execute");
+                assert_eq!(got.rows, vec![vec![Some(want)]], "session {s} round {r}");
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.expect("session task");
+    }
+    let m = &env.proxy.as_ref().expect("running").ctx.metrics;
+    assert!(
+        m.pipelined.load(Ordering::Relaxed) > 0,
+        "no statement went through a lane"
+    );
     assert_eq!(m.pipeline_reruns.load(Ordering::Relaxed), 0);
 }
 

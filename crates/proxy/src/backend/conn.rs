@@ -386,6 +386,14 @@ impl BackendConn {
         Ok(id)
     }
 
+    /// The parameter types to send with an execution of the statement `memo` names: None when
+    /// this connection's server already holds exactly `types` for it (see
+    /// [`StmtCache::needs_types`]).
+    pub fn types_to_send<'t>(&mut self, memo: Option<&Remembered>, types: &'t [u8]) -> Option<&'t [u8]> {
+        let needed = memo.is_none_or(|m| self.stmts.needs_types(m, types));
+        needed.then_some(types)
+    }
+
     pub async fn prepare(&mut self, sql: &SqlText) -> Result<BackendStmt, ProxyError> {
         self.use_schema_statements();
         if let Some(stmt) = self.stmts.get(sql) {

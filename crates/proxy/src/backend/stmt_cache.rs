@@ -23,6 +23,9 @@ struct Entry {
     sql: SqlText,
     stmt: BackendStmt,
     last_used: u64,
+    /// The parameter types the server holds for this statement (sent with an execution that
+    /// was answered without an error); None before one.
+    bound_types: Option<Box<[u8]>>,
 }
 
 /// What a client statement remembers of its handle on one connection: valid while the cache's
@@ -110,6 +113,41 @@ impl StmtCache {
         (self.slots.get(slot)?.stmt.id == memo.id).then(|| self.touch(slot).id)
     }
 
+    /// The entry `memo` names, if it is still valid here.
+    fn remembered_entry(&mut self, memo: &Remembered) -> Option<&mut Entry> {
+        let entry = self.slots.get_mut(memo.slot as usize)?;
+        (memo.generation == self.generation && entry.stmt.id == memo.id).then_some(entry)
+    }
+
+    /// Whether an execution of the statement `memo` names must carry `types`: not when the
+    /// server already holds exactly these (client libraries send types only when they change).
+    /// Records them as held; [`Self::forget_types`] undoes that when the execution fails.
+    pub fn needs_types(&mut self, memo: &Remembered, types: &[u8]) -> bool {
+        let Some(entry) = self.remembered_entry(memo) else {
+            return true;
+        };
+        if entry.bound_types.as_deref() == Some(types) {
+            return false;
+        }
+        entry.bound_types = Some(types.into());
+        true
+    }
+
+    /// Forgets the types recorded for the statement `memo` names (its execution failed, so
+    /// the server may not hold them).
+    pub fn forget_types(&mut self, memo: &Remembered) {
+        if let Some(entry) = self.remembered_entry(memo) {
+            entry.bound_types = None;
+        }
+    }
+
+    /// Forgets the types recorded for `sql`'s statement (a COM_STMT_RESET went to it).
+    pub fn forget_types_of(&mut self, sql: &[u8]) {
+        if let Some(&slot) = self.index.get(sql) {
+            self.slots[slot].bound_types = None;
+        }
+    }
+
     /// What to remember of `sql`'s handle here (see [`Remembered`]), if it is cached; marked
     /// used like [`Self::get`].
     pub fn remember(&mut self, sql: &[u8]) -> Option<Remembered> {
@@ -128,6 +166,7 @@ impl StmtCache {
         if let Some(&slot) = self.index.get(&sql) {
             let entry = &mut self.slots[slot];
             entry.last_used = self.tick;
+            entry.bound_types = None;
             let old = std::mem::replace(&mut entry.stmt, stmt);
             return (old.id != entry.stmt.id).then_some(old);
         }
@@ -139,6 +178,7 @@ impl StmtCache {
             sql,
             stmt,
             last_used: self.tick,
+            bound_types: None,
         });
         evicted
     }
@@ -274,5 +314,32 @@ mod tests {
             slot: 7,
         };
         assert_eq!(c.recall(&stranger), None);
+    }
+
+    #[test]
+    fn parameter_types_are_needed_until_held_and_again_after_a_change_or_a_failure() {
+        let k = |s: &str| -> SqlText { Arc::from(s.as_bytes()) };
+        let (int, text) = (Bytes::from_static(&[8, 0]), Bytes::from_static(&[0xfd, 0]));
+        let mut c = StmtCache::new(2);
+        c.insert(k("a"), stmt(1));
+        let a = c.remember(b"a").expect("cached");
+        assert!(c.needs_types(&a, &int), "nothing held yet");
+        assert!(!c.needs_types(&a, &int), "held");
+        assert!(
+            !c.needs_types(&a, &Bytes::copy_from_slice(&[8, 0])),
+            "equal bytes elsewhere"
+        );
+        assert!(c.needs_types(&a, &text), "changed");
+        assert!(c.needs_types(&a, &int), "changed back");
+        c.forget_types(&a);
+        assert!(c.needs_types(&a, &int), "forgotten after a failure");
+        c.forget_types_of(b"a");
+        assert!(c.needs_types(&a, &int), "forgotten after a reset");
+        // A re-prepared statement (new handle) holds nothing; a stale memo always sends.
+        c.insert(k("a"), stmt(2));
+        assert!(c.needs_types(&a, &int), "stale memo");
+        let a = c.remember(b"a").expect("cached");
+        assert!(c.needs_types(&a, &int), "the new handle holds nothing");
+        assert!(!c.needs_types(&a, &int));
     }
 }

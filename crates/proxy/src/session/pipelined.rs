@@ -8,7 +8,7 @@ use crate::error::ProxyError;
 use crate::exec::forward::{forward_from, ReadResponse};
 use crate::exec::Mode;
 use crate::metrics::Metrics;
-use crate::pipeline::{Lane, LaneAnswer, LaneRequest, LaneSet, LaneSettings, Pick};
+use crate::pipeline::{Lane, LaneAnswer, LaneExecute, LaneRequest, LaneSet, LaneSettings, Pick};
 use crate::route::Target;
 use crate::state::SyncScope;
 use bytes::BytesMut;
@@ -91,8 +91,12 @@ impl Session {
         types: &[u8],
     ) -> Result<Pipelined, ProxyError> {
         let mut command = BytesMut::with_capacity(64 + request.values.len());
-        request.encode_for_backend(&mut command, 0, types);
-        self.run_pipelined(target, Some(sql), command, Mode::Binary).await
+        let types = request.encode_for_backend(&mut command, 0, Some(types));
+        let execute = LaneExecute {
+            sql: Arc::clone(sql),
+            types,
+        };
+        self.run_pipelined(target, Some(execute), command, Mode::Binary).await
     }
 
     /// Runs a COM_QUERY through a lane when it is one pure read.
@@ -115,7 +119,7 @@ impl Session {
     async fn run_pipelined(
         &mut self,
         target: Target,
-        prepare: Option<&SqlText>,
+        execute: Option<LaneExecute>,
         command: BytesMut,
         mode: Mode,
     ) -> Result<Pipelined, ProxyError> {
@@ -143,7 +147,7 @@ impl Session {
         };
         let (reply, answer) = tokio::sync::oneshot::channel();
         let queued = LaneRequest {
-            prepare: prepare.cloned(),
+            execute,
             command,
             reply,
         };

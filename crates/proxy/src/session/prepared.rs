@@ -366,7 +366,10 @@ impl Session {
                 conn.begin_command(|b| encode_long_data(b, backend_id, *param, chunk));
             }
         }
-        conn.begin_command(|b| run.request.encode_for_backend(b, backend_id, &run.types));
+        let types = conn.types_to_send(memo.as_ref(), &run.types);
+        conn.begin_command(|b| {
+            run.request.encode_for_backend(b, backend_id, types);
+        });
         if memo != run.backend_memo {
             // Remembered only for the client statement's own text (not a shard's rewrite).
             if let Some(entry) = self
@@ -386,6 +389,12 @@ impl Session {
             Ok(o) => o,
             Err(e) => return Err(self.failed(conn, was_held, e)),
         };
+        if outcome.error.is_some() {
+            // The server may not hold the types sent with a failed execution: resend them.
+            if let Some(m) = &memo {
+                conn.stmts.forget_types(m);
+            }
+        }
         if pipeline_last_insert_id {
             self.read_pipelined_last_insert_id(&mut conn, &mut outcome).await;
         }
@@ -664,8 +673,11 @@ impl Session {
         let Some(mut conn) = self.held.take() else {
             return;
         };
-        let backend_id = sql.and_then(|s| conn.stmts.get(&s)).map(|s| s.id);
-        if let Some(id) = backend_id {
+        let backend_id = sql.and_then(|s| {
+            conn.stmts.forget_types_of(&s);
+            conn.stmts.get(&s)
+        });
+        if let Some(id) = backend_id.map(|s| s.id) {
             conn.begin_command(|b| {
                 b.extend_from_slice(&[COM_STMT_RESET]);
                 b.extend_from_slice(&id.to_le_bytes());
