@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::stmt::{Outcome, Param};
+use common::stmt::{Outcome, Param, StmtError};
 use common::{Client, Env};
 use tessera_protocol::response::{is_eof, is_err, is_ok, ErrPacket};
 
@@ -59,6 +59,23 @@ async fn parameter_types_reach_the_backend_only_when_they_change() {
     }
     // The first execution carries the parameter's two type bytes, the next ones do not.
     assert_eq!((sizes[0] - sizes[1], sizes[1]), (2, sizes[2]), "{sizes:?}");
+    // After an execution the server answered with an error, the types go again.
+    let failing = a
+        .stmt_prepare("SELECT 1 FROM DUAL WHERE ? = (SELECT 1 UNION SELECT 2)")
+        .await
+        .expect("prepare");
+    let mut sizes = Vec::new();
+    for _ in 0..3 {
+        let before = backend_bytes_received(&mut a).await;
+        let e = a.stmt_execute(&failing, &[Param::Int(1)]).await.expect_err("two rows");
+        assert!(matches!(e, StmtError::Server(ref e) if e.code == 1242), "{e}");
+        sizes.push(backend_bytes_received(&mut a).await - before);
+    }
+    assert_eq!(
+        (sizes[0], sizes[1]),
+        (sizes[2], sizes[2]),
+        "types every time: {sizes:?}"
+    );
     a.query("COMMIT").await.expect("commit");
     // b's executions share that backend statement (one connection) with other types: the
     // types go again whenever they change, and every answer is typed as its client sent it.
