@@ -23,8 +23,8 @@ struct Entry {
     sql: SqlText,
     stmt: BackendStmt,
     last_used: u64,
-    /// The parameter types the server holds for this statement (sent with an execution that
-    /// was answered without an error); None before one.
+    /// The parameter types last sent with an execution of this statement, which the server
+    /// holds (forgotten when an execution fails); None before one.
     bound_types: Option<Box<[u8]>>,
 }
 
@@ -106,11 +106,8 @@ impl StmtCache {
     /// The handle `memo` names, if it is still valid here; marked used like [`Self::get`].
     /// (The slot is checked too, so a memo from another cache can never index out of bounds.)
     pub fn recall(&mut self, memo: &Remembered) -> Option<u32> {
-        if memo.generation != self.generation {
-            return None;
-        }
-        let slot = memo.slot as usize;
-        (self.slots.get(slot)?.stmt.id == memo.id).then(|| self.touch(slot).id)
+        self.remembered_entry(memo)?;
+        Some(self.touch(memo.slot as usize).id)
     }
 
     /// The entry `memo` names, if it is still valid here.
