@@ -3,6 +3,8 @@
 
 use crate::error::{ProtocolError, Result};
 use bytes::{Buf, BufMut, Bytes, BytesMut};
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// Largest payload of one frame; a logical packet of this size or more continues in the next frame.
@@ -10,6 +12,37 @@ pub const MAX_FRAME: usize = 0xff_ffff;
 const READ_CHUNK: usize = 16 * 1024;
 /// Buffers grown beyond this by a large packet are released once empty again.
 const SHRINK_ABOVE: usize = 256 * 1024;
+
+/// A stream [`PacketStream::flush`] hands its queued packets to. By default they are written
+/// (the stream copies them); a stream that sends from buffers it owns takes the whole write
+/// buffer instead, and gives back an empty one for the next packets: no copy.
+pub trait SendBuffer: AsyncWrite + Unpin {
+    /// Ready once every byte of `buf` is the stream's, written or taken to be sent; `buf` is
+    /// then empty (its capacity says nothing of the one it had).
+    fn poll_send_buffer(&mut self, cx: &mut Context<'_>, buf: &mut BytesMut) -> Poll<std::io::Result<()>> {
+        poll_write_buffer(self, cx, buf)
+    }
+}
+
+/// [`SendBuffer::poll_send_buffer`] by writes: the stream copies the bytes, `buf` is consumed.
+pub fn poll_write_buffer<W: AsyncWrite + Unpin + ?Sized>(
+    stream: &mut W,
+    cx: &mut Context<'_>,
+    buf: &mut BytesMut,
+) -> Poll<std::io::Result<()>> {
+    while !buf.is_empty() {
+        let n = ready!(Pin::new(&mut *stream).poll_write(cx, buf))?;
+        if n == 0 {
+            return Poll::Ready(Err(std::io::ErrorKind::WriteZero.into()));
+        }
+        buf.advance(n);
+    }
+    Poll::Ready(Ok(()))
+}
+
+impl SendBuffer for tokio::net::TcpStream {}
+impl SendBuffer for tokio::net::UnixStream {}
+impl SendBuffer for tokio::io::DuplexStream {}
 
 /// A MySQL packet connection: owns the stream, a read buffer, a write buffer and the sequence id.
 #[derive(Debug)]
@@ -22,7 +55,7 @@ pub struct PacketStream<S> {
     read_chunk: usize,
 }
 
-impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
+impl<S: AsyncRead + SendBuffer> PacketStream<S> {
     pub fn new(stream: S) -> Self {
         Self::with_buffer(stream, BytesMut::new())
     }
@@ -113,7 +146,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
     /// leaving it unread, at the first packet `take` refuses, at a partial or continued frame,
     /// or when the buffer runs out: no allocation, no syscall. Where both sequences agree (a
     /// forwarded response usually does), the run is copied in one piece, headers and all.
-    pub fn copy_buffered_to<D: AsyncRead + AsyncWrite + Unpin>(
+    pub fn copy_buffered_to<D: AsyncRead + SendBuffer>(
         &mut self,
         dst: &mut PacketStream<D>,
         mut take: impl FnMut(&[u8]) -> bool,
@@ -261,8 +294,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
     /// Writes every queued packet to the stream.
     pub async fn flush(&mut self) -> Result<()> {
         if !self.wbuf.is_empty() {
-            self.stream.write_all(&self.wbuf).await?;
-            if self.wbuf.capacity() > SHRINK_ABOVE {
+            let shrink = self.wbuf.capacity() > SHRINK_ABOVE;
+            let (stream, wbuf) = (&mut self.stream, &mut self.wbuf);
+            std::future::poll_fn(|cx| stream.poll_send_buffer(cx, wbuf)).await?;
+            if shrink {
                 self.wbuf = BytesMut::new();
             } else {
                 self.wbuf.clear();

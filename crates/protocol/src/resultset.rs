@@ -6,7 +6,7 @@ use crate::error::Result;
 use crate::packet::PacketStream;
 use crate::response::encode_result_end;
 use bytes::{BufMut, BytesMut};
-use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::io::AsyncRead;
 
 pub const TYPE_DECIMAL: u8 = 0x00;
 pub const TYPE_TINY: u8 = 0x01;
@@ -164,7 +164,7 @@ pub fn write_text_result<S, V>(
     status: u16,
     capabilities: u32,
 ) where
-    S: AsyncRead + AsyncWrite + Unpin,
+    S: AsyncRead + crate::packet::SendBuffer,
     V: AsRef<[u8]>,
 {
     write_text_result_with(out, columns, rows, status, capabilities, false)
@@ -179,7 +179,7 @@ pub fn write_text_result_with<S, V>(
     capabilities: u32,
     extended_metadata: bool,
 ) where
-    S: AsyncRead + AsyncWrite + Unpin,
+    S: AsyncRead + crate::packet::SendBuffer,
     V: AsRef<[u8]>,
 {
     out.write_with(|b| put_lenenc_int(b, columns.len() as u64));

@@ -107,3 +107,13 @@ impl AsyncWrite for Stream {
         delegate!(self, s => Pin::new(s).poll_shutdown(cx))
     }
 }
+
+impl tessera_protocol::packet::SendBuffer for Stream {
+    /// Through io_uring the buffer itself is sent (no copy); other streams write it.
+    fn poll_send_buffer(&mut self, cx: &mut Context<'_>, buf: &mut bytes::BytesMut) -> Poll<io::Result<()>> {
+        match self {
+            Stream::Uring(s) => s.poll_send_buffer(cx, buf),
+            other => tessera_protocol::packet::poll_write_buffer(other, cx, buf),
+        }
+    }
+}

@@ -1,6 +1,7 @@
 //! Sends through io_uring (`server.io`: "auto", the default, or "uring"): one ring per process,
-//! with an eventfd in tokio's epoll. A stream's write copies its bytes into a buffer the ring
-//! owns until the kernel has taken all of them and queues a send; a flush returns at once (the
+//! with an eventfd in tokio's epoll. A packet stream's flush hands its whole write buffer to
+//! the ring, which owns it until the kernel has taken every byte, and takes the stream's spare
+//! buffer in exchange (a plain write copies its bytes into that spare); a flush returns at once (the
 //! ring sends every byte on its own, the rest of a short send included), so a session is not
 //! woken when its send completes. A driver task submits every send queued since its last turn
 //! in one `io_uring_enter` and wakes the streams that wait for a send's end (the next write).
@@ -16,6 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{ready, Context, Poll, Waker};
 
+use bytes::BytesMut;
 use io_uring::{opcode, squeue, types, IoUring};
 use tokio::io::unix::AsyncFd;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -24,12 +26,13 @@ use tokio::sync::Notify;
 
 /// Submission queue entries (completions: twice as many, and never dropped by the kernel).
 const ENTRIES: u32 = 4096;
-/// The most bytes one send takes from a write; a longer write is taken in turns.
+/// The most bytes one send copies from a write; a longer write is taken in turns.
 const MAX_SEND: usize = 256 << 10;
 /// The user data of cancellations (no slot has this index).
 const CANCEL: u64 = u64::MAX;
-/// A stream keeps its send buffer between sends unless it grew beyond this.
-const KEEP_BUFFER: usize = 4 << 10;
+/// A stream keeps a sent buffer as its spare (the packet stream's next write buffer) unless
+/// it grew beyond this: enough for a result of a few hundred rows without growing again.
+const KEEP_BUFFER: usize = 64 << 10;
 /// `IORING_RECVSEND_POLL_FIRST`: wait for room before trying (a send that found none).
 const POLL_FIRST: u16 = 1;
 
@@ -59,7 +62,7 @@ struct Inner {
 /// error.
 #[derive(Default)]
 struct Slot {
-    bytes: Vec<u8>,
+    bytes: BytesMut,
     fd: RawFd,
     /// Bytes the kernel has taken so far.
     done: usize,
@@ -110,7 +113,7 @@ impl Ring {
     }
 
     /// Queues a send of `bytes` on `fd`; returns its slot.
-    fn post_send(&self, fd: RawFd, bytes: Vec<u8>) -> io::Result<usize> {
+    fn post_send(&self, fd: RawFd, bytes: BytesMut) -> io::Result<usize> {
         let mut inner = self.lock();
         let slot = inner.free.pop().unwrap_or_else(|| {
             inner.slots.push(Slot::default());
@@ -139,7 +142,7 @@ impl Ring {
 
     /// The result of the send in `slot` and its buffer back, once complete (the slot is then
     /// free); until then the task is woken when it completes.
-    fn poll_send(&self, slot: usize, cx: &mut Context<'_>) -> Poll<(i32, Vec<u8>)> {
+    fn poll_send(&self, slot: usize, cx: &mut Context<'_>) -> Poll<(i32, BytesMut)> {
         let mut inner = self.lock();
         if let Some(done) = inner.take_result(slot) {
             return Poll::Ready(done);
@@ -153,7 +156,7 @@ impl Ring {
 
     /// [`Ring::poll_send`] without waiting: None while the send is not complete (no wake-up is
     /// asked for).
-    fn try_send_result(&self, slot: usize) -> Option<(i32, Vec<u8>)> {
+    fn try_send_result(&self, slot: usize) -> Option<(i32, BytesMut)> {
         self.lock().take_result(slot)
     }
 
@@ -170,7 +173,7 @@ impl Ring {
         let s = &mut inner.slots[slot];
         s.waker = None;
         if s.result.take().is_some() {
-            s.bytes = Vec::new();
+            s.bytes = BytesMut::new();
             inner.free.push(slot);
             drop(inner);
             drop(tcp);
@@ -218,7 +221,7 @@ impl Slot {
 }
 
 impl Inner {
-    fn take_result(&mut self, slot: usize) -> Option<(i32, Vec<u8>)> {
+    fn take_result(&mut self, slot: usize) -> Option<(i32, BytesMut)> {
         let s = &mut self.slots[slot];
         let result = s.result.take()?;
         let bytes = std::mem::take(&mut s.bytes);
@@ -283,7 +286,7 @@ impl Inner {
             };
             match s.orphan.take() {
                 Some(tcp) => {
-                    s.bytes = Vec::new();
+                    s.bytes = BytesMut::new();
                     free.push(slot);
                     close.push(tcp);
                 }
@@ -411,7 +414,7 @@ pub struct UringTcp {
     tcp: Option<TcpStream>,
     ring: Arc<Ring>,
     sending: Sending,
-    spare: Vec<u8>,
+    spare: BytesMut,
 }
 
 impl std::fmt::Debug for UringTcp {
@@ -428,7 +431,7 @@ impl UringTcp {
             tcp: Some(tcp),
             ring,
             sending: Sending::Idle,
-            spare: Vec::new(),
+            spare: BytesMut::new(),
         }
     }
 
@@ -480,7 +483,7 @@ impl UringTcp {
     }
 
     /// Takes in a completed send's result (every byte, or the error).
-    fn sent(&mut self, result: i32, bytes: Vec<u8>) -> io::Result<()> {
+    fn sent(&mut self, result: i32, bytes: BytesMut) -> io::Result<()> {
         self.sending = Sending::Idle;
         match result {
             n if n > 0 && n as usize == bytes.len() => {
@@ -492,11 +495,25 @@ impl UringTcp {
         }
     }
 
-    fn keep(&mut self, mut bytes: Vec<u8>) {
+    fn keep(&mut self, mut bytes: BytesMut) {
         if bytes.capacity() <= KEEP_BUFFER {
             bytes.clear();
             self.spare = bytes;
         }
+    }
+
+    /// Takes `buf` whole to send, once the previous send is done, and leaves the spare buffer
+    /// in its place: the bytes are not copied. Errors of a send show as [`AsyncWrite::poll_write`]'s.
+    pub fn poll_send_buffer(&mut self, cx: &mut Context<'_>, buf: &mut BytesMut) -> Poll<io::Result<()>> {
+        ready!(self.poll_sent(cx))?;
+        if buf.is_empty() {
+            return Poll::Ready(Ok(()));
+        }
+        let fd = self.tcp()?.as_raw_fd();
+        let bytes = std::mem::replace(buf, std::mem::take(&mut self.spare));
+        let slot = self.ring.post_send(fd, bytes)?;
+        self.sending = Sending::Posted { slot };
+        Poll::Ready(Ok(()))
     }
 }
 
@@ -611,6 +628,67 @@ mod tests {
         big_writes_arrive_whole(Ring::start(false).expect("io_uring")).await;
     }
 
+    /// A buffer sent through the ring is the very allocation the ring's slot holds (nothing
+    /// is copied), and a packet stream's flushes, which send that way, of every size,
+    /// megabytes included, arrive whole and in order with such sends between them.
+    async fn packet_flushes_hand_their_buffer_over(ring: Arc<Ring>) {
+        let (near, mut far) = pair(&ring).await;
+        let mut packets = tessera_protocol::PacketStream::new(crate::net::Stream::Uring(near));
+        let sizes = [10, 3000, 70_000, 5 << 20, 1, 200_000];
+        let reader = tokio::spawn(async move {
+            let mut got = Vec::new();
+            far.read_to_end(&mut got).await.expect("read");
+            got
+        });
+        let mut expected = Vec::new();
+        for (seq, size) in sizes.iter().enumerate() {
+            let crate::net::Stream::Uring(uring) = packets.get_mut() else {
+                unreachable!("built as a ring stream")
+            };
+            let mut wbuf = BytesMut::new();
+            wbuf.extend_from_slice(b"probe");
+            let at = wbuf.as_ptr();
+            std::future::poll_fn(|cx| uring.poll_send_buffer(cx, &mut wbuf))
+                .await
+                .expect("send");
+            assert!(wbuf.is_empty(), "the buffer went to the ring");
+            let Sending::Posted { slot } = uring.sending else {
+                panic!("a send is posted")
+            };
+            assert_eq!(
+                ring.lock().slots[slot].bytes.as_ptr(),
+                at,
+                "the ring holds the same allocation"
+            );
+            expected.extend_from_slice(b"probe");
+            let payload = pattern(*size);
+            packets.set_seq(seq as u8);
+            packets.write_packet(&payload);
+            expected.extend_from_slice(&(*size as u32).to_le_bytes()[..3]);
+            expected.push(seq as u8);
+            expected.extend_from_slice(&payload);
+            packets.flush().await.expect("flush");
+        }
+        let crate::net::Stream::Uring(mut uring) = packets.into_parts().0 else {
+            unreachable!("built as a ring stream")
+        };
+        uring.shutdown().await.expect("shutdown");
+        drop(uring);
+        let got = reader.await.expect("reader");
+        assert_eq!(got.len(), expected.len());
+        assert!(got == expected, "bytes differ");
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn packet_flushes_hand_their_buffer_over_on_one_thread() {
+        packet_flushes_hand_their_buffer_over(Ring::start(true).expect("io_uring")).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn packet_flushes_hand_their_buffer_over_on_several_threads() {
+        packet_flushes_hand_their_buffer_over(Ring::start(false).expect("io_uring")).await;
+    }
+
     /// A flush hands the bytes to the ring and returns: the ring sends all of them even while
     /// the peer reads late and nobody polls the stream again; `drained` waits for the end.
     #[tokio::test(flavor = "current_thread")]
@@ -714,7 +792,7 @@ mod tests {
         while inner.push(&opcode::Nop::new().build().user_data(CANCEL)).is_ok() {}
         let woken = Arc::new(Counting(std::sync::atomic::AtomicUsize::new(0)));
         inner.slots.push(Slot {
-            bytes: pattern(100),
+            bytes: BytesMut::from(&pattern(100)[..]),
             done: 40,
             waker: Some(Waker::from(Arc::clone(&woken))),
             ..Slot::default()

@@ -10,9 +10,10 @@ use bytes::Bytes;
 use std::time::Duration;
 use tessera_protocol::codec::Reader;
 use tessera_protocol::flags::*;
+use tessera_protocol::packet::SendBuffer;
 use tessera_protocol::response::*;
 use tessera_protocol::PacketStream;
-use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::io::AsyncRead;
 
 /// Flush to the client once this much is queued, even mid-result.
 const FLUSH_AT: usize = 64 * 1024;
@@ -137,7 +138,7 @@ pub async fn forward<C>(
     mode: Mode,
 ) -> Result<Outcome, ProxyError>
 where
-    C: AsyncRead + AsyncWrite + Unpin,
+    C: AsyncRead + SendBuffer,
 {
     backend.response_started = false;
     // An error answer carries no status: the transaction state stays what it was.
@@ -163,7 +164,7 @@ pub async fn forward_from<S, C>(
 ) -> Result<Outcome, ProxyError>
 where
     S: ResponseSource,
-    C: AsyncRead + AsyncWrite + Unpin,
+    C: AsyncRead + SendBuffer,
 {
     let mut f = Forwarder {
         backend: source,
@@ -200,7 +201,7 @@ struct Forwarder<'a, S, C> {
     out: Outcome,
 }
 
-impl<S: ResponseSource, C: AsyncRead + AsyncWrite + Unpin> Forwarder<'_, S, C> {
+impl<S: ResponseSource, C: AsyncRead + SendBuffer> Forwarder<'_, S, C> {
     async fn flush_client(&mut self) -> Result<(), ProxyError> {
         let mut flush = std::pin::pin!(self.client.flush());
         // The usual case: the socket takes everything at once, and no timer is armed (nor the

@@ -90,7 +90,7 @@ pub struct TextSink<'a, S> {
     pub binary: bool,
 }
 
-impl<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> RowSink for TextSink<'_, S> {
+impl<S: tokio::io::AsyncRead + tessera_protocol::packet::SendBuffer + Send> RowSink for TextSink<'_, S> {
     async fn send_row(&mut self, row: &[Value]) -> Result<(), MergeError> {
         self.buf.clear();
         let row = &row[..self.columns.len().min(row.len())];
