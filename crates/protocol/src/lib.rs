@@ -24,6 +24,7 @@ pub mod packet;
 pub mod response;
 pub mod resultset;
 pub mod stmt;
+pub mod whole;
 
 pub use error::ProtocolError;
 pub use packet::PacketStream;

@@ -12,6 +12,9 @@ pub const MAX_FRAME: usize = 0xff_ffff;
 const READ_CHUNK: usize = 16 * 1024;
 /// Buffers grown beyond this by a large packet are released once empty again.
 const SHRINK_ABOVE: usize = 256 * 1024;
+/// Whole buffered results at least this long are lent to the client's stream rather than
+/// copied into its write buffer ([`PacketStream::pass_buffered_to`]).
+const LEND_AT: usize = 4 * 1024;
 
 /// A stream [`PacketStream::flush`] hands its queued packets to. By default they are written
 /// (the stream copies them); a stream that sends from buffers it owns takes the whole write
@@ -20,6 +23,12 @@ pub trait SendBuffer: AsyncWrite + Unpin {
     /// Ready once every byte of `buf` is the stream's, written or taken to be sent; `buf` is
     /// then empty (its capacity says nothing of the one it had).
     fn poll_send_buffer(&mut self, cx: &mut Context<'_>, buf: &mut BytesMut) -> Poll<std::io::Result<()>> {
+        poll_write_buffer(self, cx, buf)
+    }
+
+    /// [`SendBuffer::poll_send_buffer`] for bytes lent by another buffer (a part of a read
+    /// buffer): taken whole or written, but never kept for reuse, and nothing given back.
+    fn poll_send_lent(&mut self, cx: &mut Context<'_>, buf: &mut BytesMut) -> Poll<std::io::Result<()>> {
         poll_write_buffer(self, cx, buf)
     }
 }
@@ -50,6 +59,9 @@ pub struct PacketStream<S> {
     stream: S,
     rbuf: BytesMut,
     wbuf: BytesMut,
+    /// Bytes lent by another stream's read buffer, queued (after `wbuf`, which is then empty)
+    /// to be sent as they are.
+    lent: Option<BytesMut>,
     seq: u8,
     max_packet: usize,
     read_chunk: usize,
@@ -66,6 +78,7 @@ impl<S: AsyncRead + SendBuffer> PacketStream<S> {
             stream,
             rbuf,
             wbuf: BytesMut::new(),
+            lent: None,
             seq: 0,
             max_packet: 1 << 30,
             read_chunk: READ_CHUNK,
@@ -155,6 +168,7 @@ impl<S: AsyncRead + SendBuffer> PacketStream<S> {
         if count == 0 {
             return 0;
         }
+        dst.settle_lent();
         if aligned {
             dst.wbuf.extend_from_slice(&self.rbuf[..end]);
             dst.seq = dst.seq.wrapping_add(count as u8);
@@ -169,6 +183,44 @@ impl<S: AsyncRead + SendBuffer> PacketStream<S> {
         self.seq = next;
         self.rbuf.advance(end);
         count
+    }
+
+    /// Waits until some input is buffered (returns at once if there is).
+    pub async fn await_input(&mut self) -> Result<()> {
+        self.fill(1).await
+    }
+
+    /// The result set at the front of the read buffer when it is whole there, numbered in
+    /// `seq`'s sequence (see [`crate::whole::whole_result`]).
+    pub fn whole_buffered_result(&self, seq: u8) -> Option<crate::whole::WholeResult> {
+        crate::whole::whole_result(&self.rbuf, seq, self.max_packet)
+    }
+
+    /// Moves the first `whole.len` buffered bytes, a whole result numbered in `dst`'s sequence,
+    /// to `dst` as they are: a large one is lent (sent from this buffer's memory, no copy),
+    /// a small one copied in one piece.
+    pub fn pass_buffered_to<D: AsyncRead + SendBuffer>(
+        &mut self,
+        dst: &mut PacketStream<D>,
+        whole: &crate::whole::WholeResult,
+    ) {
+        let len = whole.len.min(self.rbuf.len());
+        if len >= LEND_AT && dst.pending_write() == 0 {
+            dst.lent = Some(self.rbuf.split_to(len));
+        } else {
+            dst.settle_lent();
+            dst.wbuf.extend_from_slice(&self.rbuf[..len]);
+            self.rbuf.advance(len);
+        }
+        self.seq = whole.next_seq;
+        dst.seq = whole.next_seq;
+    }
+
+    /// Moves lent bytes into the write buffer, before anything written after them.
+    fn settle_lent(&mut self) {
+        if let Some(lent) = self.lent.take() {
+            self.wbuf.extend_from_slice(&lent);
+        }
     }
 
     /// The buffered run `take` accepts: its byte length, its packet count, whether its
@@ -253,6 +305,7 @@ impl<S: AsyncRead + SendBuffer> PacketStream<S> {
 
     /// Queues one logical packet (split into frames as needed) with the next sequence ids.
     pub fn write_packet(&mut self, payload: &[u8]) {
+        self.settle_lent();
         let mut rest = payload;
         loop {
             let n = rest.len().min(MAX_FRAME);
@@ -270,6 +323,7 @@ impl<S: AsyncRead + SendBuffer> PacketStream<S> {
 
     /// Queues a packet built by `build` directly in the write buffer (no intermediate copy).
     pub fn write_with(&mut self, build: impl FnOnce(&mut BytesMut)) {
+        self.settle_lent();
         let start = self.wbuf.len();
         self.wbuf.put_slice(&[0, 0, 0, 0]);
         build(&mut self.wbuf);
@@ -288,11 +342,17 @@ impl<S: AsyncRead + SendBuffer> PacketStream<S> {
 
     /// Bytes queued but not yet flushed.
     pub fn pending_write(&self) -> usize {
-        self.wbuf.len()
+        self.wbuf.len() + self.lent.as_ref().map_or(0, BytesMut::len)
     }
 
     /// Writes every queued packet to the stream.
     pub async fn flush(&mut self) -> Result<()> {
+        if let Some(lent) = self.lent.as_mut() {
+            // Only ever queued behind an empty write buffer (see `pass_buffered_to`).
+            let stream = &mut self.stream;
+            std::future::poll_fn(|cx| stream.poll_send_lent(cx, lent)).await?;
+            self.lent = None;
+        }
         if !self.wbuf.is_empty() {
             let shrink = self.wbuf.capacity() > SHRINK_ABOVE;
             let (stream, wbuf) = (&mut self.stream, &mut self.wbuf);
@@ -345,6 +405,63 @@ mod tests {
             r.fill(want).await.unwrap();
         }
         r
+    }
+
+    /// A whole result: column count, one definition, EOF, `rows` rows of `width` bytes, EOF.
+    fn whole(rows: usize, width: usize) -> Vec<Vec<u8>> {
+        let mut packets = vec![vec![1], b"\x03def".to_vec(), b"\xfe\0\0\x02\0".to_vec()];
+        packets.extend((0..rows).map(|_| vec![b'r'; width]));
+        packets.push(b"\xfe\0\0\x02\0".to_vec());
+        packets
+    }
+
+    /// A large whole result is lent to the destination (not copied into its write buffer) and
+    /// a small one copied; either way what is written after it goes after it, and the
+    /// destination's peer reads the result byte for byte, then the rest.
+    #[tokio::test]
+    async fn whole_results_pass_lent_when_large_copied_when_small_and_in_order() {
+        for (rows, lent) in [(200, true), (2, false)] {
+            let packets = whole(rows, 40);
+            let refs: Vec<&[u8]> = packets.iter().map(Vec::as_slice).collect();
+            let mut r = buffered(&refs, 1).await;
+            let total = r.rbuf.len();
+            let (c, d) = tokio::io::duplex(1 << 20);
+            let mut dst = PacketStream::new(c);
+            dst.set_seq(1);
+            let whole = r.whole_buffered_result(1).expect("whole");
+            assert_eq!((whole.len, whole.rows), (total, rows as u64));
+            r.pass_buffered_to(&mut dst, &whole);
+            assert_eq!(dst.lent.is_some(), lent, "{rows} rows");
+            assert_eq!((dst.pending_write(), r.rbuf.len()), (total, 0));
+            assert_eq!((dst.seq, r.seq), (whole.next_seq, whole.next_seq));
+            dst.write_packet(b"next");
+            assert!(dst.lent.is_none(), "a write after lent bytes takes them in first");
+            dst.flush().await.unwrap();
+            let mut peer = PacketStream::new(d);
+            for (i, want) in packets.iter().chain([&b"next".to_vec()]).enumerate() {
+                let (seq, got) = peer.read_packet_with_seq().await.unwrap();
+                assert_eq!((seq as usize, &got[..]), (i + 1, &want[..]), "{rows} rows, packet {i}");
+            }
+        }
+    }
+
+    /// Lent bytes flushed alone go out as they are, and the stream is empty afterwards.
+    #[tokio::test]
+    async fn lent_bytes_flushed_alone_go_out_whole() {
+        let packets = whole(300, 30);
+        let refs: Vec<&[u8]> = packets.iter().map(Vec::as_slice).collect();
+        let mut r = buffered(&refs, 1).await;
+        let sent = r.rbuf.to_vec();
+        let (c, mut d) = tokio::io::duplex(1 << 20);
+        let mut dst = PacketStream::new(c);
+        dst.set_seq(1);
+        let whole = r.whole_buffered_result(1).expect("whole");
+        r.pass_buffered_to(&mut dst, &whole);
+        dst.flush().await.unwrap();
+        assert_eq!(dst.pending_write(), 0);
+        let mut got = vec![0; sent.len()];
+        d.read_exact(&mut got).await.unwrap();
+        assert!(got == sent, "bytes differ");
     }
 
     #[tokio::test]

@@ -116,4 +116,11 @@ impl tessera_protocol::packet::SendBuffer for Stream {
             other => tessera_protocol::packet::poll_write_buffer(other, cx, buf),
         }
     }
+
+    fn poll_send_lent(&mut self, cx: &mut Context<'_>, buf: &mut bytes::BytesMut) -> Poll<io::Result<()>> {
+        match self {
+            Stream::Uring(s) => s.poll_send_lent(cx, buf),
+            other => tessera_protocol::packet::poll_write_buffer(other, cx, buf),
+        }
+    }
 }

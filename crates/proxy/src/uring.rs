@@ -66,6 +66,9 @@ struct Slot {
     fd: RawFd,
     /// Bytes the kernel has taken so far.
     done: usize,
+    /// The bytes are lent by another buffer: released as soon as the send is over (so that
+    /// they do not hold that buffer's memory), never given back for reuse.
+    lent: bool,
     /// The kernel found no room: the rest waits for room before it is tried.
     wait_for_room: bool,
     result: Option<i32>,
@@ -113,7 +116,7 @@ impl Ring {
     }
 
     /// Queues a send of `bytes` on `fd`; returns its slot.
-    fn post_send(&self, fd: RawFd, bytes: BytesMut) -> io::Result<usize> {
+    fn post_send(&self, fd: RawFd, bytes: BytesMut, lent: bool) -> io::Result<usize> {
         let mut inner = self.lock();
         let slot = inner.free.pop().unwrap_or_else(|| {
             inner.slots.push(Slot::default());
@@ -123,6 +126,7 @@ impl Ring {
         s.bytes = bytes;
         s.fd = fd;
         s.done = 0;
+        s.lent = lent;
         s.wait_for_room = false;
         let entry = s.send_entry(slot);
         if let Err(e) = inner.push(&entry) {
@@ -290,7 +294,12 @@ impl Inner {
                     free.push(slot);
                     close.push(tcp);
                 }
-                None if s.complete(cqe.result()) => wake.extend(s.waker.take()),
+                None if s.complete(cqe.result()) => {
+                    if s.lent {
+                        s.bytes = BytesMut::new();
+                    }
+                    wake.extend(s.waker.take());
+                }
                 None => resend.push(slot),
             }
         }
@@ -402,9 +411,11 @@ async fn drive(ring: Arc<Ring>, events: AsyncFd<EventFd>) {
 /// Where a stream's sending stands.
 enum Sending {
     Idle,
-    /// Queued, in the kernel, or complete with its result not yet taken, in this slot.
+    /// Queued, in the kernel, or complete with its result not yet taken, in this slot;
+    /// `lent`: the bytes were lent (nothing to keep once sent).
     Posted {
         slot: usize,
+        lent: bool,
     },
 }
 
@@ -454,7 +465,7 @@ impl UringTcp {
     pub fn try_write_now(&self, bytes: &[u8]) -> io::Result<usize> {
         let idle = match self.sending {
             Sending::Idle => true,
-            Sending::Posted { slot } => self.ring.is_complete(slot),
+            Sending::Posted { slot, .. } => self.ring.is_complete(slot),
         };
         match &self.tcp {
             Some(tcp) if idle => tcp.try_write(bytes),
@@ -464,33 +475,36 @@ impl UringTcp {
 
     /// Drives the current send to its end: Ready once idle.
     fn poll_sent(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let Sending::Posted { slot } = self.sending else {
+        let Sending::Posted { slot, lent } = self.sending else {
             return Poll::Ready(Ok(()));
         };
         let (result, bytes) = ready!(self.ring.poll_send(slot, cx));
-        Poll::Ready(self.sent(result, bytes))
+        Poll::Ready(self.sent(result, bytes, lent))
     }
 
     /// Takes in the result of the current send if it is complete, without waiting.
     fn settle(&mut self) -> io::Result<()> {
-        let Sending::Posted { slot } = self.sending else {
+        let Sending::Posted { slot, lent } = self.sending else {
             return Ok(());
         };
         match self.ring.try_send_result(slot) {
-            Some((result, bytes)) => self.sent(result, bytes),
+            Some((result, bytes)) => self.sent(result, bytes, lent),
             None => Ok(()),
         }
     }
 
-    /// Takes in a completed send's result (every byte, or the error).
-    fn sent(&mut self, result: i32, bytes: BytesMut) -> io::Result<()> {
+    /// Takes in a completed send's result: every byte (a slot reports a positive count only
+    /// once the kernel has taken all of them), or the error.
+    fn sent(&mut self, result: i32, bytes: BytesMut, lent: bool) -> io::Result<()> {
         self.sending = Sending::Idle;
         match result {
-            n if n > 0 && n as usize == bytes.len() => {
-                self.keep(bytes);
+            n if n > 0 => {
+                if !lent {
+                    self.keep(bytes);
+                }
                 Ok(())
             }
-            n if n >= 0 => Err(io::ErrorKind::WriteZero.into()),
+            0 => Err(io::ErrorKind::WriteZero.into()),
             n => Err(io::Error::from_raw_os_error(-n)),
         }
     }
@@ -511,8 +525,21 @@ impl UringTcp {
         }
         let fd = self.tcp()?.as_raw_fd();
         let bytes = std::mem::replace(buf, std::mem::take(&mut self.spare));
-        let slot = self.ring.post_send(fd, bytes)?;
-        self.sending = Sending::Posted { slot };
+        let slot = self.ring.post_send(fd, bytes, false)?;
+        self.sending = Sending::Posted { slot, lent: false };
+        Poll::Ready(Ok(()))
+    }
+
+    /// Takes lent bytes (a part of another stream's read buffer) whole to send, once the
+    /// previous send is done; the ring releases them as soon as they are sent.
+    pub fn poll_send_lent(&mut self, cx: &mut Context<'_>, buf: &mut BytesMut) -> Poll<io::Result<()>> {
+        ready!(self.poll_sent(cx))?;
+        if buf.is_empty() {
+            return Poll::Ready(Ok(()));
+        }
+        let fd = self.tcp()?.as_raw_fd();
+        let slot = self.ring.post_send(fd, std::mem::take(buf), true)?;
+        self.sending = Sending::Posted { slot, lent: true };
         Poll::Ready(Ok(()))
     }
 }
@@ -551,8 +578,8 @@ impl AsyncWrite for UringTcp {
         let n = buf.len().min(MAX_SEND);
         let mut bytes = std::mem::take(&mut this.spare);
         bytes.extend_from_slice(&buf[..n]);
-        let slot = this.ring.post_send(fd, bytes)?;
-        this.sending = Sending::Posted { slot };
+        let slot = this.ring.post_send(fd, bytes, false)?;
+        this.sending = Sending::Posted { slot, lent: false };
         Poll::Ready(Ok(n))
     }
 
@@ -652,7 +679,7 @@ mod tests {
                 .await
                 .expect("send");
             assert!(wbuf.is_empty(), "the buffer went to the ring");
-            let Sending::Posted { slot } = uring.sending else {
+            let Sending::Posted { slot, .. } = uring.sending else {
                 panic!("a send is posted")
             };
             assert_eq!(
@@ -687,6 +714,38 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn packet_flushes_hand_their_buffer_over_on_several_threads() {
         packet_flushes_hand_their_buffer_over(Ring::start(false).expect("io_uring")).await;
+    }
+
+    /// Lent bytes (part of another buffer) are sent whole and released by the ring as soon as
+    /// the send is over, before the stream takes the result; the stream's spare is untouched,
+    /// and the lending buffer owns all its memory again.
+    #[tokio::test(flavor = "current_thread")]
+    async fn lent_bytes_are_sent_then_released_at_once_and_never_kept() {
+        let ring = Ring::start(true).expect("io_uring");
+        let (mut near, mut far) = pair(&ring).await;
+        near.spare = BytesMut::with_capacity(1000);
+        let mut parent = BytesMut::with_capacity(64 << 10);
+        parent.extend_from_slice(&pattern(50_000));
+        let mut lent = parent.split_to(30_000);
+        let expected = lent.to_vec();
+        std::future::poll_fn(|cx| near.poll_send_lent(cx, &mut lent))
+            .await
+            .expect("send");
+        assert!(lent.is_empty(), "taken whole");
+        let mut got = vec![0; expected.len()];
+        far.read_exact(&mut got).await.expect("read");
+        assert!(got == expected, "bytes differ");
+        let Sending::Posted { slot, lent: true } = near.sending else {
+            panic!("a lent send is posted")
+        };
+        while !ring.is_complete(slot) {
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(ring.lock().slots[slot].bytes.capacity(), 0, "released on completion");
+        near.drained().await.expect("drained");
+        assert!(near.spare.capacity() >= 1000, "the spare stays");
+        parent.clear();
+        assert!(parent.try_reclaim(64 << 10), "the lending buffer owns its memory again");
     }
 
     /// A flush hands the bytes to the ring and returns: the ring sends all of them even while

@@ -256,6 +256,9 @@ impl<S: ResponseSource, C: AsyncRead + SendBuffer> Forwarder<'_, S, C> {
             Mode::FieldList => return self.field_list().await,
             _ => {}
         }
+        if self.whole_result_passed().await? {
+            return Ok(());
+        }
         loop {
             let first = self.next().await?;
             let more = match first.first() {
@@ -268,6 +271,36 @@ impl<S: ResponseSource, C: AsyncRead + SendBuffer> Forwarder<'_, S, C> {
                 return Ok(());
             }
         }
+    }
+
+    /// The usual read: a result set that arrived whole from a live connection, for a client of
+    /// the backend's dialect (classic EOF packets), goes on as it came, in one piece (large
+    /// ones lent to the client's stream: no copy), counted but not parsed packet by packet.
+    /// False leaves everything to the packet-by-packet road.
+    async fn whole_result_passed(&mut self) -> Result<bool, ProxyError> {
+        if self.client_caps & CLIENT_DEPRECATE_EOF != 0 || self.client.pending_write() != 0 {
+            return Ok(false);
+        }
+        let seq = self.client.seq();
+        let Some(conn) = self.backend.connection() else {
+            return Ok(false);
+        };
+        if conn.has_pending_answers() {
+            return Ok(false);
+        }
+        if let Err(e) = conn.io.await_input().await {
+            return Err(conn.lost(e));
+        }
+        let Some(whole) = conn.io.whole_buffered_result(seq) else {
+            return Ok(false);
+        };
+        conn.response_started = true;
+        conn.io.pass_buffered_to(self.client, &whole);
+        self.out.status = whole.status;
+        self.out.warnings = whole.warnings;
+        self.out.result_rows = Some(whole.rows);
+        self.out.affected_rows = 0;
+        Ok(true)
     }
 
     /// Forwards an OK packet; returns whether more results follow.
@@ -563,6 +596,54 @@ mod tests {
         let got = read_n(&mut r.peer, packets.len()).await;
         for (i, ((seq, p), want)) in got.iter().zip(&packets).enumerate() {
             assert_eq!(*seq as usize, i + 1);
+            assert_eq!(p, want);
+        }
+    }
+
+    /// A large result that arrives whole goes on as it came (lent to the client's stream,
+    /// not copied), with its outcome counted, and what is written after it (the next answer)
+    /// reaches the client after it, numbered on.
+    #[tokio::test]
+    async fn a_whole_large_result_goes_on_as_it_came_and_what_follows_comes_after_it() {
+        let mut r = rig();
+        let def = packet(|b| ColumnDefinition::text("a").encode(b));
+        let mut packets = vec![column_count(1), def, eof(0x0002)];
+        packets.extend((0..500).map(|i| row(&format!("row number {i}"))));
+        packets.push(packet(|b| encode_eof(b, 3, 0x0022)));
+        script(&mut r.server, &packets).await;
+        let out = forward(&mut r.backend, &mut r.client, side(CLIENT_PROTOCOL_41), Mode::Text)
+            .await
+            .expect("forward");
+        assert_eq!((out.result_rows, out.warnings, out.status), (Some(500), 3, 0x0022));
+        r.client.write_packet(b"after");
+        r.client.flush().await.expect("flush");
+        let got = read_n(&mut r.peer, packets.len() + 1).await;
+        for (i, ((seq, p), want)) in got.iter().zip(&packets).enumerate() {
+            assert_eq!(*seq as usize % 256, (i + 1) % 256);
+            assert_eq!(p, want, "packet {i}");
+        }
+        let (seq, last) = got.last().expect("the packet written after");
+        assert_eq!(
+            (*seq as usize, last.as_slice()),
+            ((packets.len() + 1) % 256, &b"after"[..])
+        );
+    }
+
+    /// A whole result numbered otherwise than the client expects is renumbered, packet by
+    /// packet, not passed on as it came.
+    #[tokio::test]
+    async fn a_whole_result_out_of_the_clients_sequence_is_renumbered() {
+        let mut r = rig();
+        r.client.set_seq(3);
+        let packets = result_set(0x0002);
+        script(&mut r.server, &packets).await;
+        let out = forward(&mut r.backend, &mut r.client, side(CLIENT_PROTOCOL_41), Mode::Text)
+            .await
+            .expect("forward");
+        assert_eq!(out.result_rows, Some(2));
+        let got = read_n(&mut r.peer, packets.len()).await;
+        for (i, ((seq, p), want)) in got.iter().zip(&packets).enumerate() {
+            assert_eq!(*seq as usize, i + 3);
             assert_eq!(p, want);
         }
     }

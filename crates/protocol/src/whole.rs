@@ -1,0 +1,194 @@
+//! A whole result set at the front of a read buffer, recognised without copying it: a client
+//! that speaks the backend's dialect (classic EOF packets) can take it byte for byte.
+
+use crate::codec::Reader;
+use crate::flags::{SERVER_MORE_RESULTS_EXISTS, SERVER_STATUS_CURSOR_EXISTS};
+use crate::packet::MAX_FRAME;
+use crate::response::{is_eof, is_err, EOF_HEADER, ERR_HEADER, LOCAL_INFILE_HEADER, OK_HEADER};
+
+/// One result set, whole in the buffer: column count, definitions, EOF, rows, EOF.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WholeResult {
+    /// Its bytes, frame headers included, from the buffer's start.
+    pub len: usize,
+    pub rows: u64,
+    /// Of the EOF that ends it.
+    pub warnings: u16,
+    pub status: u16,
+    /// The sequence id after its last packet.
+    pub next_seq: u8,
+}
+
+/// The result set at the front of `buf` when every packet of it is there, in one frame of
+/// at most `max_packet` bytes, numbered from `seq` on without a gap, and it is the last
+/// result of its command, with rows and no cursor. None otherwise (an OK, an ERR, a partial
+/// or continued packet, more results to follow): the caller takes the packet-by-packet road,
+/// which deals with each of those.
+pub fn whole_result(buf: &[u8], seq: u8, max_packet: usize) -> Option<WholeResult> {
+    let mut frames = Frames {
+        buf,
+        at: 0,
+        seq,
+        max_packet,
+    };
+    let first = frames.next()?;
+    if matches!(
+        first.first(),
+        None | Some(&(OK_HEADER | ERR_HEADER | EOF_HEADER | LOCAL_INFILE_HEADER))
+    ) {
+        return None;
+    }
+    let columns = Reader::new(first).lenenc_int().ok()?;
+    for _ in 0..columns {
+        frames.next()?;
+    }
+    let (_, status) = eof_fields(frames.next()?)?;
+    if status & SERVER_STATUS_CURSOR_EXISTS != 0 {
+        return None;
+    }
+    let mut rows = 0u64;
+    loop {
+        let packet = frames.next()?;
+        if is_err(packet) {
+            return None;
+        }
+        if is_eof(packet) {
+            let (warnings, status) = eof_fields(packet)?;
+            if status & SERVER_MORE_RESULTS_EXISTS != 0 {
+                return None;
+            }
+            return Some(WholeResult {
+                len: frames.at,
+                rows,
+                warnings,
+                status,
+                next_seq: frames.seq,
+            });
+        }
+        rows += 1;
+    }
+}
+
+/// (warnings, status) of a classic 5-byte EOF packet.
+fn eof_fields(p: &[u8]) -> Option<(u16, u16)> {
+    if p.len() != 5 || p[0] != EOF_HEADER {
+        return None;
+    }
+    Some((u16::from_le_bytes([p[1], p[2]]), u16::from_le_bytes([p[3], p[4]])))
+}
+
+/// The complete one-frame packets at the front of a buffer, in sequence.
+struct Frames<'a> {
+    buf: &'a [u8],
+    at: usize,
+    seq: u8,
+    max_packet: usize,
+}
+
+impl<'a> Iterator for Frames<'a> {
+    type Item = &'a [u8];
+
+    fn next(&mut self) -> Option<&'a [u8]> {
+        let header = self.buf.get(self.at..self.at + 4)?;
+        let len = usize::from(header[0]) | usize::from(header[1]) << 8 | usize::from(header[2]) << 16;
+        if len >= MAX_FRAME || len > self.max_packet || header[3] != self.seq {
+            return None;
+        }
+        let payload = self.buf.get(self.at + 4..self.at + 4 + len)?;
+        self.at += 4 + len;
+        self.seq = self.seq.wrapping_add(1);
+        Some(payload)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(out: &mut Vec<u8>, seq: &mut u8, payload: &[u8]) {
+        out.extend_from_slice(&(payload.len() as u32).to_le_bytes()[..3]);
+        out.push(*seq);
+        out.extend_from_slice(payload);
+        *seq = seq.wrapping_add(1);
+    }
+
+    fn eof(status: u16) -> Vec<u8> {
+        let mut p = vec![EOF_HEADER, 1, 0];
+        p.extend_from_slice(&status.to_le_bytes());
+        p
+    }
+
+    /// A two-column result of `rows` rows numbered from `seq`, ending with `end_status`.
+    fn result(seq: u8, rows: usize, end_status: u16) -> Vec<u8> {
+        let (mut out, mut s) = (Vec::new(), seq);
+        frame(&mut out, &mut s, &[2]);
+        frame(&mut out, &mut s, b"\x03defcolumn one");
+        frame(&mut out, &mut s, b"\x03defcolumn two");
+        frame(&mut out, &mut s, &eof(2));
+        for i in 0..rows {
+            frame(&mut out, &mut s, format!("\x01{}\x02ab", i % 10).as_bytes());
+        }
+        frame(&mut out, &mut s, &eof(end_status));
+        out
+    }
+
+    #[test]
+    fn a_whole_result_is_measured_and_counted() {
+        let mut buf = result(1, 300, 0x22);
+        let len = buf.len();
+        buf.extend_from_slice(b"\x05\x00\x00\x01next"); // the next response may follow
+        let whole = whole_result(&buf, 1, 1 << 24).expect("whole");
+        assert_eq!(
+            whole,
+            WholeResult {
+                len,
+                rows: 300,
+                warnings: 1,
+                status: 0x22,
+                next_seq: (1 + 4 + 300 + 1) as u8
+            }
+        );
+        let empty = result(1, 0, 2);
+        assert_eq!(
+            whole_result(&empty, 1, 1 << 24).map(|w| (w.len, w.rows)),
+            Some((empty.len(), 0))
+        );
+    }
+
+    #[test]
+    fn anything_but_a_whole_last_result_in_sequence_is_left_to_the_packet_road() {
+        let full = result(1, 5, 2);
+        for cut in 0..full.len() {
+            assert_eq!(whole_result(&full[..cut], 1, 1 << 24), None, "cut at {cut}");
+        }
+        assert_eq!(whole_result(&full, 2, 1 << 24), None, "another sequence");
+        assert_eq!(
+            whole_result(&result(1, 5, SERVER_MORE_RESULTS_EXISTS), 1, 1 << 24),
+            None
+        );
+        assert_eq!(whole_result(&full, 1, 10), None, "a packet above the limit");
+        let (mut cursor, mut s) = (Vec::new(), 1);
+        frame(&mut cursor, &mut s, &[1]);
+        frame(&mut cursor, &mut s, b"\x03def");
+        frame(&mut cursor, &mut s, &eof(SERVER_STATUS_CURSOR_EXISTS));
+        frame(&mut cursor, &mut s, &eof(2));
+        assert_eq!(whole_result(&cursor, 1, 1 << 24), None, "a cursor");
+        let (mut error, mut s) = (Vec::new(), 1);
+        frame(&mut error, &mut s, &[1]);
+        frame(&mut error, &mut s, b"\x03def");
+        frame(&mut error, &mut s, &eof(2));
+        frame(&mut error, &mut s, b"\x01a");
+        frame(&mut error, &mut s, b"\xff\x15\x04#HY000oops");
+        assert_eq!(whole_result(&error, 1, 1 << 24), None, "an error among the rows");
+        for first in [
+            &[0u8, 0, 0, 2, 0, 0, 0][..],
+            b"\xff\x15\x04#HY000no",
+            b"\xfbfile",
+            &eof(2),
+        ] {
+            let (mut p, mut s) = (Vec::new(), 1);
+            frame(&mut p, &mut s, first);
+            assert_eq!(whole_result(&p, 1, 1 << 24), None, "{first:?}");
+        }
+    }
+}
