@@ -217,7 +217,15 @@ impl<S: AsyncRead + SendBuffer> PacketStream<S> {
     }
 
     /// Moves lent bytes into the write buffer, before anything written after them.
+    #[inline]
     fn settle_lent(&mut self) {
+        if self.lent.is_some() {
+            self.take_lent_in();
+        }
+    }
+
+    #[cold]
+    fn take_lent_in(&mut self) {
         if let Some(lent) = self.lent.take() {
             self.wbuf.extend_from_slice(&lent);
         }

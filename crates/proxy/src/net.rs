@@ -110,6 +110,7 @@ impl AsyncWrite for Stream {
 
 impl tessera_protocol::packet::SendBuffer for Stream {
     /// Through io_uring the buffer itself is sent (no copy); other streams write it.
+    #[inline]
     fn poll_send_buffer(&mut self, cx: &mut Context<'_>, buf: &mut bytes::BytesMut) -> Poll<io::Result<()>> {
         match self {
             Stream::Uring(s) => s.poll_send_buffer(cx, buf),
@@ -117,6 +118,7 @@ impl tessera_protocol::packet::SendBuffer for Stream {
         }
     }
 
+    #[inline]
     fn poll_send_lent(&mut self, cx: &mut Context<'_>, buf: &mut bytes::BytesMut) -> Poll<io::Result<()>> {
         match self {
             Stream::Uring(s) => s.poll_send_lent(cx, buf),

@@ -147,11 +147,19 @@ where
     } else {
         0
     };
-    let result = forward_from(&mut *backend, client, side, mode, status).await;
-    if result.is_err() {
-        backend.broken = true;
+    let mut f = Forwarder::new(&mut *backend, client, side, status);
+    let result = match f.whole_result_passed(mode).await {
+        Ok(true) => Ok(()),
+        Ok(false) => f.run(mode).await,
+        Err(e) => Err(e),
+    };
+    match f.finish(result).await {
+        Ok(()) => Ok(f.out),
+        Err(e) => {
+            backend.broken = true;
+            Err(e)
+        }
     }
-    result
 }
 
 /// Forwards a response from any source; `status` is the transaction state before it.
@@ -166,23 +174,9 @@ where
     S: ResponseSource,
     C: AsyncRead + SendBuffer,
 {
-    let mut f = Forwarder {
-        backend: source,
-        client,
-        client_caps: side.capabilities,
-        write_timeout: side.write_timeout,
-        tracking: side.tracking,
-        acknowledged: side.acknowledged,
-        out: Outcome {
-            status,
-            ..Outcome::default()
-        },
-    };
-    let mut result = f.run(mode).await;
-    if result.is_ok() {
-        result = f.flush_client().await;
-    }
-    result?;
+    let mut f = Forwarder::new(source, client, side, status);
+    let result = f.run(mode).await;
+    f.finish(result).await?;
     Ok(f.out)
 }
 
@@ -201,7 +195,59 @@ struct Forwarder<'a, S, C> {
     out: Outcome,
 }
 
-impl<S: ResponseSource, C: AsyncRead + SendBuffer> Forwarder<'_, S, C> {
+impl<C: AsyncRead + SendBuffer> Forwarder<'_, BackendConn, C> {
+    /// The usual read: a result set that arrived whole from a live connection, for a client of
+    /// the backend's dialect (classic EOF packets), goes on as it came, in one piece (large
+    /// ones lent to the client's stream: no copy), counted but not parsed packet by packet.
+    /// False leaves everything to the packet-by-packet road.
+    async fn whole_result_passed(&mut self, mode: Mode) -> Result<bool, ProxyError> {
+        let conn = &mut *self.backend;
+        if !matches!(mode, Mode::Text | Mode::Binary)
+            || self.client_caps & CLIENT_DEPRECATE_EOF != 0
+            || self.client.pending_write() != 0
+            || conn.has_pending_answers()
+        {
+            return Ok(false);
+        }
+        let seq = self.client.seq();
+        if let Err(e) = conn.io.await_input().await {
+            return Err(conn.lost(e));
+        }
+        let Some(whole) = conn.io.whole_buffered_result(seq) else {
+            return Ok(false);
+        };
+        conn.response_started = true;
+        conn.io.pass_buffered_to(self.client, &whole);
+        self.out.status = whole.status;
+        self.out.warnings = whole.warnings;
+        self.out.result_rows = Some(whole.rows);
+        self.out.affected_rows = 0;
+        Ok(true)
+    }
+}
+
+impl<'a, S: ResponseSource, C: AsyncRead + SendBuffer> Forwarder<'a, S, C> {
+    fn new(backend: &'a mut S, client: &'a mut PacketStream<C>, side: ClientSide<'a>, status: u16) -> Self {
+        Forwarder {
+            backend,
+            client,
+            client_caps: side.capabilities,
+            write_timeout: side.write_timeout,
+            tracking: side.tracking,
+            acknowledged: side.acknowledged,
+            out: Outcome {
+                status,
+                ..Outcome::default()
+            },
+        }
+    }
+
+    /// Flushes the client once the response went through (the outcome is then `self.out`).
+    async fn finish(&mut self, result: Result<(), ProxyError>) -> Result<(), ProxyError> {
+        result?;
+        self.flush_client().await
+    }
+
     async fn flush_client(&mut self) -> Result<(), ProxyError> {
         let mut flush = std::pin::pin!(self.client.flush());
         // The usual case: the socket takes everything at once, and no timer is armed (nor the
@@ -256,9 +302,6 @@ impl<S: ResponseSource, C: AsyncRead + SendBuffer> Forwarder<'_, S, C> {
             Mode::FieldList => return self.field_list().await,
             _ => {}
         }
-        if self.whole_result_passed().await? {
-            return Ok(());
-        }
         loop {
             let first = self.next().await?;
             let more = match first.first() {
@@ -271,36 +314,6 @@ impl<S: ResponseSource, C: AsyncRead + SendBuffer> Forwarder<'_, S, C> {
                 return Ok(());
             }
         }
-    }
-
-    /// The usual read: a result set that arrived whole from a live connection, for a client of
-    /// the backend's dialect (classic EOF packets), goes on as it came, in one piece (large
-    /// ones lent to the client's stream: no copy), counted but not parsed packet by packet.
-    /// False leaves everything to the packet-by-packet road.
-    async fn whole_result_passed(&mut self) -> Result<bool, ProxyError> {
-        if self.client_caps & CLIENT_DEPRECATE_EOF != 0 || self.client.pending_write() != 0 {
-            return Ok(false);
-        }
-        let seq = self.client.seq();
-        let Some(conn) = self.backend.connection() else {
-            return Ok(false);
-        };
-        if conn.has_pending_answers() {
-            return Ok(false);
-        }
-        if let Err(e) = conn.io.await_input().await {
-            return Err(conn.lost(e));
-        }
-        let Some(whole) = conn.io.whole_buffered_result(seq) else {
-            return Ok(false);
-        };
-        conn.response_started = true;
-        conn.io.pass_buffered_to(self.client, &whole);
-        self.out.status = whole.status;
-        self.out.warnings = whole.warnings;
-        self.out.result_rows = Some(whole.rows);
-        self.out.affected_rows = 0;
-        Ok(true)
     }
 
     /// Forwards an OK packet; returns whether more results follow.
