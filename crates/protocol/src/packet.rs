@@ -1,5 +1,6 @@
 //! Packet framing over an async stream: 3-byte length + sequence id, 16 MiB split and join,
-//! buffered reads and batched writes (several packets per syscall).
+//! buffered reads and batched writes (several packets per syscall), write buffers handed to
+//! the stream whole ([`SendBuffer`]) and whole results passed from one stream to another.
 
 use crate::error::{ProtocolError, Result};
 use bytes::{Buf, BufMut, Bytes, BytesMut};

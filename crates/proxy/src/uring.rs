@@ -616,6 +616,13 @@ mod tests {
         (UringTcp::new(near, Arc::clone(ring)), far)
     }
 
+    /// Everything the far end receives until the near end closes.
+    async fn read_all(mut far: TcpStream) -> Vec<u8> {
+        let mut got = Vec::new();
+        far.read_to_end(&mut got).await.expect("read");
+        got
+    }
+
     fn pattern(len: usize) -> Vec<u8> {
         (0..len).map(|i| (i % 251) as u8).collect()
     }
@@ -623,13 +630,9 @@ mod tests {
     /// Megabytes written faster than the peer reads: sends wait for room in the kernel (or
     /// the ring sends their rest); every byte arrives, in order.
     async fn big_writes_arrive_whole(ring: Arc<Ring>) {
-        let (mut near, mut far) = pair(&ring).await;
+        let (mut near, far) = pair(&ring).await;
         let sent = pattern(5 << 20);
-        let reader = tokio::spawn(async move {
-            let mut got = Vec::new();
-            far.read_to_end(&mut got).await.expect("read");
-            got
-        });
+        let reader = tokio::spawn(read_all(far));
         for chunk in sent.chunks(700_001) {
             near.write_all(chunk).await.expect("write");
         }
@@ -659,14 +662,10 @@ mod tests {
     /// is copied), and a packet stream's flushes, which send that way, of every size,
     /// megabytes included, arrive whole and in order with such sends between them.
     async fn packet_flushes_hand_their_buffer_over(ring: Arc<Ring>) {
-        let (near, mut far) = pair(&ring).await;
+        let (near, far) = pair(&ring).await;
         let mut packets = tessera_protocol::PacketStream::new(crate::net::Stream::Uring(near));
         let sizes = [10, 3000, 70_000, 5 << 20, 1, 200_000];
-        let reader = tokio::spawn(async move {
-            let mut got = Vec::new();
-            far.read_to_end(&mut got).await.expect("read");
-            got
-        });
+        let reader = tokio::spawn(read_all(far));
         let mut expected = Vec::new();
         for (seq, size) in sizes.iter().enumerate() {
             let crate::net::Stream::Uring(uring) = packets.get_mut() else {
@@ -770,22 +769,20 @@ mod tests {
     #[tokio::test(flavor = "current_thread")]
     async fn a_stream_dropped_before_its_send_went_out_still_sends_it_then_closes() {
         let ring = Ring::start(true).expect("io_uring");
-        let (mut near, mut far) = pair(&ring).await;
+        let (mut near, far) = pair(&ring).await;
         near.write_all(b"goodbye").await.expect("write");
         assert!(
             matches!(near.sending, Sending::Posted { .. }),
             "queued, not yet submitted"
         );
         drop(near);
-        let mut got = Vec::new();
-        far.read_to_end(&mut got).await.expect("read");
-        assert_eq!(got, b"goodbye");
+        assert_eq!(read_all(far).await, b"goodbye");
     }
 
     #[tokio::test(flavor = "current_thread")]
     async fn the_plain_stream_comes_back_once_its_sends_are_done() {
         let ring = Ring::start(true).expect("io_uring");
-        let (mut near, mut far) = pair(&ring).await;
+        let (mut near, far) = pair(&ring).await;
         near.write_all(b"hello").await.expect("write");
         near.flush().await.expect("flush");
         assert!(
@@ -795,9 +792,7 @@ mod tests {
         let mut plain = near.into_tcp().await.expect("the stream after its send");
         plain.write_all(b" world").await.expect("plain write");
         drop(plain);
-        let mut got = Vec::new();
-        far.read_to_end(&mut got).await.expect("read");
-        assert_eq!(got, b"hello world");
+        assert_eq!(read_all(far).await, b"hello world");
     }
 
     /// A send queued on a socket whose buffer is already full waits in the kernel for room and

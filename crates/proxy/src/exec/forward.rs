@@ -1,6 +1,7 @@
-//! Pass-through of one backend response to the client. Rows are copied, never decoded; only
-//! OK/ERR/EOF packets are parsed, to learn status flags, affected rows, insert ids and session
-//! changes. Sequence ids are rewritten by the client stream.
+//! Pass-through of one backend response to the client. Rows are copied (or, in a whole result
+//! from a live connection, lent), never decoded; only OK/ERR/EOF packets are parsed, to learn
+//! status flags, affected rows, insert ids and session changes. Sequence ids are rewritten by
+//! the client stream where they differ.
 
 use crate::backend::BackendConn;
 use crate::error::ProxyError;
