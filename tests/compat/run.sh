@@ -18,6 +18,8 @@
 #   state  --pool-max 2              TESSERA_STATE_PORT, ... (python session-state tests only)
 #   ps     --pool-max 4 --prepared-cache 64         TESSERA_PS_PORT, TESSERA_PS_MARIADB_PORT, ...
 #   sha2   --auth-plugin caching_sha2_password      TESSERA_SHA2_PORT, TESSERA_SHA2_MARIADB_PORT, ...
+#   one    --workers 1 --pool-max 64                TESSERA_ONE_PORT, ... (one worker thread, the
+#                                    benchmark setting; the sysbench suite runs through it too)
 # MariaDB directly: user tessera / password tessera (MARIADB_USER, MARIADB_PASSWORD).
 # pool2, state and ps belong to the python suite, which changes session state there on
 # purpose; other suites use main and sha2, or start a private demo with lib.sh.
@@ -86,6 +88,7 @@ envs=(
     "state --pool-max 2"
     "ps --pool-max 4 --prepared-cache 64"
     "sha2 --auth-plugin caching_sha2_password"
+    "one --workers 1 --pool-max 64"
 )
 setup_failed=0
 for spec in "${envs[@]}"; do

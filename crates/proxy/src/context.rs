@@ -64,14 +64,19 @@ pub struct Context {
 }
 
 impl Context {
-    /// Builds pools and credentials from a validated configuration.
-    pub fn new(config: Arc<Config>, shutdown: watch::Receiver<bool>) -> Result<Self, ProxyError> {
+    /// Builds pools and credentials from a validated configuration; `park`: the hook of the
+    /// current_thread runtime this runs on (see [`crate::uring::ParkHook`]), if it has one.
+    pub fn new(
+        config: Arc<Config>,
+        shutdown: watch::Receiver<bool>,
+        park: Option<&crate::uring::ParkHook>,
+    ) -> Result<Self, ProxyError> {
         let tls = match (&config.server.tls_cert, &config.server.tls_key) {
             (Some(c), Some(k)) => Some(crate::tls::acceptor(c, k)?),
             _ => None,
         };
         let users = config.users.iter().map(|u| (u.name.clone(), credentials(u))).collect();
-        let ring = start_ring(config.server.io)?;
+        let ring = start_ring(config.server.io, park.filter(|_| reads_all_through_ring(&config)))?;
         let groups = config
             .groups
             .iter()
@@ -176,9 +181,24 @@ fn credentials(u: &tessera_config::UserConfig) -> Credentials {
     }
 }
 
+/// Whether every connection that reads goes through the ring once io_uring is on: no TLS (its
+/// streams read and write on their own) and no unix-socket backends. A ring's sends may then
+/// wait for the runtime's park (the ring counts its streams' reads to tell a busy runtime).
+fn reads_all_through_ring(config: &Config) -> bool {
+    let unix = |a: &tessera_config::ServerAddr| a.address.starts_with("unix:");
+    config.server.tls_cert.is_none()
+        && config
+            .groups
+            .iter()
+            .all(|g| !g.tls && !unix(&g.primary) && !g.replicas.iter().any(unix))
+}
+
 /// The io_uring every socket sends through (on the current runtime), or none for epoll:
 /// `auto` falls back to epoll when the kernel refuses io_uring, `uring` fails the start.
-fn start_ring(io: tessera_config::IoEngine) -> Result<Option<Arc<crate::uring::Ring>>, ProxyError> {
+fn start_ring(
+    io: tessera_config::IoEngine,
+    park: Option<&crate::uring::ParkHook>,
+) -> Result<Option<Arc<crate::uring::Ring>>, ProxyError> {
     use tessera_config::IoEngine;
     if io == IoEngine::Epoll {
         return Ok(None);
@@ -186,7 +206,10 @@ fn start_ring(io: tessera_config::IoEngine) -> Result<Option<Arc<crate::uring::R
     let started = tokio::runtime::Handle::try_current()
         .map_err(|_| std::io::Error::other("no tokio runtime to drive the ring"))
         .and_then(|runtime| {
-            crate::uring::Ring::start(runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread)
+            crate::uring::Ring::start(
+                runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread,
+                park,
+            )
         });
     match (started, io) {
         (Ok(ring), _) => {
@@ -264,4 +287,37 @@ fn build_group(
         )
         .with_read_your_writes_wait(g.read_your_writes_wait()),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(group_extra: &str, primary: &str, server_extra: &str) -> Config {
+        let text = format!(
+            "[server]\nlisten = \"127.0.0.1:6033\"\n{server_extra}\n\
+             [[users]]\nname = \"app\"\npassword = \"secret\"\n\
+             [[groups]]\nname = \"main\"\nuser = \"t\"\npassword = \"t\"\n\
+             primary = {{ address = \"{primary}\" }}\n{group_extra}\n"
+        );
+        tessera_config::parse_str(&text, "t.toml").expect("config")
+    }
+
+    #[test]
+    fn sends_wait_for_the_park_only_when_every_reading_connection_goes_through_the_ring() {
+        assert!(reads_all_through_ring(&config("", "127.0.0.1:3306", "")));
+        assert!(
+            !reads_all_through_ring(&config("tls = true", "127.0.0.1:3306", "")),
+            "TLS backends read on their own"
+        );
+        assert!(
+            !reads_all_through_ring(&config("", "unix:/run/mysqld.sock", "")),
+            "unix-socket backends too"
+        );
+        let tls = "tls_cert = \"/etc/tessera/cert.pem\"\ntls_key = \"/etc/tessera/key.pem\"";
+        assert!(
+            !reads_all_through_ring(&config("", "127.0.0.1:3306", tls)),
+            "and TLS clients"
+        );
+    }
 }

@@ -42,6 +42,8 @@ pub struct DemoOptions {
     pub prepared_cache_size: usize,
     /// GTID replicas of group g0's primary; reads are spread over them.
     pub replicas: usize,
+    /// `server.worker_threads` (0: one per core; 1: the benchmark setting).
+    pub workers: usize,
 }
 
 impl Default for DemoOptions {
@@ -53,6 +55,7 @@ impl Default for DemoOptions {
             env_file: None,
             prepared_cache_size: 256,
             replicas: 1,
+            workers: 0,
         }
     }
 }
@@ -89,11 +92,13 @@ pub fn demo_config_text(opts: &DemoOptions, groups: &[DemoGroup]) -> String {
         pool_max,
         auth_plugin,
         prepared_cache_size,
+        workers,
         ..
     } = opts;
     let mut text = format!(
         r#"[server]
 listen = "{listen}"
+worker_threads = {workers}
 default_auth_plugin = "{auth_plugin}"
 [pool]
 max_size = {pool_max}
@@ -213,8 +218,9 @@ fn env_lines(tessera_port: u16, servers: &DemoServers) -> String {
     )
 }
 
-/// Runs the demo until SIGTERM / Ctrl-C.
-pub async fn run_demo(opts: DemoOptions) -> Result<(), ProxyError> {
+/// Runs the demo until SIGTERM / Ctrl-C; `park`: the hook of the one-thread runtime it runs
+/// on, if it does (see [`crate::uring::ParkHook`]).
+pub async fn run_demo(opts: DemoOptions, park: Option<crate::uring::ParkHook>) -> Result<(), ProxyError> {
     let replicas = opts.replicas;
     println!(
         "Starting a sharded sandbox: group g0 (a MariaDB primary with {replicas} replica(s)) and group g1 (a MariaDB primary)..."
@@ -227,7 +233,7 @@ pub async fn run_demo(opts: DemoOptions) -> Result<(), ProxyError> {
     .await
     .map_err(|e| ProxyError::Config(e.to_string()))??;
     let config = demo_config(&opts, &servers.groups())?;
-    let running = crate::server::start(config).await?;
+    let running = crate::server::start_with_park(config, park).await?;
     let port = running.addr.port();
     if let Some(path) = &opts.env_file {
         std::fs::write(path, env_lines(port, &servers)).map_err(|e| ProxyError::Config(format!("{path}: {e}")))?;

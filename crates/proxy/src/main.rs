@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use tessera_proxy::uring::ParkHook;
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -11,7 +12,7 @@ usage:
   tessera --config PATH            serve with the configuration file PATH
   tessera check-config PATH        validate a configuration file and exit
   tessera demo [--listen ADDR] [--pool-max N] [--auth-plugin P] [--prepared-cache N] [--env-file PATH]
-               [--replicas N]   (default 1)
+               [--replicas N]   (default 1)  [--workers N]   (worker threads; default 0, one per core)
                                    sandbox MariaDB primary + replicas + sample schema behind Tessera (127.0.0.1:6033)
   tessera sandbox [--servers N] [--replicas]
                                    start N sandbox MariaDB servers until Ctrl-C (--replicas:
@@ -43,6 +44,7 @@ fn known_options(command: &str) -> (&'static [&'static str], &'static [&'static 
                 "--prepared-cache",
                 "--env-file",
                 "--replicas",
+                "--workers",
             ],
             &[],
         ),
@@ -132,6 +134,7 @@ fn demo_options(flag: &dyn Fn(&str) -> Option<String>) -> Result<tessera_proxy::
     o.auth_plugin = flag("--auth-plugin").unwrap_or(o.auth_plugin);
     o.env_file = flag("--env-file");
     o.replicas = number("--replicas", o.replicas)?;
+    o.workers = number("--workers", o.workers)?;
     Ok(o)
 }
 
@@ -163,16 +166,19 @@ fn init_logging() {
         .init();
 }
 
-fn runtime(workers: usize) -> std::io::Result<tokio::runtime::Runtime> {
+/// The runtime for `workers` threads (0: one per core), and for one thread the hook its park
+/// calls to submit the io_uring's sends of the turn.
+fn runtime(workers: usize) -> std::io::Result<(tokio::runtime::Runtime, Option<ParkHook>)> {
     if workers == 1 {
         // One thread: no work stealing or cross-thread wake-ups at all.
-        return tokio::runtime::Builder::new_current_thread().enable_all().build();
+        let (runtime, park) = tessera_proxy::uring::current_thread_runtime()?;
+        return Ok((runtime, Some(park)));
     }
     let mut b = tokio::runtime::Builder::new_multi_thread();
     if workers > 0 {
         b.worker_threads(workers);
     }
-    b.enable_all().build()
+    Ok((b.enable_all().build()?, None))
 }
 
 fn run(cli: Cli) -> Result<(), String> {
@@ -192,9 +198,11 @@ fn run(cli: Cli) -> Result<(), String> {
         }
         Cli::Serve(path) => {
             let config = tessera_config::load_file(&path).map_err(|e| e.to_string())?;
-            let rt = runtime(config.server.worker_threads).map_err(|e| e.to_string())?;
+            let (rt, park) = runtime(config.server.worker_threads).map_err(|e| e.to_string())?;
             rt.block_on(async {
-                let running = tessera_proxy::server::start(config).await.map_err(|e| e.to_string())?;
+                let running = tessera_proxy::server::start_with_park(config, park)
+                    .await
+                    .map_err(|e| e.to_string())?;
                 tessera_proxy::server::wait_for_signal().await;
                 tracing::info!("shutting down: draining sessions");
                 running.shutdown().await;
@@ -202,12 +210,12 @@ fn run(cli: Cli) -> Result<(), String> {
             })
         }
         Cli::Demo(opts) => {
-            let rt = runtime(0).map_err(|e| e.to_string())?;
-            rt.block_on(tessera_proxy::demo::run_demo(opts))
+            let (rt, park) = runtime(opts.workers).map_err(|e| e.to_string())?;
+            rt.block_on(tessera_proxy::demo::run_demo(opts, park))
                 .map_err(|e| e.to_string())
         }
         Cli::Sandbox(n, replicas) => {
-            let rt = runtime(0).map_err(|e| e.to_string())?;
+            let (rt, _) = runtime(0).map_err(|e| e.to_string())?;
             rt.block_on(tessera_proxy::demo::run_sandbox(n, replicas))
                 .map_err(|e| e.to_string())
         }

@@ -24,9 +24,15 @@ pub struct Running {
 
 /// Binds the listener and starts accepting clients and maintaining pools.
 pub async fn start(config: Config) -> Result<Running, ProxyError> {
+    start_with_park(config, None).await
+}
+
+/// [`start`] on a runtime from [`crate::uring::current_thread_runtime`], whose park hook then
+/// submits the io_uring's sends of each turn.
+pub async fn start_with_park(config: Config, park: Option<crate::uring::ParkHook>) -> Result<Running, ProxyError> {
     let (tx, rx) = watch::channel(false);
     let listen = config.server.listen.clone();
-    let ctx = Arc::new(Context::new(Arc::new(config), rx.clone())?);
+    let ctx = Arc::new(Context::new(Arc::new(config), rx.clone(), park.as_ref())?);
     let listener = TcpListener::bind(&listen)
         .await
         .map_err(|e| ProxyError::Config(format!("cannot listen on {listen}: {e}")))?;

@@ -9,12 +9,19 @@
 //! that waited for room in a full socket). Reads stay on tokio's readiness (reads through the
 //! ring measured a loss: docs/benchmarks.md). On loopback this spends a third less CPU per
 //! answered request than a `write` per send (`tessera-bench leg-floor 16 10 epoll,hybrid-sends`).
+//!
+//! On a current_thread runtime built by [`current_thread_runtime`] the sends of a whole turn
+//! of the runtime go out together: the runtime's park hook ([`ParkHook`]) submits what is
+//! queued just before the thread sleeps, so the driver is not woken per turn. A runtime that
+//! stays busy still sends: the driver is kicked once [`PARK_BATCH`] sends are queued, once a
+//! stream waits for its own send, or once the ring's streams have read [`STALE_READS`] times
+//! since the oldest queued send (the runtime runs on without parking).
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::task::{ready, Context, Poll, Waker};
 
 use bytes::BytesMut;
@@ -35,6 +42,13 @@ const CANCEL: u64 = u64::MAX;
 const KEEP_BUFFER: usize = 64 << 10;
 /// `IORING_RECVSEND_POLL_FIRST`: wait for room before trying (a send that found none).
 const POLL_FIRST: u16 = 1;
+/// Sends submitted at the runtime's park: the driver is kicked once this many are queued
+/// (a busy runtime that parks rarely still sends in batches of this size).
+pub const PARK_BATCH: usize = 16;
+/// Sends submitted at the runtime's park: the driver is kicked once the ring's streams have
+/// read this many times with a send queued (the runtime keeps running without parking, and
+/// no batch fills: a task streams a large input while a lone answer waits).
+pub const STALE_READS: u32 = 64;
 
 /// The process's ring, shared by every stream that sends through it.
 pub struct Ring {
@@ -45,6 +59,38 @@ pub struct Ring {
     /// `sends / submissions`).
     pub sends: AtomicU64,
     pub submissions: AtomicU64,
+    /// Sends are submitted by the runtime's park hook ([`ParkHook`]), not at each first send.
+    at_park: bool,
+    /// At park: a send is queued (mirrors `queued > 0` for the reads' check, without the lock).
+    deferred: AtomicBool,
+    /// At park: reads on the ring's streams since the oldest queued send.
+    reads_deferred: AtomicU32,
+}
+
+/// Submits the ring's queued sends when its current_thread runtime is about to park, so that
+/// one `io_uring_enter` carries every send of the turn. Only [`current_thread_runtime`]
+/// makes one, with the hook installed; hand it to [`Ring::start`] on that runtime.
+#[derive(Clone)]
+pub struct ParkHook(Arc<OnceLock<Arc<Ring>>>);
+
+impl ParkHook {
+    fn before_park(&self) {
+        if let Some(ring) = self.0.get() {
+            ring.submit_at_park();
+        }
+    }
+}
+
+/// A current_thread runtime (I/O and time enabled) whose park submits the queued sends of the
+/// ring started on it with the returned hook.
+pub fn current_thread_runtime() -> io::Result<(tokio::runtime::Runtime, ParkHook)> {
+    let hook = ParkHook(Arc::new(OnceLock::new()));
+    let at_park = hook.clone();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .on_thread_park(move || at_park.before_park())
+        .enable_all()
+        .build()?;
+    Ok((runtime, hook))
 }
 
 struct Inner {
@@ -81,8 +127,12 @@ struct Slot {
 impl Ring {
     /// Sets up the ring and spawns its driver on the current tokio runtime. `one_thread`: the
     /// runtime is a current_thread one, so completions may wait for the driver's next
-    /// submission instead of interrupting the thread (IORING_SETUP_COOP_TASKRUN).
-    pub fn start(one_thread: bool) -> io::Result<Arc<Ring>> {
+    /// submission instead of interrupting the thread (IORING_SETUP_COOP_TASKRUN). `park`: that
+    /// runtime's park hook (from [`current_thread_runtime`]), which then submits the sends;
+    /// only for a runtime whose streams that read all go through this ring (what keeps a busy
+    /// runtime sending counts their reads).
+    pub fn start(one_thread: bool, park: Option<&ParkHook>) -> io::Result<Arc<Ring>> {
+        let park = park.filter(|p| one_thread && p.0.get().is_none());
         let mut builder = IoUring::builder();
         if one_thread {
             builder.setup_coop_taskrun();
@@ -102,7 +152,14 @@ impl Ring {
             kick: Notify::new(),
             sends: AtomicU64::new(0),
             submissions: AtomicU64::new(0),
+            at_park: park.is_some(),
+            deferred: AtomicBool::new(false),
+            reads_deferred: AtomicU32::new(0),
         });
+        if let Some(park) = park {
+            // Cannot fail: the hook was checked unset above, on this thread.
+            let _ = park.0.set(Arc::clone(&ring));
+        }
         // SAFETY: the AsyncFd owns the eventfd, which stays open as long as it does.
         let events = unsafe { AsyncFd::register_with_interest(events, tokio::io::Interest::READABLE) }
             .map_err(|e| io::Error::other(e.to_string()))?;
@@ -135,13 +192,72 @@ impl Ring {
             inner.free.push(slot);
             return Err(e);
         }
-        let first = inner.queued == 1;
+        let kick = match self.at_park {
+            false => inner.queued == 1,
+            true => {
+                if inner.queued == 1 {
+                    self.deferred.store(true, Ordering::Relaxed);
+                }
+                inner.queued == PARK_BATCH
+            }
+        };
         drop(inner);
         self.sends.fetch_add(1, Ordering::Relaxed);
-        if first {
+        if kick {
             self.kick.notify_one();
         }
         Ok(slot)
+    }
+
+    /// Whether the runtime's park submits the sends (see [`ParkHook`]).
+    pub fn sends_wait_for_park(&self) -> bool {
+        self.at_park
+    }
+
+    /// A read on one of the ring's streams: with sends waiting for the park, counts towards
+    /// kicking the driver (a runtime that keeps reading without parking still sends).
+    #[inline]
+    fn note_read(&self) {
+        if self.deferred.load(Ordering::Relaxed) && self.reads_deferred.fetch_add(1, Ordering::Relaxed) == STALE_READS {
+            self.kick.notify_one();
+        }
+    }
+
+    /// One turn of the ring (see [`Inner::turn`]), counted when it entered the kernel.
+    fn turn(&self, signalled: Option<&EventFd>, wake: &mut Vec<Waker>, close: &mut Vec<TcpStream>) -> io::Result<bool> {
+        let mut inner = self.lock();
+        let turned = inner.turn(signalled, wake, close);
+        if self.at_park {
+            // What is still queued (the rest of a short send) waits for the next park.
+            self.deferred.store(inner.queued > 0, Ordering::Relaxed);
+            self.reads_deferred.store(0, Ordering::Relaxed);
+        }
+        drop(inner);
+        if let Ok(true) = turned {
+            self.submissions.fetch_add(1, Ordering::Relaxed);
+        }
+        turned
+    }
+
+    /// The park hook's turns: submit what is queued, the rests of short sends included, before
+    /// the thread sleeps (nothing queued: no system call). What a few turns leave, or a failed
+    /// submission, is the driver's (it retries).
+    fn submit_at_park(&self) {
+        let (mut wake, mut close) = (Vec::new(), Vec::new());
+        for _ in 0..4 {
+            if !self.deferred.load(Ordering::Relaxed) {
+                break;
+            }
+            if let Err(e) = self.turn(None, &mut wake, &mut close) {
+                tracing::debug!(error = %e, "io_uring submission at park failed; the driver retries");
+                break;
+            }
+        }
+        if self.deferred.load(Ordering::Relaxed) {
+            self.kick.notify_one();
+        }
+        wake.into_iter().for_each(Waker::wake);
+        drop(close);
     }
 
     /// The result of the send in `slot` and its buffer back, once complete (the slot is then
@@ -154,6 +270,12 @@ impl Ring {
         let s = &mut inner.slots[slot];
         if !s.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
             s.waker = Some(cx.waker().clone());
+        }
+        // A stream that waits for its send does not wait for the park.
+        let kick = self.at_park && inner.queued > 0;
+        drop(inner);
+        if kick {
+            self.kick.notify_one();
         }
         Poll::Pending
     }
@@ -371,12 +493,9 @@ async fn drive(ring: Arc<Ring>, events: AsyncFd<EventFd>) {
     let (mut wake, mut close, mut signalled) = (Vec::new(), Vec::new(), true);
     let mut failing = false;
     loop {
-        let turned = ring
-            .lock()
-            .turn(signalled.then(|| events.get_ref()), &mut wake, &mut close);
+        let turned = ring.turn(signalled.then(|| events.get_ref()), &mut wake, &mut close);
         match turned {
-            Ok(true) => drop(ring.submissions.fetch_add(1, Ordering::Relaxed)),
-            Ok(false) => {}
+            Ok(_) => {}
             Err(ref e) if !failing => tracing::warn!(error = %e, "io_uring submission failed; retrying"),
             Err(ref e) => tracing::debug!(error = %e, "io_uring submission failed again; retrying"),
         }
@@ -558,7 +677,9 @@ impl Drop for UringTcp {
 
 impl AsyncRead for UringTcp {
     fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut().tcp.as_mut() {
+        let this = self.get_mut();
+        this.ring.note_read();
+        match this.tcp.as_mut() {
             Some(tcp) => Pin::new(tcp).poll_read(cx, buf),
             None => Poll::Ready(Err(gone())),
         }
@@ -650,12 +771,12 @@ mod tests {
 
     #[tokio::test(flavor = "current_thread")]
     async fn big_writes_arrive_whole_on_one_thread() {
-        big_writes_arrive_whole(Ring::start(true).expect("io_uring")).await;
+        big_writes_arrive_whole(Ring::start(true, None).expect("io_uring")).await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn big_writes_arrive_whole_on_several_threads() {
-        big_writes_arrive_whole(Ring::start(false).expect("io_uring")).await;
+        big_writes_arrive_whole(Ring::start(false, None).expect("io_uring")).await;
     }
 
     /// A buffer sent through the ring is the very allocation the ring's slot holds (nothing
@@ -707,12 +828,12 @@ mod tests {
 
     #[tokio::test(flavor = "current_thread")]
     async fn packet_flushes_hand_their_buffer_over_on_one_thread() {
-        packet_flushes_hand_their_buffer_over(Ring::start(true).expect("io_uring")).await;
+        packet_flushes_hand_their_buffer_over(Ring::start(true, None).expect("io_uring")).await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn packet_flushes_hand_their_buffer_over_on_several_threads() {
-        packet_flushes_hand_their_buffer_over(Ring::start(false).expect("io_uring")).await;
+        packet_flushes_hand_their_buffer_over(Ring::start(false, None).expect("io_uring")).await;
     }
 
     /// Lent bytes (part of another buffer) are sent whole and released by the ring as soon as
@@ -720,7 +841,7 @@ mod tests {
     /// and the lending buffer owns all its memory again.
     #[tokio::test(flavor = "current_thread")]
     async fn lent_bytes_are_sent_then_released_at_once_and_never_kept() {
-        let ring = Ring::start(true).expect("io_uring");
+        let ring = Ring::start(true, None).expect("io_uring");
         let (mut near, mut far) = pair(&ring).await;
         near.spare = BytesMut::with_capacity(1000);
         let mut parent = BytesMut::with_capacity(64 << 10);
@@ -751,7 +872,7 @@ mod tests {
     /// the peer reads late and nobody polls the stream again; `drained` waits for the end.
     #[tokio::test(flavor = "current_thread")]
     async fn a_flushed_write_reaches_a_peer_that_reads_late_without_more_polls() {
-        let ring = Ring::start(true).expect("io_uring");
+        let ring = Ring::start(true, None).expect("io_uring");
         let (mut near, mut far) = pair(&ring).await;
         let sent = pattern(200 << 10);
         near.write_all(&sent).await.expect("write");
@@ -768,7 +889,7 @@ mod tests {
 
     #[tokio::test(flavor = "current_thread")]
     async fn a_stream_dropped_before_its_send_went_out_still_sends_it_then_closes() {
-        let ring = Ring::start(true).expect("io_uring");
+        let ring = Ring::start(true, None).expect("io_uring");
         let (mut near, far) = pair(&ring).await;
         near.write_all(b"goodbye").await.expect("write");
         assert!(
@@ -781,7 +902,7 @@ mod tests {
 
     #[tokio::test(flavor = "current_thread")]
     async fn the_plain_stream_comes_back_once_its_sends_are_done() {
-        let ring = Ring::start(true).expect("io_uring");
+        let ring = Ring::start(true, None).expect("io_uring");
         let (mut near, far) = pair(&ring).await;
         near.write_all(b"hello").await.expect("write");
         near.flush().await.expect("flush");
@@ -863,11 +984,142 @@ mod tests {
 
     #[tokio::test(flavor = "current_thread")]
     async fn a_send_to_a_full_socket_completes_on_one_thread() {
-        a_send_to_a_full_socket_completes_once_the_peer_reads(Ring::start(true).expect("io_uring")).await;
+        a_send_to_a_full_socket_completes_once_the_peer_reads(Ring::start(true, None).expect("io_uring")).await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_send_to_a_full_socket_completes_on_several_threads() {
-        a_send_to_a_full_socket_completes_once_the_peer_reads(Ring::start(false).expect("io_uring")).await;
+        a_send_to_a_full_socket_completes_once_the_peer_reads(Ring::start(false, None).expect("io_uring")).await;
+    }
+
+    /// Runs `test` on a ring whose sends wait for the park of a current_thread runtime.
+    fn at_park<F: std::future::Future<Output = ()>>(test: impl FnOnce(Arc<Ring>) -> F) {
+        let (runtime, park) = current_thread_runtime().expect("runtime");
+        runtime.block_on(async {
+            let ring = Ring::start(true, Some(&park)).expect("io_uring");
+            assert!(ring.at_park);
+            test(ring).await;
+        });
+    }
+
+    /// A task that keeps the runtime from parking (its yields are deferred), until stopped.
+    fn keep_busy() -> Arc<AtomicBool> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        tokio::spawn(async move {
+            while !flag.load(Ordering::Relaxed) {
+                tokio::task::yield_now().await;
+            }
+        });
+        stop
+    }
+
+    /// Fails the test instead of hanging when a send never goes out.
+    async fn within<T>(what: &str, f: impl std::future::Future<Output = T>) -> T {
+        tokio::time::timeout(std::time::Duration::from_secs(30), f)
+            .await
+            .unwrap_or_else(|_| panic!("{what}: never happened"))
+    }
+
+    #[test]
+    fn the_sends_of_a_turn_go_out_in_one_submission_when_the_runtime_parks() {
+        at_park(|ring| async move {
+            let mut pairs = Vec::new();
+            for _ in 0..3 {
+                pairs.push(pair(&ring).await);
+            }
+            let (sends, submissions) = (
+                ring.sends.load(Ordering::Relaxed),
+                ring.submissions.load(Ordering::Relaxed),
+            );
+            for (i, (near, _)) in pairs.iter_mut().enumerate() {
+                near.write_all(&[i as u8; 5]).await.expect("write");
+                near.flush().await.expect("flush");
+            }
+            assert_eq!(
+                ring.submissions.load(Ordering::Relaxed),
+                submissions,
+                "nothing before the park"
+            );
+            for (i, (_, far)) in pairs.iter_mut().enumerate() {
+                let mut got = [0u8; 5];
+                far.read_exact(&mut got).await.expect("read");
+                assert_eq!(got, [i as u8; 5]);
+            }
+            assert_eq!(ring.sends.load(Ordering::Relaxed) - sends, 3);
+            assert_eq!(
+                ring.submissions.load(Ordering::Relaxed) - submissions,
+                1,
+                "one system call for the three"
+            );
+        });
+    }
+
+    #[test]
+    fn big_writes_arrive_whole_when_sends_wait_for_the_park() {
+        at_park(big_writes_arrive_whole);
+    }
+
+    #[test]
+    fn a_send_to_a_full_socket_completes_when_sends_wait_for_the_park() {
+        at_park(a_send_to_a_full_socket_completes_once_the_peer_reads);
+    }
+
+    #[test]
+    fn packet_flushes_hand_their_buffer_over_when_sends_wait_for_the_park() {
+        at_park(packet_flushes_hand_their_buffer_over);
+    }
+
+    #[test]
+    fn a_runtime_that_never_parks_sends_once_a_batch_is_queued() {
+        at_park(|ring| async move {
+            let mut pairs = Vec::new();
+            for _ in 0..PARK_BATCH {
+                pairs.push(pair(&ring).await);
+            }
+            let stop = keep_busy();
+            for (near, _) in &mut pairs {
+                near.write_all(b"x").await.expect("write");
+            }
+            for (_, far) in &mut pairs {
+                let mut got = [0u8; 1];
+                within("a full batch sent", far.read_exact(&mut got))
+                    .await
+                    .expect("read");
+            }
+            stop.store(true, Ordering::Relaxed);
+        });
+    }
+
+    #[test]
+    fn a_runtime_that_never_parks_sends_a_lone_send_once_its_streams_have_read_on() {
+        at_park(|ring| async move {
+            let (mut lone, lone_far) = pair(&ring).await;
+            let (mut reader, mut source) = pair(&ring).await;
+            let stop = keep_busy();
+            lone.write_all(b"answer").await.expect("write");
+            source.write_all(&[7u8; STALE_READS as usize + 1]).await.expect("write");
+            for _ in 0..=STALE_READS {
+                let mut byte = [0u8; 1];
+                reader.read_exact(&mut byte).await.expect("read");
+            }
+            drop(lone);
+            assert_eq!(within("the lone send", read_all(lone_far)).await, b"answer");
+            stop.store(true, Ordering::Relaxed);
+        });
+    }
+
+    #[test]
+    fn a_runtime_that_never_parks_sends_what_a_stream_waits_for() {
+        at_park(|ring| async move {
+            let (mut near, far) = pair(&ring).await;
+            let stop = keep_busy();
+            near.write_all(b"one").await.expect("write");
+            within("the second write", near.write_all(b"two")).await.expect("write");
+            within("the shutdown", near.shutdown()).await.expect("shutdown");
+            drop(near);
+            assert_eq!(within("the far end", read_all(far)).await, b"onetwo");
+            stop.store(true, Ordering::Relaxed);
+        });
     }
 }
