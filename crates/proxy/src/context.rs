@@ -65,7 +65,7 @@ pub struct Context {
 
 impl Context {
     /// Builds pools and credentials from a validated configuration; `park`: the hook of the
-    /// current_thread runtime this runs on (see [`crate::uring::ParkHook`]), if it has one.
+    /// runtime this runs on (see [`crate::uring::ParkHook`]), if it has one.
     pub fn new(
         config: Arc<Config>,
         shutdown: watch::Receiver<bool>,

@@ -166,19 +166,11 @@ fn init_logging() {
         .init();
 }
 
-/// The runtime for `workers` threads (0: one per core), and for one thread the hook its park
-/// calls to submit the io_uring's sends of the turn.
-fn runtime(workers: usize) -> std::io::Result<(tokio::runtime::Runtime, Option<ParkHook>)> {
-    if workers == 1 {
-        // One thread: no work stealing or cross-thread wake-ups at all.
-        let (runtime, park) = tessera_proxy::uring::current_thread_runtime()?;
-        return Ok((runtime, Some(park)));
-    }
-    let mut b = tokio::runtime::Builder::new_multi_thread();
-    if workers > 0 {
-        b.worker_threads(workers);
-    }
-    Ok((b.enable_all().build()?, None))
+/// The runtime for `workers` threads (0: one per core; 1: a current_thread runtime, no work
+/// stealing or cross-thread wake-ups at all), and the hook its threads' park calls to submit
+/// the io_uring's sends of the turn.
+fn runtime(workers: usize) -> Result<(tokio::runtime::Runtime, ParkHook), String> {
+    tessera_proxy::uring::runtime_with_park(workers).map_err(|e| e.to_string())
 }
 
 fn run(cli: Cli) -> Result<(), String> {
@@ -198,9 +190,9 @@ fn run(cli: Cli) -> Result<(), String> {
         }
         Cli::Serve(path) => {
             let config = tessera_config::load_file(&path).map_err(|e| e.to_string())?;
-            let (rt, park) = runtime(config.server.worker_threads).map_err(|e| e.to_string())?;
+            let (rt, park) = runtime(config.server.worker_threads)?;
             rt.block_on(async {
-                let running = tessera_proxy::server::start_with_park(config, park)
+                let running = tessera_proxy::server::start_with_park(config, Some(park))
                     .await
                     .map_err(|e| e.to_string())?;
                 tessera_proxy::server::wait_for_signal().await;
@@ -210,12 +202,12 @@ fn run(cli: Cli) -> Result<(), String> {
             })
         }
         Cli::Demo(opts) => {
-            let (rt, park) = runtime(opts.workers).map_err(|e| e.to_string())?;
-            rt.block_on(tessera_proxy::demo::run_demo(opts, park))
+            let (rt, park) = runtime(opts.workers)?;
+            rt.block_on(tessera_proxy::demo::run_demo(opts, Some(park)))
                 .map_err(|e| e.to_string())
         }
         Cli::Sandbox(n, replicas) => {
-            let (rt, _) = runtime(0).map_err(|e| e.to_string())?;
+            let (rt, _) = runtime(0)?;
             rt.block_on(tessera_proxy::demo::run_sandbox(n, replicas))
                 .map_err(|e| e.to_string())
         }

@@ -27,7 +27,7 @@ pub async fn start(config: Config) -> Result<Running, ProxyError> {
     start_with_park(config, None).await
 }
 
-/// [`start`] on a runtime from [`crate::uring::current_thread_runtime`], whose park hook then
+/// [`start`] on a runtime from [`crate::uring::runtime_with_park`], whose park hook then
 /// submits the io_uring's sends of each turn.
 pub async fn start_with_park(config: Config, park: Option<crate::uring::ParkHook>) -> Result<Running, ProxyError> {
     let (tx, rx) = watch::channel(false);

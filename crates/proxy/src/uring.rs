@@ -10,9 +10,9 @@
 //! ring measured a loss: docs/benchmarks.md). On loopback this spends a third less CPU per
 //! answered request than a `write` per send (`tessera-bench leg-floor 16 10 epoll,hybrid-sends`).
 //!
-//! On a current_thread runtime built by [`current_thread_runtime`] the sends of a whole turn
-//! of the runtime go out together: the runtime's park hook ([`ParkHook`]) submits what is
-//! queued just before the thread sleeps, so the driver is not woken per turn. A runtime that
+//! On a runtime built by [`runtime_with_park`] the sends of a whole turn of the runtime go
+//! out together: the park hook of its threads ([`ParkHook`]) submits what is queued just
+//! before a thread sleeps, so the driver is not woken per turn. A runtime that
 //! stays busy still sends: the driver is kicked once [`PARK_BATCH`] sends are queued, once a
 //! stream waits for its own send, or once the ring's streams have read [`STALE_READS`] times
 //! since the oldest queued send (the runtime runs on without parking).
@@ -67,8 +67,8 @@ pub struct Ring {
     reads_deferred: AtomicU32,
 }
 
-/// Submits the ring's queued sends when its current_thread runtime is about to park, so that
-/// one `io_uring_enter` carries every send of the turn. Only [`current_thread_runtime`]
+/// Submits the ring's queued sends when a thread of its runtime is about to park, so that
+/// one `io_uring_enter` carries every send of the turn. Only [`runtime_with_park`]
 /// makes one, with the hook installed; hand it to [`Ring::start`] on that runtime.
 #[derive(Clone)]
 pub struct ParkHook(Arc<OnceLock<Arc<Ring>>>);
@@ -81,12 +81,20 @@ impl ParkHook {
     }
 }
 
-/// A current_thread runtime (I/O and time enabled) whose park submits the queued sends of the
-/// ring started on it with the returned hook.
-pub fn current_thread_runtime() -> io::Result<(tokio::runtime::Runtime, ParkHook)> {
+/// A tokio runtime (I/O and time enabled) whose threads' park submits the queued sends of the
+/// ring started on it with the returned hook: `workers` = 1 a current_thread runtime, else a
+/// multi-thread one with that many workers (0: one per core).
+pub fn runtime_with_park(workers: usize) -> io::Result<(tokio::runtime::Runtime, ParkHook)> {
     let hook = ParkHook(Arc::new(OnceLock::new()));
     let at_park = hook.clone();
-    let runtime = tokio::runtime::Builder::new_current_thread()
+    let mut builder = match workers {
+        1 => tokio::runtime::Builder::new_current_thread(),
+        _ => tokio::runtime::Builder::new_multi_thread(),
+    };
+    if workers > 1 {
+        builder.worker_threads(workers);
+    }
+    let runtime = builder
         .on_thread_park(move || at_park.before_park())
         .enable_all()
         .build()?;
@@ -127,12 +135,12 @@ struct Slot {
 impl Ring {
     /// Sets up the ring and spawns its driver on the current tokio runtime. `one_thread`: the
     /// runtime is a current_thread one, so completions may wait for the driver's next
-    /// submission instead of interrupting the thread (IORING_SETUP_COOP_TASKRUN). `park`: that
-    /// runtime's park hook (from [`current_thread_runtime`]), which then submits the sends;
+    /// submission instead of interrupting the thread (IORING_SETUP_COOP_TASKRUN). `park`: the
+    /// runtime's park hook (from [`runtime_with_park`]), which then submits the sends;
     /// only for a runtime whose streams that read all go through this ring (what keeps a busy
     /// runtime sending counts their reads).
     pub fn start(one_thread: bool, park: Option<&ParkHook>) -> io::Result<Arc<Ring>> {
-        let park = park.filter(|p| one_thread && p.0.get().is_none());
+        let park = park.filter(|p| p.0.get().is_none());
         let mut builder = IoUring::builder();
         if one_thread {
             builder.setup_coop_taskrun();
@@ -992,14 +1000,19 @@ mod tests {
         a_send_to_a_full_socket_completes_once_the_peer_reads(Ring::start(false, None).expect("io_uring")).await;
     }
 
-    /// Runs `test` on a ring whose sends wait for the park of a current_thread runtime.
-    fn at_park<F: std::future::Future<Output = ()>>(test: impl FnOnce(Arc<Ring>) -> F) {
-        let (runtime, park) = current_thread_runtime().expect("runtime");
+    /// Runs `test` on a ring whose sends wait for the park of a runtime of `workers` threads.
+    fn at_park_on<F: std::future::Future<Output = ()>>(workers: usize, test: impl FnOnce(Arc<Ring>) -> F) {
+        let (runtime, park) = runtime_with_park(workers).expect("runtime");
         runtime.block_on(async {
-            let ring = Ring::start(true, Some(&park)).expect("io_uring");
+            let ring = Ring::start(workers == 1, Some(&park)).expect("io_uring");
             assert!(ring.at_park);
             test(ring).await;
         });
+    }
+
+    /// [`at_park_on`] a current_thread runtime.
+    fn at_park<F: std::future::Future<Output = ()>>(test: impl FnOnce(Arc<Ring>) -> F) {
+        at_park_on(1, test);
     }
 
     /// A task that keeps the runtime from parking (its yields are deferred), until stopped.
@@ -1068,6 +1081,21 @@ mod tests {
     #[test]
     fn packet_flushes_hand_their_buffer_over_when_sends_wait_for_the_park() {
         at_park(packet_flushes_hand_their_buffer_over);
+    }
+
+    #[test]
+    fn on_several_threads_big_writes_arrive_whole_when_sends_wait_for_the_parks() {
+        at_park_on(2, big_writes_arrive_whole);
+    }
+
+    #[test]
+    fn on_several_threads_a_send_to_a_full_socket_completes_when_sends_wait_for_the_parks() {
+        at_park_on(2, a_send_to_a_full_socket_completes_once_the_peer_reads);
+    }
+
+    #[test]
+    fn on_several_threads_packet_flushes_hand_their_buffer_over_when_sends_wait_for_the_parks() {
+        at_park_on(2, packet_flushes_hand_their_buffer_over);
     }
 
     #[test]

@@ -1,6 +1,7 @@
-//! Tessera on one thread whose park submits the io_uring's sends (`worker_threads = 1`, the
-//! benchmark setting): many sessions at once, through lanes, transactions whose edges travel
-//! later, and results large enough to be sent in several parts, each get exactly their answer.
+//! Tessera on a runtime whose threads' park submits the io_uring's sends (`tessera serve`'s,
+//! with one worker thread, the benchmark setting, and with two): many sessions at once,
+//! through lanes, transactions whose edges travel later, and results large enough to be sent
+//! in several parts, each get exactly their answer.
 
 mod common;
 
@@ -11,20 +12,20 @@ use tokio::sync::oneshot;
 const SESSIONS: usize = 16;
 const ROWS: usize = 2000;
 
-/// A proxy running on a thread of its own, on the runtime `tessera serve` builds for one worker.
-struct OneThread {
+/// A proxy running on a thread of its own, on the runtime `tessera serve` builds.
+struct Parked {
     port: u16,
     sends_wait_for_park: bool,
     stop: Option<oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
-impl OneThread {
-    fn start(config: tessera_config::Config) -> OneThread {
+impl Parked {
+    fn start(config: tessera_config::Config, workers: usize) -> Parked {
         let (started_tx, started) = mpsc::channel();
         let (stop, stopped) = oneshot::channel::<()>();
         let thread = std::thread::spawn(move || {
-            let (runtime, park) = tessera_proxy::uring::current_thread_runtime().expect("runtime");
+            let (runtime, park) = tessera_proxy::uring::runtime_with_park(workers).expect("runtime");
             runtime.block_on(async move {
                 let running = tessera_proxy::server::start_with_park(config, Some(park))
                     .await
@@ -36,7 +37,7 @@ impl OneThread {
             });
         });
         let (port, sends_wait_for_park) = started.recv().expect("the proxy thread started");
-        OneThread {
+        Parked {
             port,
             sends_wait_for_park,
             stop: Some(stop),
@@ -45,7 +46,7 @@ impl OneThread {
     }
 }
 
-impl Drop for OneThread {
+impl Drop for Parked {
     fn drop(&mut self) {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
@@ -93,16 +94,16 @@ async fn one_session(port: u16, s: usize) {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sessions_on_one_thread_whose_park_sends_each_get_exactly_their_answers() {
+/// Loads the table, runs every session at once, and checks the proxy's sends waited for parks.
+async fn sessions_each_get_exactly_their_answers(workers: usize) {
     let sandbox = tokio::task::spawn_blocking(common::sandbox)
         .await
         .expect("sandbox thread");
-    let config = common::config(sandbox.servers()[0].port(), "worker_threads = 1", "");
-    let proxy = OneThread::start(config);
+    let extra = format!("worker_threads = {workers}");
+    let proxy = Parked::start(common::config(sandbox.servers()[0].port(), &extra, ""), workers);
     assert!(
         proxy.sends_wait_for_park,
-        "a plain TCP configuration on one thread has its sends submitted at the park"
+        "a plain TCP configuration has its sends submitted at the park"
     );
     let mut c = Client::connect(proxy.port, "app", "app", Some("test"))
         .await
@@ -122,4 +123,14 @@ async fn sessions_on_one_thread_whose_park_sends_each_get_exactly_their_answers(
     }
     drop(proxy);
     drop(sandbox);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_on_one_thread_whose_park_sends_each_get_exactly_their_answers() {
+    sessions_each_get_exactly_their_answers(1).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_on_two_threads_whose_parks_send_each_get_exactly_their_answers() {
+    sessions_each_get_exactly_their_answers(2).await;
 }
