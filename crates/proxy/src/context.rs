@@ -203,15 +203,7 @@ fn start_ring(
     if io == IoEngine::Epoll {
         return Ok(None);
     }
-    let started = tokio::runtime::Handle::try_current()
-        .map_err(|_| std::io::Error::other("no tokio runtime to drive the ring"))
-        .and_then(|runtime| {
-            crate::uring::Ring::start(
-                runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread,
-                park,
-            )
-        });
-    match (started, io) {
+    match (crate::uring::Ring::start(park), io) {
         (Ok(ring), _) => {
             tracing::info!("sockets send through io_uring");
             Ok(Some(ring))

@@ -218,8 +218,8 @@ fn env_lines(tessera_port: u16, servers: &DemoServers) -> String {
     )
 }
 
-/// Runs the demo until SIGTERM / Ctrl-C; `park`: the hook of the one-thread runtime it runs
-/// on, if it does (see [`crate::uring::ParkHook`]).
+/// Runs the demo until SIGTERM / Ctrl-C; `park`: the hook of the runtime it runs on, if it
+/// has one (see [`crate::uring::ParkHook`]).
 pub async fn run_demo(opts: DemoOptions, park: Option<crate::uring::ParkHook>) -> Result<(), ProxyError> {
     let replicas = opts.replicas;
     println!(

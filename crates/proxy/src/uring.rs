@@ -133,16 +133,17 @@ struct Slot {
 }
 
 impl Ring {
-    /// Sets up the ring and spawns its driver on the current tokio runtime. `one_thread`: the
-    /// runtime is a current_thread one, so completions may wait for the driver's next
-    /// submission instead of interrupting the thread (IORING_SETUP_COOP_TASKRUN). `park`: the
-    /// runtime's park hook (from [`runtime_with_park`]), which then submits the sends;
-    /// only for a runtime whose streams that read all go through this ring (what keeps a busy
-    /// runtime sending counts their reads).
-    pub fn start(one_thread: bool, park: Option<&ParkHook>) -> io::Result<Arc<Ring>> {
+    /// Sets up the ring and spawns its driver on the current tokio runtime. On a current_thread
+    /// runtime completions may wait for the driver's next submission instead of interrupting
+    /// the thread (IORING_SETUP_COOP_TASKRUN). `park`: the runtime's park hook (from
+    /// [`runtime_with_park`]), which then submits the sends; only for a runtime whose streams
+    /// that read all go through this ring (what keeps a busy runtime sending counts their reads).
+    pub fn start(park: Option<&ParkHook>) -> io::Result<Arc<Ring>> {
+        let runtime = tokio::runtime::Handle::try_current()
+            .map_err(|_| io::Error::other("no tokio runtime to drive the ring"))?;
         let park = park.filter(|p| p.0.get().is_none());
         let mut builder = IoUring::builder();
-        if one_thread {
+        if runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread {
             builder.setup_coop_taskrun();
         }
         let ring = builder.build(ENTRIES)?;
@@ -779,12 +780,12 @@ mod tests {
 
     #[tokio::test(flavor = "current_thread")]
     async fn big_writes_arrive_whole_on_one_thread() {
-        big_writes_arrive_whole(Ring::start(true, None).expect("io_uring")).await;
+        big_writes_arrive_whole(Ring::start(None).expect("io_uring")).await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn big_writes_arrive_whole_on_several_threads() {
-        big_writes_arrive_whole(Ring::start(false, None).expect("io_uring")).await;
+        big_writes_arrive_whole(Ring::start(None).expect("io_uring")).await;
     }
 
     /// A buffer sent through the ring is the very allocation the ring's slot holds (nothing
@@ -836,12 +837,12 @@ mod tests {
 
     #[tokio::test(flavor = "current_thread")]
     async fn packet_flushes_hand_their_buffer_over_on_one_thread() {
-        packet_flushes_hand_their_buffer_over(Ring::start(true, None).expect("io_uring")).await;
+        packet_flushes_hand_their_buffer_over(Ring::start(None).expect("io_uring")).await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn packet_flushes_hand_their_buffer_over_on_several_threads() {
-        packet_flushes_hand_their_buffer_over(Ring::start(false, None).expect("io_uring")).await;
+        packet_flushes_hand_their_buffer_over(Ring::start(None).expect("io_uring")).await;
     }
 
     /// Lent bytes (part of another buffer) are sent whole and released by the ring as soon as
@@ -849,7 +850,7 @@ mod tests {
     /// and the lending buffer owns all its memory again.
     #[tokio::test(flavor = "current_thread")]
     async fn lent_bytes_are_sent_then_released_at_once_and_never_kept() {
-        let ring = Ring::start(true, None).expect("io_uring");
+        let ring = Ring::start(None).expect("io_uring");
         let (mut near, mut far) = pair(&ring).await;
         near.spare = BytesMut::with_capacity(1000);
         let mut parent = BytesMut::with_capacity(64 << 10);
@@ -880,7 +881,7 @@ mod tests {
     /// the peer reads late and nobody polls the stream again; `drained` waits for the end.
     #[tokio::test(flavor = "current_thread")]
     async fn a_flushed_write_reaches_a_peer_that_reads_late_without_more_polls() {
-        let ring = Ring::start(true, None).expect("io_uring");
+        let ring = Ring::start(None).expect("io_uring");
         let (mut near, mut far) = pair(&ring).await;
         let sent = pattern(200 << 10);
         near.write_all(&sent).await.expect("write");
@@ -897,7 +898,7 @@ mod tests {
 
     #[tokio::test(flavor = "current_thread")]
     async fn a_stream_dropped_before_its_send_went_out_still_sends_it_then_closes() {
-        let ring = Ring::start(true, None).expect("io_uring");
+        let ring = Ring::start(None).expect("io_uring");
         let (mut near, far) = pair(&ring).await;
         near.write_all(b"goodbye").await.expect("write");
         assert!(
@@ -910,7 +911,7 @@ mod tests {
 
     #[tokio::test(flavor = "current_thread")]
     async fn the_plain_stream_comes_back_once_its_sends_are_done() {
-        let ring = Ring::start(true, None).expect("io_uring");
+        let ring = Ring::start(None).expect("io_uring");
         let (mut near, far) = pair(&ring).await;
         near.write_all(b"hello").await.expect("write");
         near.flush().await.expect("flush");
@@ -992,19 +993,19 @@ mod tests {
 
     #[tokio::test(flavor = "current_thread")]
     async fn a_send_to_a_full_socket_completes_on_one_thread() {
-        a_send_to_a_full_socket_completes_once_the_peer_reads(Ring::start(true, None).expect("io_uring")).await;
+        a_send_to_a_full_socket_completes_once_the_peer_reads(Ring::start(None).expect("io_uring")).await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_send_to_a_full_socket_completes_on_several_threads() {
-        a_send_to_a_full_socket_completes_once_the_peer_reads(Ring::start(false, None).expect("io_uring")).await;
+        a_send_to_a_full_socket_completes_once_the_peer_reads(Ring::start(None).expect("io_uring")).await;
     }
 
     /// Runs `test` on a ring whose sends wait for the park of a runtime of `workers` threads.
     fn at_park_on<F: std::future::Future<Output = ()>>(workers: usize, test: impl FnOnce(Arc<Ring>) -> F) {
         let (runtime, park) = runtime_with_park(workers).expect("runtime");
         runtime.block_on(async {
-            let ring = Ring::start(workers == 1, Some(&park)).expect("io_uring");
+            let ring = Ring::start(Some(&park)).expect("io_uring");
             assert!(ring.at_park);
             test(ring).await;
         });
