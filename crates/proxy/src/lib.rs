@@ -16,6 +16,7 @@
 //! - [`demo`]: `tessera demo` and `tessera sandbox`.
 
 pub mod admin;
+pub mod alloc;
 pub mod backend;
 pub mod charset;
 pub mod cluster;

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use tessera_proxy::uring::ParkHook;
 
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: tessera_proxy::alloc::MiMalloc = tessera_proxy::alloc::MiMalloc;
 
 const USAGE: &str = "\
 usage:
