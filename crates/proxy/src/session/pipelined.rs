@@ -90,6 +90,10 @@ impl Session {
         request: &ExecuteRequest<'_>,
         types: &[u8],
     ) -> Result<Pipelined, ProxyError> {
+        // The cheap checks first: a statement of a transaction encodes nothing here.
+        if self.lane_settings().is_none() || !self.may_pipeline() {
+            return Ok(Pipelined::NoLane);
+        }
         let mut command = BytesMut::with_capacity(64 + request.values.len());
         let types = request.encode_for_backend(&mut command, 0, Some(types));
         let execute = LaneExecute {
