@@ -127,7 +127,8 @@ impl Session {
         command: BytesMut,
         mode: Mode,
     ) -> Result<Pipelined, ProxyError> {
-        let Some(settings) = self.lane_settings().filter(|_| self.may_pipeline()) else {
+        // Both callers checked `may_pipeline` before building the command (it is not free).
+        let Some(settings) = self.lane_settings() else {
             return Ok(Pipelined::NoLane);
         };
         let group = self.ctx.group_checked(target.group)?.clone();
