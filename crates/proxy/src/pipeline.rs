@@ -30,6 +30,10 @@ use tokio::sync::{mpsc, oneshot};
 const MAX_STATES: usize = 8;
 /// A lane with nothing to do for this long gives its connection back.
 const LANE_IDLE: Duration = Duration::from_secs(10);
+/// With fewer answers than this outstanding, a lane writes a statement as soon as it comes
+/// (low load: the wait would cost a round trip); with more it gathers them for the write
+/// after the next answer (high load: one write carries several, see docs/benchmarks.md).
+const WRITE_WHILE_WAITING: usize = 4;
 
 /// How lanes behave (from `server.pipeline_*`).
 #[derive(Debug, Clone, Copy)]
@@ -227,7 +231,7 @@ impl LaneTask {
             }
             // Whatever arrived since the last write goes out before the next answer is read,
             // so the server always has the next statements at hand.
-            if self.send_queued(&mut sent).await.is_err() {
+            if self.send_queued(&mut sent).await.is_err() || self.write_while_waiting(&mut sent).await.is_err() {
                 break;
             }
             let Some(request) = sent.pop_front() else { continue };
@@ -278,6 +282,27 @@ impl LaneTask {
         }
         if wrote {
             self.flush().await?;
+        }
+        Ok(())
+    }
+
+    /// Until the first outstanding answer starts to arrive, writes each request that comes
+    /// meanwhile (while there is room): at low load a statement then reaches the server at
+    /// once instead of a round trip later, behind the answer being waited for. Waiting for
+    /// input takes nothing from the stream, so dropping that wait for a request loses nothing.
+    async fn write_while_waiting(&mut self, sent: &mut VecDeque<LaneRequest>) -> Result<(), ProxyError> {
+        while !sent.is_empty() && sent.len() < WRITE_WHILE_WAITING && !self.conn.io.has_buffered_input() {
+            let conn = &mut self.conn;
+            tokio::select! {
+                biased;
+                input = conn.io.await_input() => {
+                    input.map_err(|e| self.conn.lost(e))?;
+                }
+                request = self.rx.recv() => match request {
+                    Some(request) => self.send(request, sent).await?,
+                    None => return Ok(()),
+                },
+            }
         }
         Ok(())
     }

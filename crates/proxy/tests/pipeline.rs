@@ -206,3 +206,50 @@ async fn text_reads_go_through_lanes_too_and_keep_their_warnings() {
     assert_eq!(warnings[0][1].as_deref(), Some("1292"), "{warnings:?}");
     assert_eq!(m.pipeline_reruns.load(Ordering::Relaxed), 1);
 }
+
+/// At low load a lane writes a statement that comes while it waits for an answer at once, not
+/// a round trip later: a second session's read reaches the server while the first session's
+/// slow read still runs there (before, it waited in the lane for the slow read's answer).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_that_comes_while_the_lane_waits_is_written_at_once() {
+    let env = Env::start("pipeline_lanes = 1\npipeline_statement_bound_ms = 600000", "").await;
+    table_of(&env, 200).await;
+    let m = &env.proxy.as_ref().expect("running").ctx.metrics;
+    let mut second = env.client_in_test().await;
+    let (quick, _, _) = second
+        .prepare("SELECT v FROM lane_t WHERE id = ?")
+        .await
+        .expect("prepare");
+    // Once through the lane first, so the lane holds the statement prepared.
+    assert_eq!(
+        second.execute(quick, &[Some("6")]).await.expect("warm"),
+        vec![vec![Some("v6".into())]]
+    );
+    let slow = "SELECT CAST(COUNT(*) AS CHAR) FROM lane_t a, lane_t b, lane_t c WHERE a.id + b.id + c.id > ?";
+    let port = env.port();
+    let first = tokio::spawn(async move {
+        let mut c = Client::connect(port, "app", "app", Some("test")).await.expect("login");
+        let (id, _, _) = c.prepare(slow).await.expect("prepare");
+        c.execute(id, &[Some("0")]).await.expect("execute")
+    });
+    env.wait_until_backend_runs("SELECT CAST(COUNT(*)").await;
+    let writes = m.pipeline_writes.load(Ordering::Relaxed);
+    let answer = tokio::spawn(async move { second.execute(quick, &[Some("7")]).await.expect("execute") });
+    // Progress, not time: the lane's next write, or else the slow read's end.
+    while m.pipeline_writes.load(Ordering::Relaxed) == writes {
+        assert!(
+            !first.is_finished(),
+            "the read was not written before the slow read's answer"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    let running = "SELECT COUNT(*) FROM information_schema.processlist WHERE info LIKE 'SELECT CAST(COUNT(*)%'";
+    assert_ne!(
+        env.backend_sql(running).trim(),
+        "0",
+        "the slow read had ended when the read was written"
+    );
+    assert_eq!(answer.await.expect("task"), vec![vec![Some("v7".into())]]);
+    assert_eq!(first.await.expect("task"), vec![vec![Some("8000000".into())]]);
+    assert_eq!(m.pipeline_reruns.load(Ordering::Relaxed), 0);
+}
