@@ -291,7 +291,8 @@ impl LaneTask {
     /// once instead of a round trip later, behind the answer being waited for. Waiting for
     /// input takes nothing from the stream, so dropping that wait for a request loses nothing.
     async fn write_while_waiting(&mut self, sent: &mut VecDeque<LaneRequest>) -> Result<(), ProxyError> {
-        while !sent.is_empty() && sent.len() < WRITE_WHILE_WAITING && !self.conn.io.has_buffered_input() {
+        let room = WRITE_WHILE_WAITING.min(self.depth);
+        while !sent.is_empty() && sent.len() < room && !self.conn.io.has_buffered_input() {
             let conn = &mut self.conn;
             tokio::select! {
                 biased;
