@@ -230,7 +230,8 @@ impl LaneTask {
                 }
             }
             // Whatever arrived since the last write goes out before the next answer is read,
-            // so the server always has the next statements at hand.
+            // so the server always has the next statements at hand; under low load, what comes
+            // while that answer is awaited goes out at once too.
             if self.send_queued(&mut sent).await.is_err() || self.write_while_waiting(&mut sent).await.is_err() {
                 break;
             }
@@ -293,10 +294,9 @@ impl LaneTask {
     async fn write_while_waiting(&mut self, sent: &mut VecDeque<LaneRequest>) -> Result<(), ProxyError> {
         let room = WRITE_WHILE_WAITING.min(self.depth);
         while !sent.is_empty() && sent.len() < room && !self.conn.io.has_buffered_input() {
-            let conn = &mut self.conn;
             tokio::select! {
                 biased;
-                input = conn.io.await_input() => {
+                input = self.conn.io.await_input() => {
                     input.map_err(|e| self.conn.lost(e))?;
                 }
                 request = self.rx.recv() => match request {

@@ -91,16 +91,17 @@ impl Session {
         types: &[u8],
     ) -> Result<Pipelined, ProxyError> {
         // The cheap checks first: a statement of a transaction encodes nothing here.
-        if self.lane_settings().is_none() || !self.may_pipeline() {
+        let Some(settings) = self.usable_lanes() else {
             return Ok(Pipelined::NoLane);
-        }
+        };
         let mut command = BytesMut::with_capacity(64 + request.values.len());
         let types = request.encode_for_backend(&mut command, 0, Some(types));
         let execute = LaneExecute {
             sql: Arc::clone(sql),
             types,
         };
-        self.run_pipelined(target, Some(execute), command, Mode::Binary).await
+        self.run_pipelined(target, settings, Some(execute), command, Mode::Binary)
+            .await
     }
 
     /// Runs a COM_QUERY through a lane when it is one pure read.
@@ -111,26 +112,29 @@ impl Session {
         class: &Classification,
     ) -> Result<Pipelined, ProxyError> {
         // The cheap checks first: the token scan only for a read that could go.
-        if self.lane_settings().is_none() || !self.may_pipeline() || !pipelinable(sql, class) {
+        let Some(settings) = self.usable_lanes().filter(|_| pipelinable(sql, class)) else {
             return Ok(Pipelined::NoLane);
-        }
+        };
         let mut command = BytesMut::with_capacity(1 + sql.len());
         command.extend_from_slice(&[tessera_protocol::command::COM_QUERY]);
         command.extend_from_slice(sql.as_bytes());
-        self.run_pipelined(target, None, command, Mode::Text).await
+        self.run_pipelined(target, settings, None, command, Mode::Text).await
+    }
+
+    /// The lane settings when this session's statement may go through a lane now (checked
+    /// once per statement: `may_pipeline` is not free).
+    fn usable_lanes(&self) -> Option<LaneSettings> {
+        self.lane_settings().filter(|_| self.may_pipeline())
     }
 
     async fn run_pipelined(
         &mut self,
         target: Target,
+        settings: LaneSettings,
         execute: Option<LaneExecute>,
         command: BytesMut,
         mode: Mode,
     ) -> Result<Pipelined, ProxyError> {
-        // Both callers checked `may_pipeline` before building the command (it is not free).
-        let Some(settings) = self.lane_settings() else {
-            return Ok(Pipelined::NoLane);
-        };
         let group = self.ctx.group_checked(target.group)?.clone();
         let chosen = self.choose_server(&group, target, None);
         if self.read_may_wait(&group, target, chosen) {
