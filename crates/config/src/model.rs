@@ -162,6 +162,10 @@ pub struct PoolConfig {
     pub prepared_cache_size: usize,
     /// Longest wait between reconnect attempts to a dead server.
     pub backoff_max_ms: u64,
+    /// Longest a COMMIT/ROLLBACK of a transaction of pure reads, answered at once, waits in an
+    /// idle connection for a command to take it along before the pool sends it on its own
+    /// (the snapshot and the metadata locks end within this bound).
+    pub queued_end_settle_ms: u64,
 }
 
 impl Default for PoolConfig {
@@ -175,6 +179,7 @@ impl Default for PoolConfig {
             checkout_timeout_ms: 10_000,
             prepared_cache_size: 256,
             backoff_max_ms: 5_000,
+            queued_end_settle_ms: 2,
         }
     }
 }
@@ -191,6 +196,9 @@ impl PoolConfig {
     }
     pub fn checkout_timeout(&self) -> Duration {
         Duration::from_millis(self.checkout_timeout_ms)
+    }
+    pub fn queued_end_settle(&self) -> Duration {
+        Duration::from_millis(self.queued_end_settle_ms)
     }
     pub fn backoff_max(&self) -> Duration {
         Duration::from_millis(self.backoff_max_ms)

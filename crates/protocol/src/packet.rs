@@ -349,6 +349,17 @@ impl<S: AsyncRead + SendBuffer> PacketStream<S> {
         }
     }
 
+    /// Drops the queued bytes from `at` on (the last packets queued, found unneeded before
+    /// the flush). False, and nothing dropped, when `at` is past the queued bytes or they
+    /// include a lent buffer.
+    pub fn unqueue_from(&mut self, at: usize) -> bool {
+        if self.lent.is_some() || at > self.wbuf.len() {
+            return false;
+        }
+        self.wbuf.truncate(at);
+        true
+    }
+
     /// Bytes queued but not yet flushed.
     pub fn pending_write(&self) -> usize {
         self.wbuf.len() + self.lent.as_ref().map_or(0, BytesMut::len)

@@ -52,6 +52,9 @@ pub struct Metrics {
     /// COMMIT/ROLLBACK of transactions that only read, answered at once and sent with the
     /// connection's next command.
     pub queued_transaction_ends: AtomicU64,
+    /// Of those, the ones a deferred BEGIN on the same connection made unneeded (a BEGIN
+    /// commits the open transaction itself).
+    pub transaction_ends_folded: AtomicU64,
 }
 
 impl Metrics {
@@ -151,6 +154,13 @@ pub fn render(ctx: &Context) -> String {
         "COMMIT/ROLLBACK of transactions that ran only pure reads, answered at once and sent with the connection's next command.",
         "counter",
         get(&m.queued_transaction_ends),
+    );
+    line(
+        &mut out,
+        "tessera_transaction_ends_folded_total",
+        "Queued COMMIT/ROLLBACK of pure reads never sent: the next BEGIN on the connection ended the transaction itself.",
+        "counter",
+        get(&m.transaction_ends_folded),
     );
     line(
         &mut out,

@@ -71,11 +71,6 @@ pub struct Pool {
     queued_ends: tokio::sync::Notify,
 }
 
-/// How long an idle connection may keep a queued COMMIT/ROLLBACK of a transaction that only
-/// read, waiting for a command to take it along, before the pool sends it on its own (the
-/// snapshot and the metadata locks end within this bound).
-const SETTLE_AFTER: Duration = Duration::from_millis(2);
-
 impl Pool {
     pub fn new(server: ServerRef, cfg: PoolConfig, opts: ConnectOptions) -> Arc<Self> {
         Arc::new(Pool {
@@ -358,7 +353,7 @@ impl Pool {
         }
     }
 
-    /// Sends the queued COMMIT/ROLLBACK of connections that stayed idle for [`SETTLE_AFTER`]
+    /// Sends the queued COMMIT/ROLLBACK of connections that stayed idle for `pool.queued_end_settle_ms`
     /// (under load the next checkout takes it along first). One wake-up per period at most.
     pub async fn settle(self: Arc<Self>, mut shutdown: tokio::sync::watch::Receiver<bool>) {
         loop {
@@ -367,7 +362,7 @@ impl Pool {
                 _ = shutdown.changed() => return,
             }
             loop {
-                tokio::time::sleep(SETTLE_AFTER).await;
+                tokio::time::sleep(self.cfg.queued_end_settle()).await;
                 let Some((due, more)) = self.take_due_ends() else {
                     return;
                 };
@@ -382,13 +377,14 @@ impl Pool {
     }
 
     /// Lends to the settle task the idle connections whose queued end has waited
-    /// [`SETTLE_AFTER`], each with a permit as a checkout would (so no checkout finds the idle
+    /// `pool.queued_end_settle_ms`, each with a permit as a checkout would (so no checkout finds the idle
     /// list empty meanwhile and opens one more); says whether younger ones remain. A connection
     /// given back a moment ago stays for the next checkout. When every slot is lent, a waiting
     /// checkout takes the connection with its queued end instead.
     fn take_due_ends(self: &Arc<Self>) -> Option<(Vec<PooledConn>, bool)> {
         let now = Instant::now();
-        let due = |c: &BackendConn| c.has_queued_end() && now.saturating_duration_since(c.last_used) >= SETTLE_AFTER;
+        let after = self.cfg.queued_end_settle();
+        let due = |c: &BackendConn| c.has_queued_end() && now.saturating_duration_since(c.last_used) >= after;
         let mut idle = self.idle.lock().ok()?;
         let (mut lent, mut more) = (Vec::new(), false);
         for list in idle.iter_mut() {

@@ -190,3 +190,55 @@ async fn a_remembered_backend_handle_follows_the_connections_handles() {
         .expect("execute after the transaction");
     assert_eq!(rows, vec![vec![Some("cb".to_string())]]);
 }
+
+fn com_commits(env: &Env) -> u64 {
+    let out = env
+        .backend_sql("SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'COM_COMMIT'");
+    out.trim().parse().expect("Com_commit")
+}
+
+fn folded_ends(env: &Env) -> u64 {
+    let m = &env.proxy.as_ref().expect("running").ctx.metrics;
+    m.transaction_ends_folded.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_begin_behind_a_queued_commit_of_reads_ends_that_transaction_itself() {
+    // One connection: the next transaction's BEGIN lands where the COMMIT is queued, and the
+    // pool leaves the queued COMMIT there for the test's lifetime.
+    let env = Env::start("", "max_size = 1\nqueued_end_settle_ms = 600000").await;
+    let mut a = env.client_in_test().await;
+    a.query("CREATE TABLE end_f (id INT PRIMARY KEY)")
+        .await
+        .expect("create");
+    a.query("INSERT INTO end_f VALUES (1)").await.expect("insert");
+    let commits = com_commits(&env);
+
+    a.query("BEGIN").await.expect("begin");
+    assert_eq!(a.value("SELECT COUNT(*) FROM end_f").await.as_deref(), Some("1"));
+    a.query("COMMIT").await.expect("commit");
+    env.backend_sql("INSERT INTO test.end_f VALUES (2)");
+    a.query("BEGIN").await.expect("second begin");
+    // The first snapshot ended (the BEGIN committed it): the new one sees the other row.
+    assert_eq!(a.value("SELECT COUNT(*) FROM end_f").await.as_deref(), Some("2"));
+    assert_eq!(folded_ends(&env), 1);
+    assert_eq!(com_commits(&env), commits, "no COMMIT reached the server");
+    // A ROLLBACK of reads folds the same way.
+    a.query("ROLLBACK").await.expect("rollback");
+    env.backend_sql("INSERT INTO test.end_f VALUES (3)");
+    a.query("START TRANSACTION").await.expect("third begin");
+    assert_eq!(a.value("SELECT COUNT(*) FROM end_f").await.as_deref(), Some("3"));
+    assert_eq!(folded_ends(&env), 2);
+    assert_eq!(a.value("SELECT @@in_transaction").await.as_deref(), Some("1"));
+    a.query("COMMIT").await.expect("commit");
+    assert_eq!(a.value("SELECT @@in_transaction").await.as_deref(), Some("0"));
+
+    // A queued COMMIT followed by anything but a BEGIN is sent as it is.
+    let commits = com_commits(&env);
+    a.query("BEGIN").await.expect("fourth begin");
+    assert_eq!(a.value("SELECT COUNT(*) FROM end_f").await.as_deref(), Some("3"));
+    a.query("COMMIT").await.expect("commit");
+    assert_eq!(a.value("SELECT COUNT(*) FROM end_f").await.as_deref(), Some("3"));
+    assert_eq!(folded_ends(&env), 2);
+    assert_eq!(com_commits(&env), commits + 1);
+}

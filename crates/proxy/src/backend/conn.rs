@@ -67,8 +67,9 @@ pub struct BackendConn {
     /// before its response.
     pending_oks: u8,
     /// A COMMIT or ROLLBACK of a transaction that only read waits in the write buffer for the
-    /// next command (see [`BackendConn::queue_end_of_reads`]).
-    queued_end: bool,
+    /// next command (see [`BackendConn::queue_end_of_reads`]): where its packet starts and
+    /// ends there.
+    queued_end: Option<std::ops::Range<usize>>,
 }
 
 impl BackendConn {
@@ -100,7 +101,7 @@ impl BackendConn {
             response_started: false,
             pending_closes: Vec::new(),
             pending_oks: 0,
-            queued_end: false,
+            queued_end: None,
         }
     }
 
@@ -122,7 +123,7 @@ impl BackendConn {
 
     pub async fn flush(&mut self) -> Result<(), ProxyError> {
         self.io.flush().await.map_err(|e| self.lost(e))?;
-        self.queued_end = false;
+        self.queued_end = None;
         Ok(())
     }
 
@@ -165,13 +166,34 @@ impl BackendConn {
 
     /// Queues a `BEGIN` whose answer is checked before the next command's: a client's BEGIN
     /// travels with its first statement.
-    pub fn queue_begin(&mut self) {
+    ///
+    /// A BEGIN commits the open transaction first, so a queued COMMIT or ROLLBACK of reads
+    /// that is the last thing in the write buffer is taken out: the server runs one command
+    /// for the two (for a transaction of pure reads both end the snapshot and release the
+    /// metadata locks; nothing else differs). Returns whether that happened.
+    pub fn queue_begin(&mut self) -> bool {
+        let folded = self.unqueue_end_of_reads();
         self.begin_command(|b| {
             b.extend_from_slice(&[COM_QUERY]);
             b.extend_from_slice(b"BEGIN");
         });
         self.pending_oks += 1;
         self.in_transaction = true;
+        folded
+    }
+
+    /// Takes a queued COMMIT/ROLLBACK of reads back out of the write buffer when nothing was
+    /// queued behind it.
+    fn unqueue_end_of_reads(&mut self) -> bool {
+        let Some(end) = self.queued_end.clone() else {
+            return false;
+        };
+        if self.io.pending_write() != end.end || !self.io.unqueue_from(end.start) {
+            return false;
+        }
+        self.queued_end = None;
+        self.pending_oks -= 1;
+        true
     }
 
     /// Queues the COMMIT or ROLLBACK of a transaction that ran only pure reads: the connection
@@ -185,14 +207,15 @@ impl BackendConn {
             b.extend_from_slice(&[COM_QUERY]);
             b.extend_from_slice(sql);
         });
+        let end = self.io.pending_write();
         self.pending_oks += 1;
         self.in_transaction = false;
-        self.queued_end = true;
+        self.queued_end = Some(end - (4 + 1 + sql.len())..end);
     }
 
     /// True while a queued COMMIT/ROLLBACK was not written yet.
     pub fn has_queued_end(&self) -> bool {
-        self.queued_end
+        self.queued_end.is_some()
     }
 
     /// Sends whatever is queued and reads the answers of queued commands.

@@ -80,7 +80,9 @@ impl Session {
         }
         let reads_only = std::mem::take(&mut self.statement_reads_only);
         if std::mem::take(&mut self.begin_deferred) && !conn.in_transaction {
-            conn.queue_begin();
+            if conn.queue_begin() {
+                Metrics::inc(&self.ctx.metrics.transaction_ends_folded);
+            }
             self.txn_reads_only = reads_only;
         } else {
             // Anything but a pure read (or a command of Tessera's own) ends the claim.
