@@ -349,6 +349,21 @@ impl<S: AsyncRead + SendBuffer> PacketStream<S> {
         }
     }
 
+    /// Takes the first `len` buffered bytes (whole frames the caller recognised, e.g. with
+    /// [`Self::whole_buffered_result`]) in one piece.
+    pub fn take_buffered(&mut self, len: usize) -> Bytes {
+        let len = len.min(self.rbuf.len());
+        self.rbuf.split_to(len).freeze()
+    }
+
+    /// Queues frames already numbered in this stream's sequence (a whole result read
+    /// elsewhere) as they are; `next_seq` is the sequence id after them.
+    pub fn write_frames(&mut self, frames: &[u8], next_seq: u8) {
+        self.settle_lent();
+        self.wbuf.extend_from_slice(frames);
+        self.seq = next_seq;
+    }
+
     /// Drops the queued bytes from `at` on (the last packets queued, found unneeded before
     /// the flush). False, and nothing dropped, when `at` is past the queued bytes or they
     /// include a lent buffer.

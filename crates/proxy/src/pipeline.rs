@@ -23,6 +23,7 @@ use tessera_protocol::codec::Reader;
 use tessera_protocol::flags::{CLIENT_DEPRECATE_EOF, SERVER_MORE_RESULTS_EXISTS};
 use tessera_protocol::response::{is_eof, is_err, parse_eof, OkPacket, ERR_HEADER, OK_HEADER};
 use tessera_protocol::stmt::drop_execute_types;
+use tessera_protocol::whole::WholeResult;
 use tokio::sync::{mpsc, oneshot};
 
 /// Sets of lanes keyed by session state, at most this many per server (sessions in other
@@ -50,6 +51,9 @@ pub struct LaneSettings {
 /// needs to complete it.
 pub struct LaneRequest {
     pub execute: Option<LaneExecute>,
+    /// The client takes a result set as the server framed it (classic EOF packets): a result
+    /// whole in the lane's buffer may come back in one piece.
+    pub whole: bool,
     pub command: BytesMut,
     pub reply: oneshot::Sender<LaneAnswer>,
 }
@@ -66,6 +70,8 @@ pub struct LaneExecute {
 pub enum LaneAnswer {
     /// The whole response, without warnings or error.
     Clean(VecDeque<Bytes>, u32),
+    /// One result set without warnings, its frames as the server sent them (numbered from 1).
+    Whole(Bytes, WholeResult, u32),
     /// The statement must run again on a connection of its own (warnings, an error, the bound).
     RunAlone,
 }
@@ -236,15 +242,8 @@ impl LaneTask {
                 break;
             }
             let Some(request) = sent.pop_front() else { continue };
-            let answer = match read_response(&mut self.conn).await {
-                Ok((packets, true)) => LaneAnswer::Clean(packets, self.conn.capabilities),
-                Ok((_, false)) => {
-                    // The server may not hold the types sent with a failed execution.
-                    if let Some(execute) = &request.execute {
-                        self.conn.stmts.forget_types_of(&execute.sql);
-                    }
-                    LaneAnswer::RunAlone
-                }
+            let answer = match self.answer(&request).await {
+                Ok(answer) => answer,
                 Err(_) => {
                     sent.push_front(request);
                     break;
@@ -381,15 +380,8 @@ impl LaneTask {
         }
         self.flush().await?;
         while let Some(request) = sent.pop_front() {
-            let answer = match read_response(&mut self.conn).await {
-                Ok((packets, true)) => LaneAnswer::Clean(packets, self.conn.capabilities),
-                Ok((_, false)) => {
-                    // The server may not hold the types sent with a failed execution.
-                    if let Some(execute) = &request.execute {
-                        self.conn.stmts.forget_types_of(&execute.sql);
-                    }
-                    LaneAnswer::RunAlone
-                }
+            let answer = match self.answer(&request).await {
+                Ok(answer) => answer,
                 Err(e) => {
                     sent.push_front(request);
                     return Err(e);
@@ -399,6 +391,40 @@ impl LaneTask {
             let _ = request.reply.send(answer);
         }
         Ok(())
+    }
+
+    /// Reads the answer to the oldest outstanding request. A result set already whole in the
+    /// buffer, for a client that takes it as framed, comes back in one piece (a point select's
+    /// five packets: one scan and one split instead of a `Bytes` and a queue slot each);
+    /// anything else packet by packet.
+    async fn answer(&mut self, request: &LaneRequest) -> Result<LaneAnswer, ProxyError> {
+        if request.whole && !self.conn.has_pending_answers() {
+            if let Err(e) = self.conn.io.await_input().await {
+                return Err(self.conn.lost(e));
+            }
+            // A lane's command goes with sequence id 0: its answer is numbered from 1.
+            if let Some(whole) = self.conn.io.whole_buffered_result(1) {
+                let frames = self.conn.io.take_buffered(whole.len);
+                return Ok(if whole.warnings == 0 {
+                    LaneAnswer::Whole(frames, whole, self.conn.capabilities)
+                } else {
+                    self.not_clean(request)
+                });
+            }
+        }
+        Ok(match read_response(&mut self.conn).await? {
+            (packets, true) => LaneAnswer::Clean(packets, self.conn.capabilities),
+            (_, false) => self.not_clean(request),
+        })
+    }
+
+    /// An answer with warnings or an error: the statement runs again alone.
+    fn not_clean(&mut self, request: &LaneRequest) -> LaneAnswer {
+        // The server may not hold the types sent with a failed execution.
+        if let Some(execute) = &request.execute {
+            self.conn.stmts.forget_types_of(&execute.sql);
+        }
+        LaneAnswer::RunAlone
     }
 }
 

@@ -181,6 +181,50 @@ where
     Ok(f.out)
 }
 
+/// Passes a result set that a pipelined lane found whole (`frames`, numbered from 1 as the
+/// server sent them) to a client of the server's dialect: as it is, in one copy, when the
+/// client's sequence goes on at 1; else packet by packet like any lane answer.
+pub async fn pass_whole<C>(
+    client: &mut PacketStream<C>,
+    side: ClientSide<'_>,
+    mode: Mode,
+    frames: Bytes,
+    whole: &tessera_protocol::whole::WholeResult,
+    capabilities: u32,
+) -> Result<Outcome, ProxyError>
+where
+    C: AsyncRead + SendBuffer,
+{
+    if client.seq() != 1 {
+        let packets = payloads(&frames);
+        return forward_from(&mut ReadResponse { packets, capabilities }, client, side, mode, 0).await;
+    }
+    client.write_frames(&frames, whole.next_seq);
+    let mut answered = ReadResponse {
+        packets: std::collections::VecDeque::new(),
+        capabilities,
+    };
+    let mut f = Forwarder::new(&mut answered, client, side, 0);
+    f.out.status = whole.status;
+    f.out.warnings = whole.warnings;
+    f.out.result_rows = Some(whole.rows);
+    f.finish(Ok(())).await?;
+    Ok(f.out)
+}
+
+/// The payloads of whole frames, in order.
+fn payloads(frames: &Bytes) -> std::collections::VecDeque<Bytes> {
+    let mut packets = std::collections::VecDeque::new();
+    let mut at = 0;
+    while let Some(header) = frames.get(at..at + 4) {
+        let len = usize::from(header[0]) | usize::from(header[1]) << 8 | usize::from(header[2]) << 16;
+        let end = (at + 4 + len).min(frames.len());
+        packets.push_back(frames.slice(at + 4..end));
+        at = end;
+    }
+    packets
+}
+
 /// Polls `f` once: its output, or Pending (the waker stays registered).
 async fn poll_once<F: std::future::Future + Unpin>(f: &mut F) -> std::task::Poll<F::Output> {
     std::future::poll_fn(|cx| std::task::Poll::Ready(std::pin::Pin::new(&mut *f).poll(cx))).await
@@ -803,5 +847,41 @@ mod tests {
         assert!(out.cursor_opened);
         let got = read_n(&mut r.peer, 3).await;
         assert!(is_eof(&got[2].1));
+    }
+    #[tokio::test]
+    async fn a_whole_lane_result_goes_on_as_framed_or_renumbered_for_the_client() {
+        let def = packet(|b| ColumnDefinition::text("a").encode(b));
+        let payloads = [column_count(1), def, eof(0x0002), row("x"), eof(0x0002)];
+        let mut frames = BytesMut::new();
+        for (seq, p) in (1u8..).zip(&payloads) {
+            frames.extend_from_slice(&(p.len() as u32).to_le_bytes()[..3]);
+            frames.extend_from_slice(&[seq]);
+            frames.extend_from_slice(p);
+        }
+        let frames = frames.freeze();
+        let whole = tessera_protocol::whole::whole_result(&frames, 1, 1 << 20).expect("whole");
+        // A client whose sequence goes on at 1 takes the frames as they are; another one
+        // gets them renumbered in its own sequence.
+        for start in [1u8, 3] {
+            let mut r = rig();
+            r.client.set_seq(start);
+            let out = pass_whole(
+                &mut r.client,
+                side(CLIENT_PROTOCOL_41),
+                Mode::Text,
+                frames.clone(),
+                &whole,
+                BACKEND_CAPS,
+            )
+            .await
+            .expect("pass");
+            assert_eq!(out.result_rows, Some(1));
+            assert_eq!(out.status, 0x0002);
+            let got = read_n(&mut r.peer, payloads.len()).await;
+            for (i, ((seq, payload), want)) in got.iter().zip(&payloads).enumerate() {
+                assert_eq!(*seq, start.wrapping_add(i as u8), "packet {i}, client from {start}");
+                assert_eq!(payload, want, "packet {i}, client from {start}");
+            }
+        }
     }
 }

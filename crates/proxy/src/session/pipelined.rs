@@ -5,7 +5,7 @@ use super::execute::client_side;
 use super::Session;
 use crate::backend::stmt_cache::SqlText;
 use crate::error::ProxyError;
-use crate::exec::forward::{forward_from, ReadResponse};
+use crate::exec::forward::{forward_from, pass_whole, ReadResponse};
 use crate::exec::Mode;
 use crate::metrics::Metrics;
 use crate::pipeline::{Lane, LaneAnswer, LaneExecute, LaneRequest, LaneSet, LaneSettings, Pick};
@@ -13,6 +13,7 @@ use crate::route::Target;
 use crate::state::SyncScope;
 use bytes::BytesMut;
 use std::sync::Arc;
+use tessera_protocol::flags::CLIENT_DEPRECATE_EOF;
 use tessera_protocol::stmt::ExecuteRequest;
 use tessera_sql::{Classification, Flags, StatementKind};
 
@@ -157,21 +158,29 @@ impl Session {
         let (reply, answer) = tokio::sync::oneshot::channel();
         let queued = LaneRequest {
             execute,
+            whole: self.capabilities & CLIENT_DEPRECATE_EOF == 0,
             command,
             reply,
         };
         if lane.send(queued).is_none() {
             return Ok(Pipelined::NoLane);
         }
-        let Ok(LaneAnswer::Clean(packets, capabilities)) = answer.await else {
-            Metrics::inc(&self.ctx.metrics.pipeline_reruns);
-            return Ok(Pipelined::RunAlone);
-        };
-        self.count_routed_on(target.group, chosen, target);
-        let mut source = ReadResponse { packets, capabilities };
         let ctx = self.ctx.clone();
         let side = client_side(&ctx, self.capabilities, &self.tracking, self.routing.last_server);
-        let outcome = forward_from(&mut source, &mut self.client, side, mode, 0).await?;
+        let outcome = match answer.await {
+            Ok(LaneAnswer::Whole(frames, whole, capabilities)) => {
+                pass_whole(&mut self.client, side, mode, frames, &whole, capabilities).await?
+            }
+            Ok(LaneAnswer::Clean(packets, capabilities)) => {
+                let mut source = ReadResponse { packets, capabilities };
+                forward_from(&mut source, &mut self.client, side, mode, 0).await?
+            }
+            Ok(LaneAnswer::RunAlone) | Err(_) => {
+                Metrics::inc(&self.ctx.metrics.pipeline_reruns);
+                return Ok(Pipelined::RunAlone);
+            }
+        };
+        self.count_routed_on(target.group, chosen, target);
         Metrics::inc(&self.ctx.metrics.pipelined);
         self.record_last(&outcome);
         Ok(Pipelined::Answered)
