@@ -83,9 +83,12 @@ async fn a_prepared_begin_is_deferred_like_a_text_one() {
     assert_eq!(a.value("SELECT COUNT(*) FROM begin_p").await.as_deref(), Some("0"));
 }
 
+fn counter(env: &Env, pick: impl FnOnce(&tessera_proxy::metrics::Metrics) -> &std::sync::atomic::AtomicU64) -> u64 {
+    pick(&env.proxy.as_ref().expect("running").ctx.metrics).load(std::sync::atomic::Ordering::Relaxed)
+}
+
 fn queued_ends(env: &Env) -> u64 {
-    let m = &env.proxy.as_ref().expect("running").ctx.metrics;
-    m.queued_transaction_ends.load(std::sync::atomic::Ordering::Relaxed)
+    counter(env, |m| &m.queued_transaction_ends)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -198,8 +201,7 @@ fn com_commits(env: &Env) -> u64 {
 }
 
 fn folded_ends(env: &Env) -> u64 {
-    let m = &env.proxy.as_ref().expect("running").ctx.metrics;
-    m.transaction_ends_folded.load(std::sync::atomic::Ordering::Relaxed)
+    counter(env, |m| &m.transaction_ends_folded)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -848,6 +848,7 @@ mod tests {
         let got = read_n(&mut r.peer, 3).await;
         assert!(is_eof(&got[2].1));
     }
+
     #[tokio::test]
     async fn a_whole_lane_result_goes_on_as_framed_or_renumbered_for_the_client() {
         let def = packet(|b| ColumnDefinition::text("a").encode(b));
