@@ -244,3 +244,40 @@ async fn a_begin_behind_a_queued_commit_of_reads_ends_that_transaction_itself() 
     assert_eq!(folded_ends(&env), 2);
     assert_eq!(com_commits(&env), commits + 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_that_chains_runs_where_its_transaction_is() {
+    // With completion_type CHAIN a COMMIT begins the next transaction on its connection. Were
+    // it queued there, the next session to borrow that connection would find itself inside
+    // that transaction and its autocommit write would stay uncommitted.
+    let env = Env::start("", "max_size = 2\nqueued_end_settle_ms = 600000").await;
+    let mut a = env.client_in_test().await;
+    let mut b = env.client_in_test().await;
+    a.query("CREATE TABLE end_c (id INT PRIMARY KEY)")
+        .await
+        .expect("create");
+    let direct = env.backend_sql(
+        "SET completion_type = 'CHAIN'; BEGIN; SELECT COUNT(*) FROM test.end_c; COMMIT; SELECT @@in_transaction",
+    );
+    assert_eq!(direct.trim().lines().last(), Some("1"), "the server chains");
+
+    a.query("SET completion_type = 'CHAIN'").await.expect("chain");
+    a.query("BEGIN").await.expect("begin");
+    assert_eq!(a.value("SELECT COUNT(*) FROM end_c").await.as_deref(), Some("0"));
+    a.query("COMMIT").await.expect("commit");
+    b.query("INSERT INTO end_c VALUES (1)")
+        .await
+        .expect("autocommit insert");
+    assert_eq!(
+        env.backend_sql("SELECT COUNT(*) FROM test.end_c").trim(),
+        "1",
+        "b's insert is committed"
+    );
+    assert_eq!(queued_ends(&env), 0, "a chaining COMMIT is sent, not queued");
+    assert_eq!(
+        a.value("SELECT @@in_transaction").await.as_deref(),
+        Some("1"),
+        "a is in the chained transaction"
+    );
+    a.query("ROLLBACK").await.expect("rollback");
+}

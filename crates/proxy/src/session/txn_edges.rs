@@ -26,7 +26,9 @@ impl Session {
     pub(super) fn defer_transaction_edge(&mut self, s: &Stmt<'_>) -> bool {
         let edge = match s.class.kind {
             StatementKind::Begin => self.held.is_none(),
-            StatementKind::Commit | StatementKind::Rollback => self.begin_deferred || self.ends_reads_only(),
+            StatementKind::Commit | StatementKind::Rollback => {
+                (self.begin_deferred || self.ends_reads_only()) && self.completion_is_plain()
+            }
             _ => false,
         };
         let free = edge
@@ -54,6 +56,16 @@ impl Session {
         self.last.row_count = 0;
         self.last_error = None;
         true
+    }
+
+    /// A COMMIT or ROLLBACK only ends the transaction: `completion_type` is NO_CHAIN (with
+    /// CHAIN it begins the next one on that connection, with RELEASE it closes the
+    /// connection, so it runs where the transaction is, as sent).
+    fn completion_is_plain(&self) -> bool {
+        self.state
+            .vars()
+            .get("completion_type")
+            .is_none_or(|v| v.eq_ignore_ascii_case("NO_CHAIN") || v == "0")
     }
 
     /// The held transaction began deferred and ran only pure reads, with nothing else the
