@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::Env;
+use common::{Client, Env};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deferred_begin_opens_the_transaction_its_first_statement_runs_in() {
@@ -156,7 +156,7 @@ async fn a_queued_commit_is_sent_when_no_command_comes() {
     // An open read-only transaction would hold the table's metadata lock: the ALTER would
     // wait out lock_wait_timeout and fail. The pool sends the queued COMMIT on its own.
     let port = env.sandbox.servers()[0].port();
-    let mut direct = common::Client::connect(port, "tessera", "tessera", Some("test"))
+    let mut direct = Client::connect(port, "tessera", "tessera", Some("test"))
         .await
         .expect("direct login");
     direct.query("SET SESSION lock_wait_timeout = 20").await.expect("set");
@@ -280,4 +280,74 @@ async fn a_commit_that_chains_runs_where_its_transaction_is() {
         "a is in the chained transaction"
     );
     a.query("ROLLBACK").await.expect("rollback");
+}
+
+/// Runs the RELEASE cases on one port (MariaDB directly, or Tessera) as `user`.
+async fn release_cases(port: u16, user: &str, table: &str) {
+    let connect = || async move { Client::connect(port, user, user, Some("test")).await.expect("login") };
+    let mut a = connect().await;
+    a.query(&format!("CREATE TABLE {table} (id INT PRIMARY KEY)"))
+        .await
+        .expect("create");
+    // completion_type RELEASE: a plain COMMIT closes the connection.
+    a.query("SET completion_type = 'RELEASE'").await.expect("release");
+    a.query("BEGIN").await.expect("begin");
+    a.query(&format!("INSERT INTO {table} VALUES (1)"))
+        .await
+        .expect("insert");
+    a.query("COMMIT").await.expect("commit answers OK");
+    assert!(
+        a.is_closed().await,
+        "{port}: COMMIT with completion_type RELEASE closes"
+    );
+
+    // NO RELEASE overrides completion_type; the connection stays.
+    let mut b = connect().await;
+    b.query("SET completion_type = 'RELEASE'").await.expect("release");
+    b.query("BEGIN").await.expect("begin");
+    b.query("COMMIT NO RELEASE").await.expect("commit no release");
+    assert_eq!(b.value("SELECT 'open'").await.as_deref(), Some("open"), "{port}");
+
+    // An explicit ROLLBACK RELEASE undoes, then closes.
+    let mut c = connect().await;
+    c.query("BEGIN").await.expect("begin");
+    c.query(&format!("INSERT INTO {table} VALUES (2)"))
+        .await
+        .expect("insert");
+    c.query("ROLLBACK AND NO CHAIN RELEASE")
+        .await
+        .expect("rollback release");
+    assert!(c.is_closed().await, "{port}: ROLLBACK RELEASE closes");
+
+    // Even outside a transaction, in autocommit.
+    let mut d = connect().await;
+    d.query("COMMIT RELEASE").await.expect("commit release");
+    assert!(
+        d.is_closed().await,
+        "{port}: COMMIT RELEASE outside a transaction closes"
+    );
+
+    let mut e = connect().await;
+    assert_eq!(
+        e.value(&format!("SELECT GROUP_CONCAT(id) FROM {table}"))
+            .await
+            .as_deref(),
+        Some("1"),
+        "{port}: the released COMMIT committed, the released ROLLBACK undid"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_that_releases_closes_the_client_connection() {
+    // One pooled connection: a backend connection the server closed must not be lent again.
+    let env = Env::start("", "max_size = 1").await;
+    release_cases(env.sandbox.servers()[0].port(), "tessera", "rel_direct").await;
+    release_cases(env.port(), "app", "rel_proxy").await;
+    let mut again = env.client_in_test().await;
+    assert_eq!(again.value("SELECT 'served'").await.as_deref(), Some("served"));
+    assert_eq!(
+        counter(&env, |m| &m.backend_lost),
+        0,
+        "no statement met a closed connection"
+    );
 }

@@ -278,3 +278,51 @@ async fn a_sharded_schema_takes_ddl_writes_transactions_and_point_reads() {
         .expect_err("values on two shards");
     assert_eq!(e.code, 1235, "{}", e.message);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cross_shard_commit_ends_as_its_options_and_completion_type_say() {
+    let env = ShardedEnv::start("").await;
+    let mut c = env.client().await;
+    c.query("CREATE DATABASE shop").await.expect("shard databases");
+    c.query("CREATE TABLE orders (id INT PRIMARY KEY, customer_id BIGINT, note VARCHAR(20))")
+        .await
+        .expect("ddl on every shard");
+    let other = (2..)
+        .find(|k| crc32_shard(*k) != crc32_shard(1))
+        .expect("another shard");
+    let insert = |k: i64| format!("INSERT INTO orders (id, customer_id) VALUES ({k}, {k})");
+    let total = |env: &ShardedEnv| (0..4).map(|i| env.count_on(i, "orders")).sum::<u64>();
+
+    // AND CHAIN NO RELEASE: the next transaction begins at once, the connection stays.
+    c.query("BEGIN").await.expect("begin");
+    c.query(&insert(1)).await.expect("first shard");
+    c.query(&insert(other)).await.expect("second shard");
+    c.query("COMMIT AND CHAIN NO RELEASE").await.expect("commit and chain");
+    assert_eq!(total(&env), 2, "committed on both shards");
+    assert_eq!(
+        c.value("SELECT @@in_transaction").await.as_deref(),
+        Some("1"),
+        "chained"
+    );
+    c.query(&insert(other + 1000))
+        .await
+        .expect("in the chained transaction");
+    c.query("ROLLBACK").await.expect("rollback");
+    assert_eq!(total(&env), 2, "the chained transaction rolled back");
+
+    // completion_type RELEASE: the cross-shard COMMIT commits on both, then the client closes.
+    c.query("SET completion_type = 'RELEASE'").await.expect("release");
+    c.query("BEGIN").await.expect("begin");
+    c.query(&insert(3)).await.expect("a shard");
+    c.query(&insert(other + 2000)).await.expect("another");
+    c.query("COMMIT").await.expect("commit answers OK");
+    assert!(c.is_closed().await, "COMMIT with completion_type RELEASE closes");
+    assert_eq!(total(&env), 4, "committed before the close");
+
+    let mut d = env.client().await;
+    d.query("BEGIN").await.expect("begin");
+    d.query(&insert(5)).await.expect("a shard");
+    d.query("ROLLBACK RELEASE").await.expect("rollback release");
+    assert!(d.is_closed().await, "ROLLBACK RELEASE closes");
+    assert_eq!(total(&env), 4, "rolled back");
+}

@@ -23,12 +23,14 @@ mod keyword;
 pub mod lexer;
 mod scan;
 pub mod split;
+pub mod txn_end;
 pub mod uservars;
 
 pub use classify::{classify, Classification, RouteHint, SetKind, StatementKind};
 pub use flags::Flags;
 pub use lexer::{is_plain_words, starts_with_keyword, unquote, Lexer, Token, TokenKind};
 pub use split::{set_assignments, split_statements};
+pub use txn_end::{completion_type_level, end_options, EndOptions};
 pub use uservars::{assigned_user_variables, references_user_variables, user_var_name};
 pub mod fingerprint;
 pub mod template;

@@ -56,6 +56,7 @@ impl Session {
             last: LastStatement::default(),
             handle,
             fatal: false,
+            released: false,
             last_insert_id_dirty: false,
             routing,
             tracking: Default::default(),

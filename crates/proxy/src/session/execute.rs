@@ -226,6 +226,10 @@ impl Session {
         if ok && !conn.broken && stmts.iter().any(|s| changes_charset(s)) {
             self.learn_charset(&mut conn).await;
         }
+        if outcome.error.is_none() && self.releases(stmts) {
+            conn.broken = true;
+            self.released = true;
+        }
         let releasing = !self.pins.is_pinned() && !conn.in_transaction;
         if releasing && self.last_insert_id_dirty && !conn.broken {
             self.learn_last_insert_id(&mut conn).await;

@@ -85,6 +85,9 @@ pub struct Session {
     /// Set when backend state was lost (e.g. the server died mid-transaction): close after
     /// reporting the error, as MySQL itself would.
     pub fatal: bool,
+    /// The client's COMMIT or ROLLBACK released the session (RELEASE, or `completion_type`
+    /// RELEASE): the connection closes after its OK, as MariaDB closes it.
+    pub released: bool,
     /// LAST_INSERT_ID() may have changed on the held connection and is not known yet.
     pub last_insert_id_dirty: bool,
     /// Read/write splitting: consistency level, last write, last server.
@@ -192,7 +195,7 @@ impl Session {
                 // KILL CONNECTION from another session: the statement it interrupted has
                 // answered; the connection closes now, as MariaDB closes it.
                 _ if self.handle.is_killed() => return,
-                Ok(Next::Continue) if !self.fatal => {}
+                Ok(Next::Continue) if !self.fatal && !self.released => {}
                 Ok(_) => return,
                 Err(e) => {
                     if !Box::pin(self.report(e)).await {

@@ -65,7 +65,7 @@ impl Session {
             } else {
                 // With autocommit off, Tessera's own reads on this connection (state sync,
                 // LAST_INSERT_ID()) opened a transaction holding none of the client's work.
-                commit::send(conn, &["COMMIT", &start]);
+                commit::send(conn, &[commit::COMMIT, &start]);
                 conn.flush().await?;
                 for r in commit::answers(conn, 2).await {
                     r?;
@@ -200,10 +200,12 @@ impl Session {
     /// The client's COMMIT / ROLLBACK [AND CHAIN] on a sharded schema.
     pub async fn client_ends_txn(&mut self, sql: &str, commit: bool) -> Result<Next, ProxyError> {
         let result = self.end_sharded_txn(commit).await;
-        if and_chain(sql) {
+        let (chain, release) = self.transaction_end(sql);
+        if chain {
             self.txn.pending_begin = Some("START TRANSACTION".into());
         }
         result?;
+        self.released = release;
         self.ok_with(0, 0, 0).await
     }
 
@@ -306,14 +308,6 @@ pub fn sets_autocommit_on(sql: &str) -> bool {
     })
 }
 
-fn and_chain(sql: &str) -> bool {
-    let words: Vec<String> = tessera_sql::Lexer::new(sql)
-        .filter(|t| t.is_significant())
-        .map(|t| t.text.to_ascii_lowercase())
-        .collect();
-    words.windows(2).any(|w| w[0] == "and" && w[1] == "chain") && !words.iter().any(|w| w == "no")
-}
-
 fn xa_outside() -> ProxyError {
     ProxyError::Backend(ErrPacket::new(
         1400,
@@ -327,13 +321,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn autocommit_on_and_chain_are_recognised() {
+    fn autocommit_on_is_recognised() {
         assert!(sets_autocommit_on("SET autocommit = 1"));
         assert!(sets_autocommit_on("set @@session.autocommit=ON"));
         assert!(sets_autocommit_on("SET sql_mode = '', autocommit = true"));
         assert!(!sets_autocommit_on("SET autocommit = 0"));
-        assert!(and_chain("COMMIT AND CHAIN"));
-        assert!(!and_chain("COMMIT AND NO CHAIN"));
-        assert!(!and_chain("ROLLBACK"));
     }
 }

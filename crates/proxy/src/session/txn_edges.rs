@@ -62,10 +62,29 @@ impl Session {
     /// CHAIN it begins the next one on that connection, with RELEASE it closes the
     /// connection, so it runs where the transaction is, as sent).
     fn completion_is_plain(&self) -> bool {
+        self.completion_type() == 0
+    }
+
+    /// The session's `completion_type` as a number (0 NO_CHAIN, 1 CHAIN, 2 RELEASE).
+    fn completion_type(&self) -> u8 {
         self.state
             .vars()
             .get("completion_type")
-            .is_none_or(|v| v.eq_ignore_ascii_case("NO_CHAIN") || v == "0")
+            .map_or(0, |v| tessera_sql::completion_type_level(v))
+    }
+
+    /// Whether a COMMIT or ROLLBACK chains a new transaction and whether it releases (closes)
+    /// the connection, by its own options or else by `completion_type`.
+    pub(super) fn transaction_end(&self, sql: &str) -> (bool, bool) {
+        tessera_sql::end_options(sql).resolve(self.completion_type())
+    }
+
+    /// One of the statements is a COMMIT or ROLLBACK that releases: the server closes its
+    /// connection after the OK, and the client's connection closes too.
+    pub(super) fn releases(&self, stmts: &[Stmt<'_>]) -> bool {
+        stmts.iter().any(|s| {
+            matches!(s.class.kind, StatementKind::Commit | StatementKind::Rollback) && self.transaction_end(s.sql).1
+        })
     }
 
     /// The held transaction began deferred and ran only pure reads, with nothing else the

@@ -13,6 +13,11 @@ use crate::metrics::Metrics;
 use crate::pool::PooledConn;
 use tessera_protocol::command::COM_QUERY;
 
+/// Tessera's own transaction ends: explicit, so that the client's `completion_type` (synced to
+/// every connection of its session) neither chains a transaction nor closes the connection.
+pub const COMMIT: &str = "COMMIT AND NO CHAIN NO RELEASE";
+pub const ROLLBACK: &str = "ROLLBACK AND NO CHAIN NO RELEASE";
+
 /// One branch of a transaction: a shard's connection.
 pub struct Branch {
     pub shard: usize,
@@ -51,7 +56,7 @@ pub async fn commit(ctx: &Context, gtrid: Option<&str>, branches: &mut [Branch])
 pub async fn rollback(branches: &mut [Branch]) {
     for b in branches.iter_mut() {
         match &b.xid {
-            None => send(&mut b.conn, &["ROLLBACK"]),
+            None => send(&mut b.conn, &[ROLLBACK]),
             Some(x) => send(
                 &mut b.conn,
                 &[&format!("XA END {}", x.sql()), &format!("XA ROLLBACK {}", x.sql())],
@@ -82,7 +87,7 @@ pub async fn rollback(branches: &mut [Branch]) {
 async fn one_phase(branches: &mut [Branch]) -> Result<Protocol, ProxyError> {
     for b in branches.iter_mut() {
         match &b.xid {
-            None => send(&mut b.conn, &["COMMIT"]),
+            None => send(&mut b.conn, &[COMMIT]),
             Some(x) => send(
                 &mut b.conn,
                 &[
@@ -203,7 +208,7 @@ fn prepare_failure(shard: usize, e: ProxyError) -> ProxyError {
 
 /// The coordinator's COMMIT: after it the decision is durable.
 async fn commit_coordinator(conn: &mut PooledConn) -> Result<(), ProxyError> {
-    let result = conn.simple_command("COMMIT").await;
+    let result = conn.simple_command(COMMIT).await;
     conn.in_transaction = false;
     result.map(drop)
 }
