@@ -410,14 +410,13 @@ impl<S: AsyncRead + SendBuffer> PacketStream<S> {
 }
 
 /// The payload length in a frame header (the first three bytes of `frame`).
-fn frame_len(frame: &[u8]) -> usize {
+pub fn frame_len(frame: &[u8]) -> usize {
     usize::from(frame[0]) | usize::from(frame[1]) << 8 | usize::from(frame[2]) << 16
 }
 
 /// A frame header's payload length (3 bytes, little-endian) and sequence id.
 fn frame_header(header: &[u8]) -> (usize, u8) {
-    let len = usize::from(header[0]) | usize::from(header[1]) << 8 | usize::from(header[2]) << 16;
-    (len, header[3])
+    (frame_len(header), header[3])
 }
 
 #[cfg(test)]

@@ -200,16 +200,13 @@ where
         return forward_from(&mut ReadResponse { packets, capabilities }, client, side, mode, 0).await;
     }
     client.write_frames(&frames, whole.next_seq);
-    let mut answered = ReadResponse {
-        packets: std::collections::VecDeque::new(),
-        capabilities,
-    };
-    let mut f = Forwarder::new(&mut answered, client, side, 0);
-    f.out.status = whole.status;
-    f.out.warnings = whole.warnings;
-    f.out.result_rows = Some(whole.rows);
-    f.finish(Ok(())).await?;
-    Ok(f.out)
+    flush_client(client, side.write_timeout).await?;
+    Ok(Outcome {
+        status: whole.status,
+        warnings: whole.warnings,
+        result_rows: Some(whole.rows),
+        ..Outcome::default()
+    })
 }
 
 /// The payloads of whole frames, in order.
@@ -217,12 +214,38 @@ fn payloads(frames: &Bytes) -> std::collections::VecDeque<Bytes> {
     let mut packets = std::collections::VecDeque::new();
     let mut at = 0;
     while let Some(header) = frames.get(at..at + 4) {
-        let len = usize::from(header[0]) | usize::from(header[1]) << 8 | usize::from(header[2]) << 16;
-        let end = (at + 4 + len).min(frames.len());
+        let end = (at + 4 + tessera_protocol::packet::frame_len(header)).min(frames.len());
         packets.push_back(frames.slice(at + 4..end));
         at = end;
     }
     packets
+}
+
+/// Flushes what was written to the client; a flush that takes longer than `write_timeout`
+/// fails (the client stopped reading).
+async fn flush_client<C: AsyncRead + SendBuffer>(
+    client: &mut PacketStream<C>,
+    write_timeout: Duration,
+) -> Result<(), ProxyError> {
+    let mut flush = std::pin::pin!(client.flush());
+    // The usual case: the socket takes everything at once, and no timer is armed (nor the
+    // clock read) for it.
+    if let std::task::Poll::Ready(r) = poll_once(&mut flush).await {
+        return Ok(r?);
+    }
+    // A write through io_uring waits for the previous send, which completes when the
+    // ring's driver submits it, later in this turn of the runtime: let it run before
+    // deciding the client is slow.
+    tokio::task::yield_now().await;
+    if let std::task::Poll::Ready(r) = poll_once(&mut flush).await {
+        return Ok(r?);
+    }
+    match tokio::time::timeout(write_timeout, flush).await {
+        Ok(r) => Ok(r?),
+        Err(_) => Err(ProxyError::Client(tessera_protocol::ProtocolError::Io(
+            std::io::ErrorKind::TimedOut.into(),
+        ))),
+    }
 }
 
 /// Polls `f` once: its output, or Pending (the waker stays registered).
@@ -294,25 +317,7 @@ impl<'a, S: ResponseSource, C: AsyncRead + SendBuffer> Forwarder<'a, S, C> {
     }
 
     async fn flush_client(&mut self) -> Result<(), ProxyError> {
-        let mut flush = std::pin::pin!(self.client.flush());
-        // The usual case: the socket takes everything at once, and no timer is armed (nor the
-        // clock read) for it.
-        if let std::task::Poll::Ready(r) = poll_once(&mut flush).await {
-            return Ok(r?);
-        }
-        // A write through io_uring waits for the previous send, which completes when the
-        // ring's driver submits it, later in this turn of the runtime: let it run before
-        // deciding the client is slow.
-        tokio::task::yield_now().await;
-        if let std::task::Poll::Ready(r) = poll_once(&mut flush).await {
-            return Ok(r?);
-        }
-        match tokio::time::timeout(self.write_timeout, flush).await {
-            Ok(r) => Ok(r?),
-            Err(_) => Err(ProxyError::Client(tessera_protocol::ProtocolError::Io(
-                std::io::ErrorKind::TimedOut.into(),
-            ))),
-        }
+        flush_client(self.client, self.write_timeout).await
     }
 
     async fn next(&mut self) -> Result<Bytes, ProxyError> {
