@@ -1,5 +1,6 @@
 //! A whole result set at the front of a read buffer, recognised without copying it: a client
-//! that speaks the backend's dialect (classic EOF packets) can take it byte for byte.
+//! that speaks the backend's dialect (classic EOF packets) can take it byte for byte, and a
+//! client with `CLIENT_DEPRECATE_EOF` in one copy that drops the EOF packets.
 
 use crate::codec::Reader;
 use crate::flags::{SERVER_MORE_RESULTS_EXISTS, SERVER_STATUS_CURSOR_EXISTS};
@@ -17,7 +18,14 @@ pub struct WholeResult {
     pub status: u16,
     /// The sequence id after its last packet.
     pub next_seq: u8,
+    /// Offset of the EOF that ends the column definitions.
+    pub defs_end: usize,
+    /// Offset of the EOF that ends the rows.
+    pub rows_end: usize,
 }
+
+/// Length of a classic EOF frame: a 4-byte header and a 5-byte payload.
+const EOF_FRAME: usize = 9;
 
 /// The result set at the front of `buf` when every packet of it is there, in one frame of
 /// at most `max_packet` bytes, numbered from `seq` on without a gap, and it is the last
@@ -42,6 +50,7 @@ pub fn whole_result(buf: &[u8], seq: u8, max_packet: usize) -> Option<WholeResul
     for _ in 0..columns {
         frames.next()?;
     }
+    let defs_end = frames.at;
     let (_, status) = eof_fields(frames.next()?)?;
     if status & SERVER_STATUS_CURSOR_EXISTS != 0 {
         return None;
@@ -50,6 +59,7 @@ pub fn whole_result(buf: &[u8], seq: u8, max_packet: usize) -> Option<WholeResul
     let (eof_at, seq, rows) = walk_rows(buf, frames.at, frames.seq, limit)?;
     frames.at = eof_at;
     frames.seq = seq;
+    let rows_end = eof_at;
     let (warnings, status) = eof_fields(frames.next()?)?;
     if status & SERVER_MORE_RESULTS_EXISTS != 0 {
         return None;
@@ -60,7 +70,26 @@ pub fn whole_result(buf: &[u8], seq: u8, max_packet: usize) -> Option<WholeResul
         warnings,
         status,
         next_seq: frames.seq,
+        defs_end,
+        rows_end,
     })
+}
+
+/// The frames of `whole` (at the front of `frames`) as a client with `CLIENT_DEPRECATE_EOF`
+/// takes them, up to its end packet: the definitions as they are, the EOF after them dropped,
+/// the rows renumbered one down. The caller writes the end packet (an OK with the EOF header)
+/// with the sequence id this returns.
+pub fn append_without_eofs(frames: &[u8], whole: &WholeResult, out: &mut bytes::BytesMut) -> u8 {
+    out.extend_from_slice(&frames[..whole.defs_end]);
+    let rows_at = out.len();
+    out.extend_from_slice(&frames[whole.defs_end + EOF_FRAME..whole.rows_end]);
+    let mut at = rows_at;
+    while at + 4 <= out.len() {
+        out[at + 3] = out[at + 3].wrapping_sub(1);
+        at += 4 + (usize::from(out[at]) | usize::from(out[at + 1]) << 8 | usize::from(out[at + 2]) << 16);
+    }
+    // The end packet takes the final EOF's place, one down.
+    whole.next_seq.wrapping_sub(2)
 }
 
 /// Walks the row packets from `at` (sequence `seq`, each at most `limit` bytes) to the EOF
@@ -172,7 +201,9 @@ mod tests {
                 rows: 300,
                 warnings: 1,
                 status: 0x22,
-                next_seq: (1 + 4 + 300 + 1) as u8
+                next_seq: (1 + 4 + 300 + 1) as u8,
+                defs_end: result(1, 0, 0).len() - 2 * EOF_FRAME,
+                rows_end: len - EOF_FRAME,
             }
         );
         let empty = result(1, 0, 2);
@@ -180,6 +211,35 @@ mod tests {
             whole_result(&empty, 1, 1 << 24).map(|w| (w.len, w.rows)),
             Some((empty.len(), 0))
         );
+    }
+
+    #[test]
+    fn without_eofs_the_definitions_stay_and_the_rows_move_one_down() {
+        let buf = result(1, 3, 0x22);
+        let whole = whole_result(&buf, 1, 1 << 24).expect("whole");
+        let mut out = bytes::BytesMut::new();
+        let end_seq = append_without_eofs(&buf, &whole, &mut out);
+        let (mut want, mut s) = (Vec::new(), 1);
+        frame(&mut want, &mut s, &[2]);
+        frame(&mut want, &mut s, b"\x03defcolumn one");
+        frame(&mut want, &mut s, b"\x03defcolumn two");
+        for i in 0..3 {
+            frame(&mut want, &mut s, format!("\x01{i}\x02ab").as_bytes());
+        }
+        assert_eq!(&out[..], &want[..]);
+        assert_eq!(end_seq, s, "the end packet follows the last row");
+        // Sequence ids wrap: a result whose rows cross 255 -> 0.
+        let long = result(200, 100, 2);
+        let whole = whole_result(&long, 200, 1 << 24).expect("whole");
+        let mut out = bytes::BytesMut::new();
+        let end_seq = append_without_eofs(&long, &whole, &mut out);
+        assert_eq!(end_seq, 200u8.wrapping_add(3 + 100));
+        let (mut at, mut expect) = (0, 200u8);
+        while at < out.len() {
+            assert_eq!(out[at + 3], expect, "frame at {at}");
+            expect = expect.wrapping_add(1);
+            at += 4 + usize::from(out[at]);
+        }
     }
 
     #[test]

@@ -51,9 +51,6 @@ pub struct LaneSettings {
 /// needs to complete it.
 pub struct LaneRequest {
     pub execute: Option<LaneExecute>,
-    /// The client takes a result set as the server framed it (classic EOF packets): a result
-    /// whole in the lane's buffer may come back in one piece.
-    pub whole: bool,
     pub command: BytesMut,
     pub reply: oneshot::Sender<LaneAnswer>,
 }
@@ -394,11 +391,11 @@ impl LaneTask {
     }
 
     /// Reads the answer to the oldest outstanding request. A result set already whole in the
-    /// buffer, for a client that takes it as framed, comes back in one piece (a point select's
+    /// buffer comes back in one piece (a point select's
     /// five packets: one scan and one split instead of a `Bytes` and a queue slot each);
     /// anything else packet by packet.
     async fn answer(&mut self, request: &LaneRequest) -> Result<LaneAnswer, ProxyError> {
-        if request.whole && !self.conn.has_pending_answers() {
+        if !self.conn.has_pending_answers() {
             if let Err(e) = self.conn.io.await_input().await {
                 return Err(self.conn.lost(e));
             }

@@ -246,3 +246,89 @@ async fn users_with_a_backend_account_of_their_own_get_its_privileges() {
         .expect("the proxy account may");
     drop(proxy);
 }
+
+/// Every frame (sequence id, payload) of the answer to one command from a client with
+/// `CLIENT_DEPRECATE_EOF`: an OK or ERR, or one result set up to its end packet (header 0xFE).
+async fn frames_without_eofs(c: &mut Client, command: &[u8]) -> Vec<(u8, Vec<u8>)> {
+    c.io.reset_seq();
+    c.io.send(command).await.expect("send");
+    let mut frames = Vec::new();
+    let mut next = async |frames: &mut Vec<(u8, Vec<u8>)>| {
+        let (seq, p) = c.io.read_packet_with_seq().await.expect("frame");
+        frames.push((seq, p.to_vec()));
+        p
+    };
+    let first = next(&mut frames).await;
+    if matches!(first[0], 0x00 | 0xff) {
+        return frames;
+    }
+    for _ in 0..first[0] {
+        next(&mut frames).await;
+    }
+    while !matches!(next(&mut frames).await[0], 0xfe | 0xff) {}
+    frames
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_without_eof_packets_gets_the_servers_own_framing() {
+    use tessera_protocol::flags::CLIENT_DEPRECATE_EOF;
+    let env = Env::start("", "").await;
+    let mut setup = env.client_in_test().await;
+    setup
+        .query("CREATE TABLE no_eof (id INT PRIMARY KEY, v VARCHAR(20))")
+        .await
+        .expect("create");
+    let rows: Vec<String> = (1..=300).map(|i| format!("({i}, 'value {i}')")).collect();
+    setup
+        .query(&format!("INSERT INTO no_eof VALUES {}", rows.join(", ")))
+        .await
+        .expect("rows");
+    let server = env.sandbox.servers()[0].port();
+    let mut direct = Client::connect_with(server, "tessera", "tessera", Some("test"), CLIENT_DEPRECATE_EOF)
+        .await
+        .expect("direct login");
+    let mut proxied = Client::connect_with(env.port(), "app", "app", Some("test"), CLIENT_DEPRECATE_EOF)
+        .await
+        .expect("login");
+    let query = |sql: &str| [&[3u8][..], sql.as_bytes()].concat();
+    // 300 rows cross sequence id 255; one row; no rows; a statement with a warning.
+    let statements = [
+        "SELECT id, v FROM no_eof ORDER BY id",
+        "SELECT id, v FROM no_eof WHERE id = 7",
+        "SELECT v FROM no_eof WHERE id > 1000",
+        "SELECT CAST('1x' AS INT) FROM no_eof WHERE id = 1",
+    ];
+    for in_transaction in [false, true] {
+        if in_transaction {
+            direct.query("BEGIN").await.expect("begin");
+            proxied.query("BEGIN").await.expect("begin");
+        }
+        for sql in statements {
+            let want = frames_without_eofs(&mut direct, &query(sql)).await;
+            let got = frames_without_eofs(&mut proxied, &query(sql)).await;
+            assert_eq!(got, want, "{sql} (in a transaction: {in_transaction})");
+        }
+    }
+    direct.query("COMMIT").await.expect("commit");
+    proxied.query("COMMIT").await.expect("commit");
+    // The binary protocol: a prepared statement's result.
+    let mut executes = Vec::new();
+    for c in [&mut direct, &mut proxied] {
+        let prepared = {
+            c.io.reset_seq();
+            let sql = b"SELECT id, v FROM no_eof WHERE id <= 260 ORDER BY id";
+            c.io.send(&[&[0x16u8][..], &sql[..]].concat()).await.expect("prepare");
+            let ok = c.io.read_packet().await.expect("prepare ok");
+            assert_eq!(ok[0], 0, "prepared");
+            for _ in 0..2 {
+                c.io.read_packet().await.expect("column definition");
+            }
+            u32::from_le_bytes([ok[1], ok[2], ok[3], ok[4]])
+        };
+        let mut execute = vec![0x17u8];
+        execute.extend_from_slice(&prepared.to_le_bytes());
+        execute.extend_from_slice(&[0, 1, 0, 0, 0]);
+        executes.push(frames_without_eofs(c, &execute).await);
+    }
+    assert_eq!(executes[1], executes[0], "a prepared statement's binary rows");
+}

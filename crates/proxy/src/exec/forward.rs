@@ -182,8 +182,9 @@ where
 }
 
 /// Passes a result set that a pipelined lane found whole (`frames`, numbered from 1 as the
-/// server sent them) to a client of the server's dialect: as it is, in one copy, when the
-/// client's sequence goes on at 1; else packet by packet like any lane answer.
+/// server sent them) to the client in one copy when the client's sequence goes on at 1: as it
+/// is to a client of the server's dialect, without the EOF packets to one with
+/// `CLIENT_DEPRECATE_EOF`; else packet by packet like any lane answer.
 pub async fn pass_whole<C>(
     client: &mut PacketStream<C>,
     side: ClientSide<'_>,
@@ -199,7 +200,11 @@ where
         let packets = payloads(&frames);
         return forward_from(&mut ReadResponse { packets, capabilities }, client, side, mode, 0).await;
     }
-    client.write_frames(&frames, whole.next_seq);
+    if side.capabilities & CLIENT_DEPRECATE_EOF != 0 {
+        client.write_without_eofs(&frames, whole, side.capabilities);
+    } else {
+        client.write_frames(&frames, whole.next_seq);
+    }
     flush_client(client, side.write_timeout).await?;
     Ok(Outcome {
         status: whole.status,
@@ -264,16 +269,14 @@ struct Forwarder<'a, S, C> {
 }
 
 impl<C: AsyncRead + SendBuffer> Forwarder<'_, BackendConn, C> {
-    /// The usual read: a result set that arrived whole from a live connection, for a client of
-    /// the backend's dialect (classic EOF packets), goes on as it came, in one piece (large
-    /// ones lent to the client's stream: no copy), counted but not parsed packet by packet.
+    /// The usual read: a result set that arrived whole from a live connection goes on in one
+    /// piece, counted but not parsed packet by packet. For a client of the backend's dialect
+    /// (classic EOF packets) as it came (large ones lent to the client's stream: no copy); for
+    /// a client with `CLIENT_DEPRECATE_EOF` in one copy without the EOF packets.
     /// False leaves everything to the packet-by-packet road.
     async fn whole_result_passed(&mut self, mode: Mode) -> Result<bool, ProxyError> {
         let conn = &mut *self.backend;
-        if !matches!(mode, Mode::Text | Mode::Binary)
-            || self.client_caps & CLIENT_DEPRECATE_EOF != 0
-            || self.client.pending_write() != 0
-            || conn.has_pending_answers()
+        if !matches!(mode, Mode::Text | Mode::Binary) || self.client.pending_write() != 0 || conn.has_pending_answers()
         {
             return Ok(false);
         }
@@ -285,7 +288,12 @@ impl<C: AsyncRead + SendBuffer> Forwarder<'_, BackendConn, C> {
             return Ok(false);
         };
         conn.response_started = true;
-        conn.io.pass_buffered_to(self.client, &whole);
+        if self.client_caps & CLIENT_DEPRECATE_EOF != 0 {
+            conn.io
+                .pass_buffered_without_eofs(self.client, &whole, self.client_caps);
+        } else {
+            conn.io.pass_buffered_to(self.client, &whole);
+        }
         self.out.status = whole.status;
         self.out.warnings = whole.warnings;
         self.out.result_rows = Some(whole.rows);
@@ -885,6 +893,31 @@ mod tests {
             assert_eq!(out.status, 0x0002);
             let got = read_n(&mut r.peer, payloads.len()).await;
             for (i, ((seq, payload), want)) in got.iter().zip(&payloads).enumerate() {
+                assert_eq!(*seq, start.wrapping_add(i as u8), "packet {i}, client from {start}");
+                assert_eq!(payload, want, "packet {i}, client from {start}");
+            }
+        }
+        // A client with CLIENT_DEPRECATE_EOF: no EOF after the definition, the end as an OK
+        // packet with the EOF header, numbered on from its own sequence either way.
+        let caps = CLIENT_PROTOCOL_41 | CLIENT_DEPRECATE_EOF;
+        let end = packet(|b| encode_result_end(b, 0, 0x0002, caps));
+        let want = [column_count(1), payloads[1].clone(), row("x"), end];
+        for start in [1u8, 3] {
+            let mut r = rig();
+            r.client.set_seq(start);
+            let out = pass_whole(
+                &mut r.client,
+                side(caps),
+                Mode::Text,
+                frames.clone(),
+                &whole,
+                BACKEND_CAPS,
+            )
+            .await
+            .expect("pass");
+            assert_eq!((out.result_rows, out.status), (Some(1), 0x0002));
+            let got = read_n(&mut r.peer, want.len()).await;
+            for (i, ((seq, payload), want)) in got.iter().zip(&want).enumerate() {
                 assert_eq!(*seq, start.wrapping_add(i as u8), "packet {i}, client from {start}");
                 assert_eq!(payload, want, "packet {i}, client from {start}");
             }

@@ -13,7 +13,6 @@ use crate::route::Target;
 use crate::state::SyncScope;
 use bytes::BytesMut;
 use std::sync::Arc;
-use tessera_protocol::flags::CLIENT_DEPRECATE_EOF;
 use tessera_protocol::stmt::ExecuteRequest;
 use tessera_sql::{Classification, Flags, StatementKind};
 
@@ -158,7 +157,6 @@ impl Session {
         let (reply, answer) = tokio::sync::oneshot::channel();
         let queued = LaneRequest {
             execute,
-            whole: self.capabilities & CLIENT_DEPRECATE_EOF == 0,
             command,
             reply,
         };
