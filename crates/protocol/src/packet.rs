@@ -191,6 +191,22 @@ impl<S: AsyncRead + SendBuffer> PacketStream<S> {
         self.fill(1).await
     }
 
+    /// Waits for input, and for the rest of a result set that has begun while fewer than
+    /// `limit` bytes are buffered: the whole result set at the front of the read buffer,
+    /// numbered in `seq`'s sequence, or None when what is there is something else (see
+    /// [`crate::whole::whole_result`]) or still short at `limit`.
+    pub async fn await_whole_result(&mut self, seq: u8, limit: usize) -> Result<Option<crate::whole::WholeResult>> {
+        use crate::whole::Scan;
+        self.fill(1).await?;
+        loop {
+            match crate::whole::scan(&self.rbuf, seq, self.max_packet) {
+                Scan::Whole(whole) => return Ok(Some(whole)),
+                Scan::Short if self.rbuf.len() < limit => self.fill(self.rbuf.len() + 1).await?,
+                Scan::Short | Scan::Other => return Ok(None),
+            }
+        }
+    }
+
     /// The result set at the front of the read buffer when it is whole there, numbered in
     /// `seq`'s sequence (see [`crate::whole::whole_result`]).
     pub fn whole_buffered_result(&self, seq: u8) -> Option<crate::whole::WholeResult> {
@@ -501,6 +517,42 @@ mod tests {
                 assert_eq!((seq as usize, &got[..]), (i + 1, &want[..]), "{rows} rows, packet {i}");
             }
         }
+    }
+
+    /// A result set whose end has not arrived yet is waited for (up to the limit), then taken
+    /// whole; one still short at the limit, or anything else, is left to the packet road.
+    #[tokio::test]
+    async fn a_result_that_has_begun_is_awaited_whole_up_to_the_limit() {
+        let packets = whole(100, 40);
+        let (mut w, b) = tokio::io::duplex(1 << 20);
+        let mut frames = PacketStream::new(tokio::io::duplex(64).0);
+        frames.set_seq(1);
+        for p in &packets {
+            frames.write_packet(p);
+        }
+        let bytes = frames.wbuf.split().freeze();
+        let half = bytes.len() / 2;
+        w.write_all(&bytes[..half]).await.unwrap();
+        let mut r = PacketStream::new(b);
+        {
+            let mut waiting = std::pin::pin!(r.await_whole_result(1, 1 << 20));
+            let polled =
+                std::future::poll_fn(|cx| std::task::Poll::Ready(std::future::Future::poll(waiting.as_mut(), cx)))
+                    .await;
+            assert!(polled.is_pending(), "half a result is waited for");
+            w.write_all(&bytes[half..]).await.unwrap();
+            let whole = waiting.await.unwrap().expect("whole once the rest came");
+            assert_eq!((whole.len, whole.rows), (bytes.len(), 100));
+        }
+        // Still short at the limit: the packet road, with nothing consumed.
+        let (mut w, b) = tokio::io::duplex(1 << 20);
+        w.write_all(&bytes[..half]).await.unwrap();
+        let mut r = PacketStream::new(b);
+        assert_eq!(r.await_whole_result(1, 64).await.unwrap(), None);
+        assert_eq!(&r.read_packet().await.unwrap()[..], &[1]);
+        // An OK is not waited on.
+        let mut ok = buffered(&[b"\0\0\0\x02\0\0\0"], 1).await;
+        assert_eq!(ok.await_whole_result(1, 1 << 20).await.unwrap(), None);
     }
 
     /// Lent bytes flushed alone go out as they are, and the stream is empty afterwards.

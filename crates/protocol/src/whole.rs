@@ -27,44 +27,87 @@ pub struct WholeResult {
 /// Length of a classic EOF frame: a 4-byte header and a 5-byte payload.
 const EOF_FRAME: usize = 9;
 
+/// How far a result set at the front of a buffer goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scan {
+    Whole(WholeResult),
+    /// Every packet so far fits a whole result, but the buffer ends before its last one.
+    Short,
+    /// Anything else: see [`whole_result`].
+    Other,
+}
+
+/// How long a reader waits for the rest of a result set that has begun, in bytes buffered:
+/// one that is still short at this size goes on packet by packet.
+pub const WAIT_FOR_WHOLE_UP_TO: usize = 64 * 1024;
+
 /// The result set at the front of `buf` when every packet of it is there, in one frame of
 /// at most `max_packet` bytes, numbered from `seq` on without a gap, and it is the last
 /// result of its command, with rows and no cursor. None otherwise (an OK, an ERR, a partial
 /// or continued packet, more results to follow): the caller takes the packet-by-packet road,
 /// which deals with each of those.
 pub fn whole_result(buf: &[u8], seq: u8, max_packet: usize) -> Option<WholeResult> {
+    match scan(buf, seq, max_packet) {
+        Scan::Whole(whole) => Some(whole),
+        Scan::Short | Scan::Other => None,
+    }
+}
+
+/// [`whole_result`], telling a result cut short by the buffer's end from anything else.
+pub fn scan(buf: &[u8], seq: u8, max_packet: usize) -> Scan {
+    match scan_result(buf, seq, max_packet) {
+        Ok(whole) => Scan::Whole(whole),
+        Err(Stop::Short) => Scan::Short,
+        Err(Stop::Other) => Scan::Other,
+    }
+}
+
+/// Why a scan stopped before a whole result.
+enum Stop {
+    Short,
+    Other,
+}
+
+fn scan_result(buf: &[u8], seq: u8, max_packet: usize) -> Result<WholeResult, Stop> {
     let mut frames = Frames {
         buf,
         at: 0,
         seq,
         max_packet,
     };
-    let first = frames.next()?;
+    // An OK, ERR or file request is known from its first byte, before it is whole.
+    if buf
+        .get(4)
+        .is_some_and(|b| matches!(*b, OK_HEADER | ERR_HEADER | EOF_HEADER | LOCAL_INFILE_HEADER))
+    {
+        return Err(Stop::Other);
+    }
+    let first = frames.next_frame()?;
     if matches!(
         first.first(),
         None | Some(&(OK_HEADER | ERR_HEADER | EOF_HEADER | LOCAL_INFILE_HEADER))
     ) {
-        return None;
+        return Err(Stop::Other);
     }
-    let columns = Reader::new(first).lenenc_int().ok()?;
+    let columns = Reader::new(first).lenenc_int().map_err(|_| Stop::Other)?;
     for _ in 0..columns {
-        frames.next()?;
+        frames.next_frame()?;
     }
     let defs_end = frames.at;
-    let (_, status) = eof_fields(frames.next()?)?;
+    let (_, status) = eof_fields(frames.next_frame()?).ok_or(Stop::Other)?;
     if status & SERVER_STATUS_CURSOR_EXISTS != 0 {
-        return None;
+        return Err(Stop::Other);
     }
     let limit = max_packet.min(MAX_FRAME - 1);
     let (eof_at, seq, rows) = walk_rows(buf, frames.at, frames.seq, limit)?;
     frames.at = eof_at;
     frames.seq = seq;
     let rows_end = eof_at;
-    let (warnings, status) = eof_fields(frames.next()?)?;
+    let (warnings, status) = eof_fields(frames.next_frame()?).ok_or(Stop::Other)?;
     if status & SERVER_MORE_RESULTS_EXISTS != 0 {
-        return None;
+        return Err(Stop::Other);
     }
-    Some(WholeResult {
+    Ok(WholeResult {
         len: frames.at,
         rows,
         warnings,
@@ -93,31 +136,34 @@ pub fn append_without_eofs(frames: &[u8], whole: &WholeResult, out: &mut bytes::
 }
 
 /// Walks the row packets from `at` (sequence `seq`, each at most `limit` bytes) to the EOF
-/// that ends them: its offset and sequence id, and the rows before it. None on an ERR, a
-/// packet out of sequence or above the limit, or one not whole in `buf`. The hot loop of
-/// [`whole_result`] (a range read's hundred rows): one header word and one first byte per row.
-fn walk_rows(buf: &[u8], mut at: usize, mut seq: u8, limit: usize) -> Option<(usize, u8, u64)> {
+/// that ends them: its offset and sequence id, and the rows before it. Short when a packet
+/// is not whole in `buf`; Other on an ERR or a packet out of sequence or above the limit.
+/// The hot loop of [`whole_result`] (a range read's hundred rows): one header word and one
+/// first byte per row.
+fn walk_rows(buf: &[u8], mut at: usize, mut seq: u8, limit: usize) -> Result<(usize, u8, u64), Stop> {
     let mut rows = 0u64;
     loop {
-        let header: [u8; 4] = buf.get(at..at + 4)?.try_into().ok()?;
-        let word = u32::from_le_bytes(header);
+        let Some(header) = buf.get(at..at + 4) else {
+            return Err(Stop::Short);
+        };
+        let word = u32::from_le_bytes([header[0], header[1], header[2], header[3]]);
         let len = (word & 0x00ff_ffff) as usize;
         if len > limit || (word >> 24) as u8 != seq {
-            return None;
+            return Err(Stop::Other);
+        }
+        // A row's first byte is a length, NULL (0xFB) or a binary row's 0x00; 0xFE opens an
+        // EOF when the packet is short, 0xFF an ERR (known from its first byte on).
+        if len > 0 && buf.get(at + 4).is_some_and(|&b| b >= EOF_HEADER) {
+            if buf[at + 4] == ERR_HEADER {
+                return Err(Stop::Other);
+            }
+            if len < 9 {
+                return Ok((at, seq, rows));
+            }
         }
         let end = at + 4 + len;
         if end > buf.len() {
-            return None;
-        }
-        // A row's first byte is a length, NULL (0xFB) or a binary row's 0x00; 0xFE opens an
-        // EOF when the packet is short, 0xFF an ERR.
-        if len > 0 && buf[at + 4] >= EOF_HEADER {
-            if buf[at + 4] == ERR_HEADER {
-                return None;
-            }
-            if len < 9 {
-                return Some((at, seq, rows));
-            }
+            return Err(Stop::Short);
         }
         rows += 1;
         at = end;
@@ -141,19 +187,19 @@ struct Frames<'a> {
     max_packet: usize,
 }
 
-impl<'a> Iterator for Frames<'a> {
-    type Item = &'a [u8];
-
-    fn next(&mut self) -> Option<&'a [u8]> {
-        let header = self.buf.get(self.at..self.at + 4)?;
-        let len = usize::from(header[0]) | usize::from(header[1]) << 8 | usize::from(header[2]) << 16;
+impl<'a> Frames<'a> {
+    /// The next packet: Short when it is not whole in the buffer, Other when it is out of
+    /// sequence, continued in another frame or above the limit.
+    fn next_frame(&mut self) -> Result<&'a [u8], Stop> {
+        let header = self.buf.get(self.at..self.at + 4).ok_or(Stop::Short)?;
+        let len = crate::packet::frame_len(header);
         if len >= MAX_FRAME || len > self.max_packet || header[3] != self.seq {
-            return None;
+            return Err(Stop::Other);
         }
-        let payload = self.buf.get(self.at + 4..self.at + 4 + len)?;
+        let payload = self.buf.get(self.at + 4..self.at + 4 + len).ok_or(Stop::Short)?;
         self.at += 4 + len;
         self.seq = self.seq.wrapping_add(1);
-        Some(payload)
+        Ok(payload)
     }
 }
 
@@ -240,6 +286,33 @@ mod tests {
             expect = expect.wrapping_add(1);
             at += 4 + usize::from(out[at]);
         }
+    }
+
+    #[test]
+    fn a_result_cut_by_the_buffers_end_is_short_and_anything_else_is_not() {
+        let full = result(1, 5, 2);
+        for cut in 1..full.len() {
+            assert_eq!(scan(&full[..cut], 1, 1 << 24), Scan::Short, "cut at {cut}");
+        }
+        assert!(matches!(scan(&full, 1, 1 << 24), Scan::Whole(_)));
+        assert_eq!(scan(&full, 2, 1 << 24), Scan::Other, "another sequence");
+        assert_eq!(scan(&full, 1, 10), Scan::Other, "a packet above the limit");
+        let more = result(1, 5, SERVER_MORE_RESULTS_EXISTS);
+        assert_eq!(scan(&more, 1, 1 << 24), Scan::Other, "more results follow");
+        let (mut error, mut s) = (Vec::new(), 1);
+        frame(&mut error, &mut s, &[1]);
+        frame(&mut error, &mut s, b"\x03def");
+        frame(&mut error, &mut s, &eof(2));
+        frame(&mut error, &mut s, b"\xff\x15\x04#HY000oops");
+        assert_eq!(scan(&error, 1, 1 << 24), Scan::Other, "an error among the rows");
+        assert_eq!(
+            scan(&error[..error.len() - 3], 1, 1 << 24),
+            Scan::Other,
+            "an error, cut"
+        );
+        let (mut ok, mut s) = (Vec::new(), 1);
+        frame(&mut ok, &mut s, &[0, 0, 0, 2, 0, 0, 0]);
+        assert_eq!(scan(&ok[..5], 1, 1 << 24), Scan::Other, "an OK, cut");
     }
 
     #[test]

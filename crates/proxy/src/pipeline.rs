@@ -396,11 +396,13 @@ impl LaneTask {
     /// anything else packet by packet.
     async fn answer(&mut self, request: &LaneRequest) -> Result<LaneAnswer, ProxyError> {
         if !self.conn.has_pending_answers() {
-            if let Err(e) = self.conn.io.await_input().await {
-                return Err(self.conn.lost(e));
-            }
             // A lane's command goes with sequence id 0: its answer is numbered from 1.
-            if let Some(whole) = self.conn.io.whole_buffered_result(1) {
+            let limit = tessera_protocol::whole::WAIT_FOR_WHOLE_UP_TO;
+            let whole = match self.conn.io.await_whole_result(1, limit).await {
+                Ok(whole) => whole,
+                Err(e) => return Err(self.conn.lost(e)),
+            };
+            if let Some(whole) = whole {
                 let frames = self.conn.io.take_buffered(whole.len);
                 return Ok(if whole.warnings == 0 {
                     LaneAnswer::Whole(frames, whole, self.conn.capabilities)

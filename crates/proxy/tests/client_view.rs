@@ -291,9 +291,12 @@ async fn a_client_without_eof_packets_gets_the_servers_own_framing() {
         .await
         .expect("login");
     let query = |sql: &str| [&[3u8][..], sql.as_bytes()].concat();
-    // 300 rows cross sequence id 255; one row; no rows; a statement with a warning.
+    // 300 rows cross sequence id 255; results larger than one read (about 30 KB) and than
+    // what a reader waits for to pass whole (about 90 KB); one row; no rows; a warning.
     let statements = [
         "SELECT id, v FROM no_eof ORDER BY id",
+        "SELECT id, REPEAT(v, 10) FROM no_eof ORDER BY id",
+        "SELECT id, REPEAT(v, 30) FROM no_eof ORDER BY id",
         "SELECT id, v FROM no_eof WHERE id = 7",
         "SELECT v FROM no_eof WHERE id > 1000",
         "SELECT CAST('1x' AS INT) FROM no_eof WHERE id = 1",

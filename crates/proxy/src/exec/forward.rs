@@ -13,6 +13,7 @@ use tessera_protocol::codec::Reader;
 use tessera_protocol::flags::*;
 use tessera_protocol::packet::SendBuffer;
 use tessera_protocol::response::*;
+use tessera_protocol::whole::WAIT_FOR_WHOLE_UP_TO;
 use tessera_protocol::PacketStream;
 use tokio::io::AsyncRead;
 
@@ -281,11 +282,10 @@ impl<C: AsyncRead + SendBuffer> Forwarder<'_, BackendConn, C> {
             return Ok(false);
         }
         let seq = self.client.seq();
-        if let Err(e) = conn.io.await_input().await {
-            return Err(conn.lost(e));
-        }
-        let Some(whole) = conn.io.whole_buffered_result(seq) else {
-            return Ok(false);
+        let whole = match conn.io.await_whole_result(seq, WAIT_FOR_WHOLE_UP_TO).await {
+            Ok(Some(whole)) => whole,
+            Ok(None) => return Ok(false),
+            Err(e) => return Err(conn.lost(e)),
         };
         conn.response_started = true;
         if self.client_caps & CLIENT_DEPRECATE_EOF != 0 {
