@@ -8,13 +8,14 @@
 # WORKLOAD is a sysbench oltp_* name (default oltp_read_only), THREADS 16, SECONDS 10. The
 # tables are sysbench's (4 x TABLE_SIZE rows, default 100000) in database sbtest; the account
 # is SB_USER / SB_PASSWORD (default bench / bench). One line per run, times in microseconds
-# per statement as user/system.
+# per statement as user/system. SB_EXTRA adds sysbench options (e.g. --db-ps-mode=disable).
 set -euo pipefail
 (($# >= 3)) || { sed -n '2,11p' "$0"; exit 2; }
 LABEL=$1 PORT=$2 PROXY=$3 WORKLOAD=${4:-oltp_read_only} THREADS=${5:-16} SECONDS_=${6:-10}
 SERVER=$(pgrep -x mariadbd | head -1) || { echo "no mariadbd running" >&2; exit 1; }
 TICK=$(getconf CLK_TCK)
 OUT=$(mktemp)
+read -ra EXTRA <<<"${SB_EXTRA:-}"
 trap 'rm -f "$OUT"' EXIT
 
 times_of() { awk '{print $14, $15}' "/proc/$1/stat"; }
@@ -25,7 +26,7 @@ read -r mu0 ms0 < <(times_of "$SERVER")
 read -ra c0 < <(machine)
 sysbench "$WORKLOAD" --mysql-host=127.0.0.1 --mysql-port="$PORT" --mysql-user="${SB_USER:-bench}" \
     --mysql-password="${SB_PASSWORD:-bench}" --mysql-db=sbtest --tables=4 \
-    --table-size="${TABLE_SIZE:-100000}" --threads="$THREADS" --time="$SECONDS_" run >"$OUT" 2>&1 &
+    --table-size="${TABLE_SIZE:-100000}" --threads="$THREADS" --time="$SECONDS_" "${EXTRA[@]}" run >"$OUT" 2>&1 &
 bench=$!
 read -r su0 ss0 < <(times_of "$bench")
 su1=$su0 ss1=$ss0
