@@ -2,39 +2,8 @@
 //! resident memory (pass its pid). Used to measure per-connection memory:
 //! `cargo run --release --example idle_clients -- PORT COUNT PID`
 
-use bytes::BytesMut;
-use tessera_protocol::auth;
-use tessera_protocol::flags::*;
-use tessera_protocol::handshake::{HandshakeResponse, HandshakeV10};
-use tessera_protocol::response::is_ok;
-use tessera_protocol::PacketStream;
-use tokio::net::TcpStream;
-
-async fn login(port: u16) -> Result<PacketStream<TcpStream>, String> {
-    let tcp = TcpStream::connect(("127.0.0.1", port))
-        .await
-        .map_err(|e| e.to_string())?;
-    let mut io = PacketStream::new(tcp);
-    let greeting = io.read_packet().await.map_err(|e| e.to_string())?;
-    let hs = HandshakeV10::parse(&greeting).map_err(|e| e.to_string())?;
-    let resp = HandshakeResponse {
-        capabilities: CLIENT_PROTOCOL_41 | CLIENT_SECURE_CONNECTION | CLIENT_PLUGIN_AUTH,
-        max_packet: 1 << 24,
-        charset: 45,
-        username: "app".into(),
-        auth_response: auth::native_scramble(b"app", &hs.scramble),
-        auth_plugin: Some(auth::NATIVE_PASSWORD.into()),
-        ..Default::default()
-    };
-    let mut b = BytesMut::new();
-    resp.encode(&mut b);
-    io.send(&b).await.map_err(|e| e.to_string())?;
-    let ok = io.read_packet().await.map_err(|e| e.to_string())?;
-    if !is_ok(&ok) {
-        return Err(format!("login refused: {:?}", String::from_utf8_lossy(&ok)));
-    }
-    Ok(io)
-}
+#[path = "support/login.rs"]
+mod support;
 
 fn rss_kb(pid: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
@@ -58,7 +27,7 @@ async fn main() {
     let before = rss_kb(pid);
     let mut held = Vec::with_capacity(count);
     for i in 0..count {
-        match login(port).await {
+        match support::login(port, ("app", "app"), None, 0).await {
             Ok(io) => held.push(io),
             Err(e) => {
                 eprintln!("connection {i}: {e}");

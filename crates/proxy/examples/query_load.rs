@@ -4,48 +4,14 @@
 //! prints the queries run. Used to compare builds by instructions per query (callgrind):
 //! `cargo run --release --example query_load -- PORT USER PASSWORD THREADS EVENTS [classic]`
 
-use bytes::BytesMut;
-use tessera_protocol::auth;
-use tessera_protocol::flags::*;
-use tessera_protocol::handshake::{HandshakeResponse, HandshakeV10};
-use tessera_protocol::response::is_ok;
+#[path = "support/login.rs"]
+mod support;
+
+use tessera_protocol::flags::{CLIENT_DEPRECATE_EOF, CLIENT_TRANSACTIONS};
 use tessera_protocol::PacketStream;
 use tokio::net::TcpStream;
 
 type Stream = PacketStream<TcpStream>;
-
-async fn login(port: u16, user: &str, password: &str, capabilities: u32) -> Result<Stream, String> {
-    let tcp = TcpStream::connect(("127.0.0.1", port))
-        .await
-        .map_err(|e| e.to_string())?;
-    tcp.set_nodelay(true).map_err(|e| e.to_string())?;
-    let mut io = PacketStream::new(tcp);
-    let greeting = io.read_packet().await.map_err(|e| e.to_string())?;
-    let hs = HandshakeV10::parse(&greeting).map_err(|e| e.to_string())?;
-    let resp = HandshakeResponse {
-        capabilities: CLIENT_PROTOCOL_41
-            | CLIENT_SECURE_CONNECTION
-            | CLIENT_PLUGIN_AUTH
-            | CLIENT_CONNECT_WITH_DB
-            | CLIENT_TRANSACTIONS
-            | capabilities,
-        max_packet: 1 << 24,
-        charset: 45,
-        username: user.into(),
-        auth_response: auth::native_scramble(password.as_bytes(), &hs.scramble),
-        database: Some("sbtest".into()),
-        auth_plugin: Some(auth::NATIVE_PASSWORD.into()),
-        ..Default::default()
-    };
-    let mut b = BytesMut::new();
-    resp.encode(&mut b);
-    io.send(&b).await.map_err(|e| e.to_string())?;
-    let ok = io.read_packet().await.map_err(|e| e.to_string())?;
-    if !is_ok(&ok) {
-        return Err(format!("login refused: {:?}", String::from_utf8_lossy(&ok)));
-    }
-    Ok(io)
-}
 
 /// Runs one text query and reads its answer to the end; returns the rows.
 async fn run(io: &mut Stream, sql: &str, deprecate_eof: bool) -> Result<u64, String> {
@@ -76,7 +42,7 @@ async fn run(io: &mut Stream, sql: &str, deprecate_eof: bool) -> Result<u64, Str
 
 async fn client(port: u16, user: String, password: String, events: u64, deprecate_eof: bool) -> Result<u64, String> {
     let caps = if deprecate_eof { CLIENT_DEPRECATE_EOF } else { 0 };
-    let mut io = login(port, &user, &password, caps).await?;
+    let mut io = support::login(port, (&user, &password), Some("sbtest"), CLIENT_TRANSACTIONS | caps).await?;
     let mut queries = 0;
     for i in 0..events {
         let id = (i * 7919) % 99_000 + 1;

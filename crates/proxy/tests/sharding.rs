@@ -7,14 +7,21 @@ mod common;
 use common::shards::{crc32_shard, ShardedEnv};
 use common::Client;
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_sharded_schema_takes_ddl_writes_transactions_and_point_reads() {
+/// The servers and Tessera, the shard databases of `shop` and its `orders` table on every
+/// shard, and a client on `shop`.
+async fn shop_with_orders() -> (ShardedEnv, Client) {
     let env = ShardedEnv::start("").await;
     let mut c = env.client().await;
     c.query("CREATE DATABASE shop").await.expect("shard databases");
     c.query("CREATE TABLE orders (id INT PRIMARY KEY, customer_id BIGINT, note VARCHAR(20))")
         .await
         .expect("ddl on every shard");
+    (env, c)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sharded_schema_takes_ddl_writes_transactions_and_point_reads() {
+    let (env, mut c) = shop_with_orders().await;
     c.query("CREATE TABLE products (id INT PRIMARY KEY, name VARCHAR(20))")
         .await
         .expect("broadcast ddl");
@@ -281,12 +288,7 @@ async fn a_sharded_schema_takes_ddl_writes_transactions_and_point_reads() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_cross_shard_commit_ends_as_its_options_and_completion_type_say() {
-    let env = ShardedEnv::start("").await;
-    let mut c = env.client().await;
-    c.query("CREATE DATABASE shop").await.expect("shard databases");
-    c.query("CREATE TABLE orders (id INT PRIMARY KEY, customer_id BIGINT, note VARCHAR(20))")
-        .await
-        .expect("ddl on every shard");
+    let (env, mut c) = shop_with_orders().await;
     let other = (2..)
         .find(|k| crc32_shard(*k) != crc32_shard(1))
         .expect("another shard");

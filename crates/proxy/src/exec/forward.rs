@@ -876,32 +876,23 @@ mod tests {
         let whole = tessera_protocol::whole::whole_result(&frames, 1, 1 << 20).expect("whole");
         // A client whose sequence goes on at 1 takes the frames as they are; another one
         // gets them renumbered in its own sequence.
-        for start in [1u8, 3] {
-            let mut r = rig();
-            r.client.set_seq(start);
-            let out = pass_whole(
-                &mut r.client,
-                side(CLIENT_PROTOCOL_41),
-                Mode::Text,
-                frames.clone(),
-                &whole,
-                BACKEND_CAPS,
-            )
-            .await
-            .expect("pass");
-            assert_eq!(out.result_rows, Some(1));
-            assert_eq!(out.status, 0x0002);
-            let got = read_n(&mut r.peer, payloads.len()).await;
-            for (i, ((seq, payload), want)) in got.iter().zip(&payloads).enumerate() {
-                assert_eq!(*seq, start.wrapping_add(i as u8), "packet {i}, client from {start}");
-                assert_eq!(payload, want, "packet {i}, client from {start}");
-            }
-        }
+        passes_whole_as(&frames, &whole, CLIENT_PROTOCOL_41, &payloads).await;
         // A client with CLIENT_DEPRECATE_EOF: no EOF after the definition, the end as an OK
         // packet with the EOF header, numbered on from its own sequence either way.
         let caps = CLIENT_PROTOCOL_41 | CLIENT_DEPRECATE_EOF;
         let end = packet(|b| encode_result_end(b, 0, 0x0002, caps));
         let want = [column_count(1), payloads[1].clone(), row("x"), end];
+        passes_whole_as(&frames, &whole, caps, &want).await;
+    }
+
+    /// `pass_whole` of `frames` to a client with `caps` whose sequence goes on at 1 or at 3:
+    /// the client reads `want`, numbered from there.
+    async fn passes_whole_as(
+        frames: &Bytes,
+        whole: &tessera_protocol::whole::WholeResult,
+        caps: u32,
+        want: &[Vec<u8>],
+    ) {
         for start in [1u8, 3] {
             let mut r = rig();
             r.client.set_seq(start);
@@ -910,14 +901,14 @@ mod tests {
                 side(caps),
                 Mode::Text,
                 frames.clone(),
-                &whole,
+                whole,
                 BACKEND_CAPS,
             )
             .await
             .expect("pass");
             assert_eq!((out.result_rows, out.status), (Some(1), 0x0002));
             let got = read_n(&mut r.peer, want.len()).await;
-            for (i, ((seq, payload), want)) in got.iter().zip(&want).enumerate() {
+            for (i, ((seq, payload), want)) in got.iter().zip(want).enumerate() {
                 assert_eq!(*seq, start.wrapping_add(i as u8), "packet {i}, client from {start}");
                 assert_eq!(payload, want, "packet {i}, client from {start}");
             }
