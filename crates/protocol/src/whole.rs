@@ -83,10 +83,7 @@ fn scan_result(buf: &[u8], seq: u8, max_packet: usize) -> Result<WholeResult, St
         return Err(Stop::Other);
     }
     let first = frames.next_frame()?;
-    if matches!(
-        first.first(),
-        None | Some(&(OK_HEADER | ERR_HEADER | EOF_HEADER | LOCAL_INFILE_HEADER))
-    ) {
+    if first.is_empty() {
         return Err(Stop::Other);
     }
     let columns = Reader::new(first).lenenc_int().map_err(|_| Stop::Other)?;
@@ -129,7 +126,7 @@ pub fn append_without_eofs(frames: &[u8], whole: &WholeResult, out: &mut bytes::
     let mut at = rows_at;
     while at + 4 <= out.len() {
         out[at + 3] = out[at + 3].wrapping_sub(1);
-        at += 4 + (usize::from(out[at]) | usize::from(out[at + 1]) << 8 | usize::from(out[at + 2]) << 16);
+        at += 4 + crate::packet::frame_len(&out[at..]);
     }
     // The end packet takes the final EOF's place, one down.
     whole.next_seq.wrapping_sub(2)
