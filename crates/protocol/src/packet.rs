@@ -207,12 +207,6 @@ impl<S: AsyncRead + SendBuffer> PacketStream<S> {
         }
     }
 
-    /// The result set at the front of the read buffer when it is whole there, numbered in
-    /// `seq`'s sequence (see [`crate::whole::whole_result`]).
-    pub fn whole_buffered_result(&self, seq: u8) -> Option<crate::whole::WholeResult> {
-        crate::whole::whole_result(&self.rbuf, seq, self.max_packet)
-    }
-
     /// Moves the first `whole.len` buffered bytes, a whole result numbered in `dst`'s sequence,
     /// to `dst` as they are: a large one is lent (sent from this buffer's memory, no copy),
     /// a small one copied in one piece.
@@ -390,7 +384,7 @@ impl<S: AsyncRead + SendBuffer> PacketStream<S> {
     }
 
     /// Takes the first `len` buffered bytes (whole frames the caller recognised, e.g. with
-    /// [`Self::whole_buffered_result`]) in one piece.
+    /// [`Self::await_whole_result`]) in one piece.
     pub fn take_buffered(&mut self, len: usize) -> Bytes {
         let len = len.min(self.rbuf.len());
         self.rbuf.split_to(len).freeze()
@@ -502,7 +496,7 @@ mod tests {
             let (c, d) = tokio::io::duplex(1 << 20);
             let mut dst = PacketStream::new(c);
             dst.set_seq(1);
-            let whole = r.whole_buffered_result(1).expect("whole");
+            let whole = crate::whole::whole_result(&r.rbuf, 1, r.max_packet).expect("whole");
             assert_eq!((whole.len, whole.rows), (total, rows as u64));
             r.pass_buffered_to(&mut dst, &whole);
             assert_eq!(dst.lent.is_some(), lent, "{rows} rows");
@@ -565,7 +559,7 @@ mod tests {
         let (c, mut d) = tokio::io::duplex(1 << 20);
         let mut dst = PacketStream::new(c);
         dst.set_seq(1);
-        let whole = r.whole_buffered_result(1).expect("whole");
+        let whole = crate::whole::whole_result(&r.rbuf, 1, r.max_packet).expect("whole");
         r.pass_buffered_to(&mut dst, &whole);
         dst.flush().await.unwrap();
         assert_eq!(dst.pending_write(), 0);

@@ -390,10 +390,10 @@ impl LaneTask {
         Ok(())
     }
 
-    /// Reads the answer to the oldest outstanding request. A result set already whole in the
-    /// buffer comes back in one piece (a point select's
-    /// five packets: one scan and one split instead of a `Bytes` and a queue slot each);
-    /// anything else packet by packet.
+    /// Reads the answer to the oldest outstanding request. A result set whole in the buffer
+    /// (waited for once it has begun) comes back in one piece (a point select's five packets:
+    /// one scan and one split instead of a `Bytes` and a queue slot each); anything else
+    /// packet by packet.
     async fn answer(&mut self, request: &LaneRequest) -> Result<LaneAnswer, ProxyError> {
         if !self.conn.has_pending_answers() {
             // A lane's command goes with sequence id 0: its answer is numbered from 1.

@@ -215,6 +215,12 @@ impl Session {
         }
         self.record_last(outcome);
         conn.in_transaction = outcome.in_transaction();
+        // A COMMIT/ROLLBACK that releases: the server has closed this connection, so nothing
+        // below reads from it, and the client's connection closes after the OK.
+        if outcome.error.is_none() && self.releases(stmts) {
+            conn.broken = true;
+            self.released = true;
+        }
         let ok = outcome.error.is_none() || stmts.len() > 1;
         let before = self.pins.active();
         let area_was_here = self.pins.holds_diagnostics();
@@ -225,10 +231,6 @@ impl Session {
         self.capture_user_vars(&mut conn, stmts).await;
         if ok && !conn.broken && stmts.iter().any(|s| changes_charset(s)) {
             self.learn_charset(&mut conn).await;
-        }
-        if outcome.error.is_none() && self.releases(stmts) {
-            conn.broken = true;
-            self.released = true;
         }
         let releasing = !self.pins.is_pinned() && !conn.in_transaction;
         if releasing && self.last_insert_id_dirty && !conn.broken {
