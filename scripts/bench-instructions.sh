@@ -5,6 +5,12 @@
 # count is zeroed, sysbench runs EVENTS events, and the count is read.
 #
 #   scripts/bench-instructions.sh [--workload W] [--threads N] [--events N] BIN [BIN...]
+#   scripts/bench-instructions.sh --text [--classic] [--threads N] [--events N] BIN [BIN...]
+#
+# --text drives the builds with crates/proxy/examples/query_load (cargo build --release -p
+# tessera-proxy --example query_load) instead of sysbench: sysbench's point select and a
+# 100-row range read as text queries by turns, EVENTS rounds per client (default 150), from
+# clients that ask for CLIENT_DEPRECATE_EOF (--classic: clients that do not).
 #
 # Needs a MariaDB with sysbench's tables (4 tables, the kit's layout) at MYSQL_HOST:MYSQL_PORT
 # (default 127.0.0.1:33999), user MYSQL_USER / MYSQL_PASSWORD (default root, empty), database
@@ -17,13 +23,15 @@ cd "$(dirname "$0")/.."
 # shellcheck source=scripts/lib/cluster.sh
 source scripts/lib/cluster.sh
 
-WORKLOAD=point_select THREADS=16 EVENTS=20000
+WORKLOAD=point_select THREADS=16 EVENTS=20000 TEXT=0 EOF_MODE=deprecate
 while (($#)); do
     case $1 in
+        --text) TEXT=1; WORKLOAD=text; EVENTS=150; shift ;;
+        --classic) EOF_MODE=classic; shift ;;
         --workload) WORKLOAD=$2; shift 2 ;;
         --threads) THREADS=$2; shift 2 ;;
         --events) EVENTS=$2; shift 2 ;;
-        -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
         *) break ;;
     esac
 done
@@ -34,6 +42,25 @@ HOST=${MYSQL_HOST:-127.0.0.1} PORT=${MYSQL_PORT:-33999}
 WORK=$(mktemp -d /tmp/tessera-instructions.XXXXXX)
 PIDS=()
 trap cleanup EXIT
+
+QUERY_LOAD=target/release/examples/query_load
+((TEXT == 0)) || [[ -x $QUERY_LOAD ]] || {
+    echo "$QUERY_LOAD not found: cargo build --release -p tessera-proxy --example query_load" >&2
+    exit 1
+}
+
+# Runs the load against PORT: warm-up (EVENTS = 0) or EVENTS counted; prints "queries: N".
+load() { # PORT EVENTS
+    local port=$1 events=$2
+    if ((TEXT)); then
+        "$QUERY_LOAD" "$port" bench bench "$THREADS" "$((events > 0 ? events : 50))" "$EOF_MODE" |
+            awk '{print "queries: " $2}'
+    elif ((events > 0)); then
+        sysbench_run "$port" --time=0 --events="$events"
+    else
+        sysbench_run "$port" --time=3
+    fi
+}
 
 sysbench_run() { # PORT ARGS...
     local port=$1
@@ -70,10 +97,10 @@ EOF
         MYSQL_PWD=bench mariadb -h127.0.0.1 -P"$port" -ubench -e 'SELECT 1' >/dev/null 2>&1 && break
         sleep 0.2
     done
-    sysbench_run "$port" --time=3 >/dev/null
+    load "$port" 0 >/dev/null
     callgrind_control -i on "$pid" >/dev/null 2>&1
     callgrind_control -z "$pid" >/dev/null 2>&1
-    out=$(sysbench_run "$port" --time=0 --events="$EVENTS")
+    out=$(load "$port" "$EVENTS")
     callgrind_control -d "$pid" >/dev/null 2>&1
     kill "$pid"
     wait "$pid" 2>/dev/null || true
@@ -89,7 +116,11 @@ EOF
     rm -f "$WORK"/cg.*
 }
 
-echo "oltp_$WORKLOAD, $THREADS threads, $EVENTS events, user-space instructions (callgrind):"
+if ((TEXT)); then
+    echo "text point select + range ($EOF_MODE EOF clients), $THREADS clients, $EVENTS rounds each, user-space instructions (callgrind):"
+else
+    echo "oltp_$WORKLOAD, $THREADS threads, $EVENTS events, user-space instructions (callgrind):"
+fi
 for bin in "$@"; do
     count "$bin"
 done

@@ -14,6 +14,11 @@ pub struct Classification {
     pub kind: StatementKind,
     pub flags: Flags,
     pub hint: Option<RouteHint>,
+    /// One SELECT, headed by the word `SELECT`, that calls only built-in functions reading
+    /// nothing but their arguments and the tables, names no variable, and neither locks,
+    /// writes nor touches a sequence (`crate::pure`): it may share a backend connection with
+    /// other sessions' statements.
+    pub pure_select: bool,
 }
 
 /// Routing hint found in a comment: `/*+ tessera:primary */`, `/*master*/` -> `Primary`;
@@ -130,6 +135,7 @@ pub fn classify(sql: &str) -> Classification {
         flags.insert(Flags::SEQUENCE);
     }
     Classification {
+        pure_select: kind == StatementKind::Select && outcome.pure,
         kind,
         flags,
         hint: outcome.hint,

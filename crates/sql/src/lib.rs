@@ -16,11 +16,10 @@
 //! ```
 
 pub mod classify;
-pub mod pure;
-pub use pure::is_pure_select;
 mod flags;
 mod keyword;
 pub mod lexer;
+mod pure;
 mod scan;
 pub mod split;
 pub mod txn_end;

@@ -1,10 +1,13 @@
 //! Whether a SELECT is free of side effects and of session-dependent reads, decided from its
-//! tokens: such a statement may share a backend connection with other sessions' statements,
-//! and may run a second time when its first answer cannot be used.
+//! tokens in the classifier's one walk ([`crate::Classification::pure_select`]): such a
+//! statement may share a backend connection with other sessions' statements, and may run a
+//! second time when its first answer cannot be used.
 
-use crate::lexer::{Lexer, TokenKind};
+use crate::keyword::Kw;
+use crate::lexer::{Token, TokenKind};
 
-/// Functions that neither write, lock, sleep nor read session or connection state.
+/// Functions that neither write, lock, sleep nor read session or connection state (sorted,
+/// checked by a test).
 const PURE_FUNCTIONS: &[&str] = &[
     "abs",
     "avg",
@@ -102,62 +105,88 @@ const PURE_FUNCTIONS: &[&str] = &[
     "yearweek",
 ];
 
-/// Keywords that may stand before `(` without being a function call.
+/// Keywords that may stand before `(` without being a function call (sorted).
 const KEYWORDS_BEFORE_PAREN: &[&str] = &[
     "all", "and", "any", "as", "between", "by", "case", "distinct", "else", "exists", "from", "having", "in", "is",
     "join", "like", "not", "on", "or", "select", "some", "then", "union", "using", "when", "where", "xor",
 ];
 
-/// Words that make a statement impure wherever they appear (sequences, locking, files, INTO).
-const IMPURE_WORDS: &[&str] = &[
-    "for",
-    "into",
-    "lock",
-    "next",
-    "previous",
-    "nextval",
-    "lastval",
-    "setval",
-    "procedure",
-    "outfile",
-    "dumpfile",
+/// Keywords that make a statement impure wherever they appear (sequences, locking, files, INTO).
+const IMPURE_KEYWORDS: [Kw; 11] = [
+    Kw::For,
+    Kw::Into,
+    Kw::Lock,
+    Kw::Next,
+    Kw::Previous,
+    Kw::Nextval,
+    Kw::Lastval,
+    Kw::Setval,
+    Kw::Procedure,
+    Kw::Outfile,
+    Kw::Dumpfile,
 ];
 
-/// True when `sql`, a single SELECT, calls only functions that read nothing but their arguments
-/// and the tables, uses no variables, takes no locks and writes nothing.
-pub fn is_pure_select(sql: &str) -> bool {
-    let mut lexer = Lexer::new(sql);
-    let Some(first) = lexer.next_significant() else {
+/// The purity rule, fed every significant token of a text by the classifier's single walk.
+#[derive(Debug, Default)]
+pub(crate) struct Purity<'a> {
+    started: bool,
+    /// The previous token, when it was a word: its text, and whether a `.` stood before it.
+    word: Option<(&'a str, bool)>,
+    after_dot: bool,
+}
+
+impl<'a> Purity<'a> {
+    /// Whether the significant token `t` (`kw` its keyword) leaves the text a pure SELECT.
+    pub(crate) fn allows(&mut self, t: &Token<'a>, kw: Kw) -> bool {
+        let first = !std::mem::replace(&mut self.started, true);
+        let word = self.word.take();
+        let after_dot = std::mem::replace(&mut self.after_dot, t.kind == TokenKind::Dot);
+        if first {
+            return kw == Kw::Select;
+        }
+        match t.kind {
+            TokenKind::UserVar | TokenKind::SystemVar | TokenKind::Semicolon => false,
+            TokenKind::Word => {
+                self.word = Some((t.text, after_dot));
+                !IMPURE_KEYWORDS.contains(&kw)
+            }
+            // `db.f(` is a stored function, whatever its name.
+            TokenKind::LParen => word.is_none_or(|(name, qualified)| !qualified && is_pure_call(name)),
+            _ => true,
+        }
+    }
+}
+
+/// Whether `name(` calls a built-in function of [`PURE_FUNCTIONS`] or is a keyword before a
+/// parenthesis, ASCII case-insensitively, without allocating.
+fn is_pure_call(name: &str) -> bool {
+    let mut lower = [0u8; 20];
+    let Some(buf) = lower.get_mut(..name.len()) else {
         return false;
     };
-    if !first.is_word("select") {
+    buf.copy_from_slice(name.as_bytes());
+    buf.make_ascii_lowercase();
+    let Ok(lower) = std::str::from_utf8(buf) else {
         return false;
-    }
-    let mut previous_word: Option<&str> = None;
-    while let Some(token) = lexer.next_significant() {
-        match token.kind {
-            TokenKind::UserVar | TokenKind::SystemVar | TokenKind::Semicolon => return false,
-            TokenKind::Word if IMPURE_WORDS.iter().any(|w| token.is_word(w)) => return false,
-            TokenKind::LParen => {
-                if let Some(word) = previous_word {
-                    let lower = word.to_ascii_lowercase();
-                    let allowed =
-                        PURE_FUNCTIONS.contains(&lower.as_str()) || KEYWORDS_BEFORE_PAREN.contains(&lower.as_str());
-                    if !allowed {
-                        return false;
-                    }
-                }
-            }
-            _ => {}
-        }
-        previous_word = (token.kind == TokenKind::Word).then_some(token.text);
-    }
-    true
+    };
+    PURE_FUNCTIONS.binary_search(&lower).is_ok() || KEYWORDS_BEFORE_PAREN.binary_search(&lower).is_ok()
 }
 
 #[cfg(test)]
 mod tests {
-    use super::is_pure_select;
+    use super::{KEYWORDS_BEFORE_PAREN, PURE_FUNCTIONS};
+
+    fn is_pure_select(sql: &str) -> bool {
+        crate::classify(sql).pure_select
+    }
+
+    #[test]
+    fn the_name_lists_are_sorted_for_binary_search() {
+        for list in [PURE_FUNCTIONS, KEYWORDS_BEFORE_PAREN] {
+            assert!(list.windows(2).all(|w| w[0] < w[1]), "{list:?}");
+            assert!(list.iter().all(|n| n.len() <= 20 && *n == n.to_ascii_lowercase()));
+        }
+    }
 
     #[test]
     fn sysbench_reads_are_pure() {
@@ -169,6 +198,9 @@ mod tests {
             "SELECT DISTINCT c FROM sbtest1 WHERE id BETWEEN ? AND ? ORDER BY c",
             "select count(*), max(a) from t where b in (1, 2) and exists (select 1 from u where u.x = t.x)",
             "SELECT /*+ tessera:primary */ a FROM t WHERE (a = 1 OR a = 2)",
+            "/* app */ SeLeCt Count(*), UPPER(c) FROM t",
+            "/*!40001 SELECT */ a FROM t",
+            "SELECT a FROM t WHERE b IN (SELECT b FROM u)",
         ] {
             assert!(is_pure_select(sql), "{sql}");
         }
@@ -197,6 +229,15 @@ mod tests {
             "INSERT INTO t VALUES (1)",
             "WITH x AS (SELECT 1) SELECT * FROM x",
             "",
+            "SELECT 1;",
+            "(SELECT 1)",
+            "VALUES (1)",
+            "TABLE t",
+            "SELECT db.count(a) FROM t",
+            "SELECT a FROM t PROCEDURE ANALYSE()",
+            "SELECT PREVIOUS VALUE FOR s",
+            "SELECT a FROM t /*!50000 FOR UPDATE */",
+            "SELECT averylongfunctionnamethatisnotknown(a) FROM t",
         ] {
             assert!(!is_pure_select(sql), "{sql}");
         }

@@ -1,13 +1,15 @@
 //! The single-pass token walker behind [`crate::classify`] and the user-variable helpers.
 //!
 //! For each statement, [`detect`] reads the head on a cloned lexer, then the walker visits
-//! every token once, collecting flags, route hints and user-variable reads and writes.
+//! every token once, collecting flags, route hints, user-variable reads and writes, and
+//! whether the text is a pure SELECT.
 //! Look-ahead is done by cloning the lexer, only for the few tokens that need it.
 
 use crate::classify::{detect, Mode, RouteHint, SetKind, StatementKind};
 use crate::flags::Flags;
 use crate::keyword::Kw;
 use crate::lexer::{Lexer, Token, TokenKind};
+use crate::pure::Purity;
 
 /// What [`walk`] found in the whole text.
 pub(crate) struct Outcome {
@@ -15,6 +17,8 @@ pub(crate) struct Outcome {
     pub kind: Option<StatementKind>,
     pub flags: Flags,
     pub hint: Option<RouteHint>,
+    /// No token broke the purity rule ([`Purity`]).
+    pub pure: bool,
 }
 
 /// Walks every statement of `sql`, calling `visit(token, is_write)` for each user variable.
@@ -24,6 +28,8 @@ pub(crate) fn walk<'a, V: FnMut(Token<'a>, bool)>(sql: &'a str, visit: V) -> Out
         flags: Flags::EMPTY,
         primary: false,
         replica: false,
+        purity: Purity::default(),
+        pure: true,
         visit,
     };
     let mut first = None;
@@ -55,6 +61,7 @@ pub(crate) fn walk<'a, V: FnMut(Token<'a>, bool)>(sql: &'a str, visit: V) -> Out
         kind: first,
         flags: w.flags,
         hint,
+        pure: w.pure,
     }
 }
 
@@ -63,6 +70,8 @@ struct Walker<'a, V> {
     flags: Flags,
     primary: bool,
     replica: bool,
+    purity: Purity<'a>,
+    pure: bool,
     visit: V,
 }
 
@@ -137,6 +146,7 @@ impl<'a, V: FnMut(Token<'a>, bool)> Walker<'a, V> {
             match t.kind {
                 TokenKind::Comment | TokenKind::HintComment => self.comment(t),
                 TokenKind::Semicolon => {
+                    self.pure = false;
                     more = true;
                     break;
                 }
@@ -169,6 +179,10 @@ impl<'a, V: FnMut(Token<'a>, bool)> Walker<'a, V> {
     fn token(&mut self, st: &mut Stmt, t: Token<'a>) {
         let target = std::mem::take(&mut st.expect_target);
         let into = std::mem::take(&mut st.into_list);
+        let kw = t.kw();
+        if self.pure && !self.purity.allows(&t, kw) {
+            self.pure = false;
+        }
         match t.kind {
             TokenKind::LParen => st.depth += 1,
             TokenKind::RParen => st.depth = st.depth.saturating_sub(1),
@@ -179,7 +193,7 @@ impl<'a, V: FnMut(Token<'a>, bool)> Walker<'a, V> {
             TokenKind::Placeholder => self.flags.insert(Flags::HAS_PLACEHOLDER),
             TokenKind::UserVar => self.user_var(st, t, target, into),
             TokenKind::SystemVar => self.system_var(st, t, target),
-            TokenKind::Word => self.word(st, t, target),
+            TokenKind::Word => self.word(st, kw, target),
             TokenKind::QuotedIdent if target => st.assign_system(st.sticky_global),
             _ => {}
         }
@@ -225,8 +239,7 @@ impl<'a, V: FnMut(Token<'a>, bool)> Walker<'a, V> {
         }
     }
 
-    fn word(&mut self, st: &mut Stmt, t: Token<'a>, target: bool) {
-        let kw = t.kw();
+    fn word(&mut self, st: &mut Stmt, kw: Kw, target: bool) {
         if target {
             match kw {
                 Kw::Global | Kw::Persist | Kw::PersistOnly | Kw::Session | Kw::Local => {

@@ -14,7 +14,7 @@ use crate::state::SyncScope;
 use bytes::BytesMut;
 use std::sync::Arc;
 use tessera_protocol::stmt::ExecuteRequest;
-use tessera_sql::{Classification, Flags, StatementKind};
+use tessera_sql::{Classification, Flags};
 
 /// What became of a statement offered to a lane.
 #[derive(Debug, PartialEq, Eq)]
@@ -48,10 +48,8 @@ const NOT_PIPELINED: Flags = Flags::from_bits_truncate(
 );
 
 /// Whether a prepared statement may ever go through a lane (decided once, at prepare).
-pub fn pipelinable(text: &str, class: &Classification) -> bool {
-    matches!(class.kind, StatementKind::Select)
-        && !class.flags.intersects(NOT_PIPELINED)
-        && tessera_sql::is_pure_select(text)
+pub fn pipelinable(class: &Classification) -> bool {
+    class.pure_select && !class.flags.intersects(NOT_PIPELINED)
 }
 
 impl Session {
@@ -111,8 +109,8 @@ impl Session {
         sql: &str,
         class: &Classification,
     ) -> Result<Pipelined, ProxyError> {
-        // The cheap checks first: the token scan only for a read that could go.
-        let Some(settings) = self.usable_lanes().filter(|_| pipelinable(sql, class)) else {
+        // The cheap checks first.
+        let Some(settings) = self.usable_lanes().filter(|_| pipelinable(class)) else {
             return Ok(Pipelined::NoLane);
         };
         let mut command = BytesMut::with_capacity(1 + sql.len());

@@ -175,7 +175,7 @@ impl Session {
             let _ = sh.columns.set(Arc::from(columns));
         }
         self.last.row_count = 0; // as MariaDB: COM_STMT_PREPARE resets ROW_COUNT()
-        let reads_only = super::pipelined::pipelinable(&text, &class);
+        let reads_only = super::pipelined::pipelinable(&class);
         let pipelinable = sharded.is_none() && !session_functions && reads_only;
         let entry = ClientStmt {
             pipelinable,

@@ -10,7 +10,7 @@ use tessera_sql::StatementKind;
 /// A statement that reads without locking, writing or touching session state: ending a
 /// transaction of only such statements cannot fail and changes nothing but the snapshot.
 pub fn reads_only(s: &Stmt<'_>) -> bool {
-    super::pipelined::pipelinable(s.sql, &s.class)
+    super::pipelined::pipelinable(&s.class)
 }
 
 impl Session {
