@@ -14,7 +14,8 @@
 #
 # Needs a MariaDB with sysbench's tables (4 tables, the kit's layout) at MYSQL_HOST:MYSQL_PORT
 # (default 127.0.0.1:33999), user MYSQL_USER / MYSQL_PASSWORD (default root, empty), database
-# sbtest, TABLE_SIZE rows each (default 100000); valgrind (scripts/install-deps.sh).
+# sbtest, TABLE_SIZE rows each (default 100000); valgrind (scripts/install-deps.sh). SB_EXTRA
+# adds sysbench options (SB_EXTRA=--db-ps-mode=disable: text queries instead of prepared).
 # Prints one line per build: statements, instructions, instructions per statement, and how
 # many times a session's task was polled per statement. Counts under valgrind also depend on
 # how its serialised threads interleave with the kernel's: compare builds by several runs.
@@ -43,6 +44,7 @@ WORK=$(mktemp -d /tmp/tessera-instructions.XXXXXX)
 PIDS=()
 trap cleanup EXIT
 
+read -ra EXTRA <<<"${SB_EXTRA:-}"
 QUERY_LOAD=target/release/examples/query_load
 ((TEXT == 0)) || [[ -x $QUERY_LOAD ]] || {
     echo "$QUERY_LOAD not found: cargo build --release -p tessera-proxy --example query_load" >&2
@@ -67,7 +69,7 @@ sysbench_run() { # PORT ARGS...
     shift
     sysbench "oltp_$WORKLOAD" --mysql-host=127.0.0.1 --mysql-port="$port" --mysql-user=bench \
         --mysql-password=bench --mysql-db=sbtest --tables=4 --table-size="${TABLE_SIZE:-100000}" \
-        --threads="$THREADS" "$@" run
+        --threads="$THREADS" "${EXTRA[@]}" "$@" run
 }
 
 count() { # BIN

@@ -234,10 +234,23 @@ async fn reads_follow_weights_writes_transactions_and_locking_reads_stay_on_the_
         .await
         .expect_err("bad level");
     assert_eq!(err.code, 1231);
-    // Prepared statements follow the same rules per execution.
     app.query("SET tessera_read_consistency = 'eventual'")
         .await
         .expect("set");
+    // Sequence functions write the sequence or read the session's last value: the primary's
+    // (at `eventual`, where nothing else keeps a read off the replicas).
+    app.query("CREATE SEQUENCE seq_t").await.expect("create sequence");
+    for sql in [
+        "SELECT @@server_id, NEXTVAL(seq_t)",
+        "SELECT @@server_id, NEXT VALUE FOR seq_t",
+        "SELECT @@server_id, PREVIOUS VALUE FOR seq_t",
+        "SELECT @@server_id, LastVal(seq_t)",
+        "SELECT @@server_id, SETVAL(seq_t, 1000)",
+        "SELECT @@server_id /*!100300 , nextval(seq_t) */",
+    ] {
+        assert_eq!(c.spread(&mut app, sql, 20).await, [20, 0, 0], "{sql}");
+    }
+    // Prepared statements follow the same rules per execution.
     let (id, _, _) = app.prepare("SELECT CAST(@@server_id AS CHAR)").await.expect("prepare");
     let mut by_server: HashMap<usize, usize> = HashMap::new();
     for _ in 0..200 {

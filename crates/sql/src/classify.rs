@@ -131,8 +131,8 @@ pub fn classify(sql: &str) -> Classification {
     let outcome = walk(sql, |_, _| {});
     let kind = outcome.kind.unwrap_or(StatementKind::Empty);
     let mut flags = outcome.flags;
-    if kind == StatementKind::Select && names_sequence_function(sql) {
-        flags.insert(Flags::SEQUENCE);
+    if kind != StatementKind::Select {
+        flags.remove(Flags::SEQUENCE);
     }
     Classification {
         pure_select: kind == StatementKind::Select && outcome.pure,
@@ -140,21 +140,6 @@ pub fn classify(sql: &str) -> Classification {
         flags,
         hint: outcome.hint,
     }
-}
-
-/// Whether the text contains a sequence function's name, in any letter case.
-fn names_sequence_function(sql: &str) -> bool {
-    const NEEDLES: [&[u8]; 5] = [
-        b"nextval",
-        b"setval",
-        b"lastval",
-        b"next value for",
-        b"previous value for",
-    ];
-    let bytes = sql.as_bytes();
-    let contains = |needle: &[u8]| bytes.windows(needle.len()).any(|w| w.eq_ignore_ascii_case(needle));
-    // Every needle contains "val": one pass rules out almost every statement.
-    contains(b"val") && NEEDLES.iter().any(|n| contains(n))
 }
 
 /// Extra work the token walker must do for a statement, decided from its head.
@@ -713,6 +698,16 @@ mod tests {
         assert!(has("select previous value for s", Flags::SEQUENCE));
         assert!(!has("SELECT c FROM sbtest1 WHERE id = ?", Flags::SEQUENCE));
         assert!(!has("SELECT interval_val FROM t", Flags::SEQUENCE));
+        assert!(has("SELECT SetVal(s, 10)", Flags::SEQUENCE));
+        assert!(has("SELECT a FROM t WHERE b = 'x' OR c = lastVAL", Flags::SEQUENCE));
+        assert!(has("SELECT NEXT VALUE FOR s", Flags::SEQUENCE));
+        assert!(has("SELECT s.nextval, s.CURRVAL FROM dual", Flags::SEQUENCE));
+        assert!(has("SELECT /*!100300 NEXTVAL(s) */", Flags::SEQUENCE));
+        assert!(!has("SELECT nextva FROM t", Flags::SEQUENCE));
+        assert!(!has("SELECT 'nextval(s)', a FROM t /* nextval(s) */", Flags::SEQUENCE));
+        assert!(!has("SELECT a FROM t WHERE v = 'vAl'", Flags::SEQUENCE));
+        assert!(!has("SELECT next_id FROM t ORDER BY previous", Flags::SEQUENCE));
+        assert!(!has("INSERT INTO t VALUES (NEXTVAL(s))", Flags::SEQUENCE));
         assert!(has("SELECT ROW_COUNT()", Flags::ROW_COUNT));
         assert_eq!(flags("SELECT LAST_INSERT_ID()"), Flags::LAST_INSERT_ID);
         assert_eq!(flags("SELECT last_insert_id( /* x */ )"), Flags::LAST_INSERT_ID);

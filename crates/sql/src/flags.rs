@@ -50,9 +50,10 @@ impl Flags {
     /// Reads the diagnostics area: `SHOW WARNINGS|ERRORS`, `SHOW COUNT(*) ..`, `GET
     /// DIAGNOSTICS`, `@@warning_count`, `@@error_count`.
     pub const DIAGNOSTICS: Flags = Flags(1 << 18);
-    /// A SELECT whose text names a sequence function (`NEXTVAL`, `SETVAL`, `LASTVAL`, `NEXT
-    /// VALUE FOR`, `PREVIOUS VALUE FOR`), anywhere: a match in a literal or a name only costs a
-    /// primary read. Decided once here, not at every execution.
+    /// A SELECT that names a sequence function (`NEXTVAL`, `SETVAL`, `LASTVAL`, `CURRVAL`, as
+    /// a call or Oracle mode's `s.nextval`; `NEXT VALUE FOR`, `PREVIOUS VALUE FOR`) in its code,
+    /// comments and literals aside: a column of that name only costs a primary read. Decided
+    /// once here, not at every execution.
     pub const SEQUENCE: Flags = Flags(1 << 19);
 
     /// Any of the advisory-lock functions.

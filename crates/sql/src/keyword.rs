@@ -18,6 +18,7 @@ pub(crate) enum Kw {
     Current,
     Stacked,
     CurrentUser,
+    Currval,
     SessionUser,
     SystemUser,
     Diagnostics,
@@ -128,6 +129,7 @@ const KEYWORDS: &[(&str, Kw)] = &[
     ("CREATE", Kw::Create),
     ("CURRENT", Kw::Current),
     ("CURRENT_USER", Kw::CurrentUser),
+    ("CURRVAL", Kw::Currval),
     ("DATA", Kw::Data),
     ("DEALLOCATE", Kw::Deallocate),
     ("DEFAULT", Kw::Default),
@@ -230,12 +232,13 @@ const SLOTS: usize = 512;
 const EMPTY: u8 = u8::MAX;
 const TABLE: [u8; SLOTS] = build_table();
 
-/// Case-insensitive hash of a word of at least two bytes.
+/// Case-insensitive hash of a word of at least two bytes. Clearing bit 5 folds ASCII letters to
+/// upper case without a branch (other bytes change too, the same way on both sides).
 const fn hash(word: &[u8]) -> usize {
     let n = word.len();
-    let first = word[0].to_ascii_uppercase() as usize;
-    let second = word[1].to_ascii_uppercase() as usize;
-    let last = word[n - 1].to_ascii_uppercase() as usize;
+    let first = (word[0] & 0xdf) as usize;
+    let second = (word[1] & 0xdf) as usize;
+    let last = (word[n - 1] & 0xdf) as usize;
     (first * 31 + second * 17 + last * 7 + n * 101) % SLOTS
 }
 
@@ -267,7 +270,7 @@ impl Kw {
                 return Kw::None;
             }
             let (name, kw) = KEYWORDS[index as usize];
-            if name.len() == bytes.len() && name.as_bytes().eq_ignore_ascii_case(bytes) {
+            if name.len() == bytes.len() && folds_to(bytes, name.as_bytes()) {
                 return kw;
             }
             slot = (slot + 1) % SLOTS;
@@ -275,9 +278,25 @@ impl Kw {
     }
 }
 
+/// Whether `word` is `upper` (upper-case letters and `_`) in any letter case. Clearing bit 5
+/// folds a letter to upper case; of the other bytes only DEL would fold onto `_`, and no word
+/// holds it.
+fn folds_to(word: &[u8], upper: &[u8]) -> bool {
+    word.iter().zip(upper).all(|(&b, &u)| b & 0xdf == u)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keywords_are_upper_case_letters_and_underscores() {
+        for (k, _) in KEYWORDS {
+            assert!(k.bytes().all(|b| b.is_ascii_uppercase() || b == b'_'), "{k}");
+        }
+        assert!(!folds_to(b"s3lect", b"SELECT"));
+        assert!(!folds_to(b"LAST INSERT ID", b"LAST_INSERT_ID"));
+    }
 
     #[test]
     fn table_is_sorted_unique_and_bounded() {

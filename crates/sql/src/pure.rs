@@ -112,7 +112,7 @@ const KEYWORDS_BEFORE_PAREN: &[&str] = &[
 ];
 
 /// Keywords that make a statement impure wherever they appear (sequences, locking, files, INTO).
-const IMPURE_KEYWORDS: [Kw; 11] = [
+const IMPURE_KEYWORDS: [Kw; 12] = [
     Kw::For,
     Kw::Into,
     Kw::Lock,
@@ -121,6 +121,7 @@ const IMPURE_KEYWORDS: [Kw; 11] = [
     Kw::Nextval,
     Kw::Lastval,
     Kw::Setval,
+    Kw::Currval,
     Kw::Procedure,
     Kw::Outfile,
     Kw::Dumpfile,

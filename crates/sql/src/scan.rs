@@ -262,6 +262,11 @@ impl<'a, V: FnMut(Token<'a>, bool)> Walker<'a, V> {
             Kw::For => self.for_clause(st),
             Kw::Lock => self.lock_in_share_mode(),
             Kw::SqlCalcFoundRows => self.flags.insert(Flags::SQL_CALC_FOUND_ROWS),
+            // `NEXTVAL(s)`, Oracle mode's `s.nextval` / `s.currval`, `NEXT VALUE FOR s`, ...
+            Kw::Nextval | Kw::Setval | Kw::Lastval | Kw::Currval => self.flags.insert(Flags::SEQUENCE),
+            Kw::Next | Kw::Previous if self.peek().is_some_and(|n| n.is_word("value")) => {
+                self.flags.insert(Flags::SEQUENCE)
+            }
             Kw::GetLock
             | Kw::ReleaseLock
             | Kw::ReleaseAllLocks

@@ -12,7 +12,7 @@ use std::borrow::Cow;
 use tessera_protocol::command::COM_QUERY;
 use tessera_protocol::flags::CLIENT_LOCAL_FILES;
 use tessera_protocol::response::ErrPacket;
-use tessera_sql::{classify, split_statements, Flags, StatementKind};
+use tessera_sql::{classify, split_statements, Classification, Flags, StatementKind};
 
 impl Session {
     pub async fn query(&mut self, raw: &[u8]) -> Result<Next, ProxyError> {
@@ -38,7 +38,14 @@ impl Session {
                 return Box::pin(self.query_tracking_set(s.sql)).await;
             }
         }
-        if let [s] = stmts.as_slice() {
+        if let [s @ Stmt {
+            class: Classification {
+                kind: StatementKind::Describe,
+                ..
+            },
+            ..
+        }] = stmts.as_slice()
+        {
             if let Some(statement) = crate::route::sharded::explain::explained_statement(s.sql) {
                 return Box::pin(self.explain_route(statement)).await;
             }
@@ -144,7 +151,14 @@ impl Session {
                 "You have an error in your SQL syntax: several statements in one query need CLIENT_MULTI_STATEMENTS",
             )));
         }
-        if let [s] = stmts {
+        if let [s @ Stmt {
+            class: Classification {
+                kind: StatementKind::Set(_),
+                ..
+            },
+            ..
+        }] = stmts
+        {
             if let Some(result) = self.set_consistency(s.sql) {
                 result?;
                 return self.ok().await.map(Some);
