@@ -253,3 +253,31 @@ async fn a_read_that_comes_while_the_lane_waits_is_written_at_once() {
     assert_eq!(first.await.expect("task"), vec![vec![Some("8000000".into())]]);
     assert_eq!(m.pipeline_reruns.load(Ordering::Relaxed), 0);
 }
+
+/// A stored function may write, and a lane's statement may run twice, so a call to one never
+/// goes through a lane, however it is named: in backquotes or qualified by its schema.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stored_function_calls_never_go_through_a_lane() {
+    let env = Env::start("pipeline_lanes = 2", "").await;
+    table_of(&env, 10).await;
+    let mut c = env.client_in_test().await;
+    c.query("CREATE FUNCTION plus_one(x INT) RETURNS INT DETERMINISTIC RETURN x + 1")
+        .await
+        .expect("create function");
+    let m = &env.proxy.as_ref().expect("running").ctx.metrics;
+    let pipelined = || m.pipelined.load(Ordering::Relaxed);
+    let before = pipelined();
+    assert_eq!(
+        c.value("SELECT v FROM lane_t WHERE id = 1").await.as_deref(),
+        Some("v1")
+    );
+    assert_eq!(pipelined(), before + 1, "a pure read goes through a lane");
+    for sql in [
+        "SELECT `plus_one`(1)",
+        "SELECT test.plus_one(1)",
+        "SELECT `test`.`plus_one`(1)",
+    ] {
+        assert_eq!(c.value(sql).await.as_deref(), Some("2"), "{sql}");
+    }
+    assert_eq!(pipelined(), before + 1, "no stored function call went through a lane");
+}

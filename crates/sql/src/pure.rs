@@ -131,7 +131,8 @@ const IMPURE_KEYWORDS: [Kw; 12] = [
 #[derive(Debug, Default)]
 pub(crate) struct Purity<'a> {
     started: bool,
-    /// The previous token, when it was a word: its text, and whether a `.` stood before it.
+    /// The previous token, when it was a word or a quoted name: its text, and whether it cannot
+    /// name a pure built-in (a `.` stood before it, or it was quoted).
     word: Option<(&'a str, bool)>,
     after_dot: bool,
 }
@@ -150,6 +151,11 @@ impl<'a> Purity<'a> {
             TokenKind::Word => {
                 self.word = Some((t.text, after_dot));
                 !IMPURE_KEYWORDS.contains(&kw)
+            }
+            // `` `f`( `` is a stored function (or a built-in the list cannot vouch for).
+            TokenKind::QuotedIdent => {
+                self.word = Some((t.text, true));
+                true
             }
             // `db.f(` is a stored function, whatever its name.
             TokenKind::LParen => word.is_none_or(|(name, qualified)| !qualified && is_pure_call(name)),
@@ -202,6 +208,7 @@ mod tests {
             "/* app */ SeLeCt Count(*), UPPER(c) FROM t",
             "/*!40001 SELECT */ a FROM t",
             "SELECT a FROM t WHERE b IN (SELECT b FROM u)",
+            "SELECT `a`, `t`.`b` FROM `t` WHERE (`a` = 1)",
         ] {
             assert!(is_pure_select(sql), "{sql}");
         }
@@ -235,6 +242,8 @@ mod tests {
             "VALUES (1)",
             "TABLE t",
             "SELECT db.count(a) FROM t",
+            "SELECT `my_function`(a) FROM t",
+            "SELECT a FROM t WHERE b = `db`.`f`(1)",
             "SELECT a FROM t PROCEDURE ANALYSE()",
             "SELECT PREVIOUS VALUE FOR s",
             "SELECT a FROM t /*!50000 FOR UPDATE */",
