@@ -12,7 +12,7 @@ use std::borrow::Cow;
 use tessera_protocol::command::COM_QUERY;
 use tessera_protocol::flags::CLIENT_LOCAL_FILES;
 use tessera_protocol::response::ErrPacket;
-use tessera_sql::{classify, split_statements, Classification, Flags, StatementKind};
+use tessera_sql::{classify, split_statements, Flags, StatementKind};
 
 impl Session {
     pub async fn query(&mut self, raw: &[u8]) -> Result<Next, ProxyError> {
@@ -33,22 +33,14 @@ impl Session {
                 class: first,
             }]
         };
-        if let [s] = stmts.as_slice() {
-            if matches!(s.class.kind, StatementKind::Set(_)) && touches_tracking(s.sql) {
-                return Box::pin(self.query_tracking_set(s.sql)).await;
-            }
+        if let Some(s) = single(&stmts, is_set).filter(|s| touches_tracking(s.sql)) {
+            return Box::pin(self.query_tracking_set(s.sql)).await;
         }
-        if let [s @ Stmt {
-            class: Classification {
-                kind: StatementKind::Describe,
-                ..
-            },
-            ..
-        }] = stmts.as_slice()
+        let describe = |k: &StatementKind| *k == StatementKind::Describe;
+        if let Some(statement) =
+            single(&stmts, describe).and_then(|s| crate::route::sharded::explain::explained_statement(s.sql))
         {
-            if let Some(statement) = crate::route::sharded::explain::explained_statement(s.sql) {
-                return Box::pin(self.explain_route(statement)).await;
-            }
+            return Box::pin(self.explain_route(statement)).await;
         }
         if let Some(next) = self.answer_locally(&stmts).await? {
             return Ok(next);
@@ -151,18 +143,9 @@ impl Session {
                 "You have an error in your SQL syntax: several statements in one query need CLIENT_MULTI_STATEMENTS",
             )));
         }
-        if let [s @ Stmt {
-            class: Classification {
-                kind: StatementKind::Set(_),
-                ..
-            },
-            ..
-        }] = stmts
-        {
-            if let Some(result) = self.set_consistency(s.sql) {
-                result?;
-                return self.ok().await.map(Some);
-            }
+        if let Some(result) = single(stmts, is_set).and_then(|s| self.set_consistency(s.sql)) {
+            result?;
+            return self.ok().await.map(Some);
         }
         for s in stmts {
             match &s.class.kind {
@@ -242,7 +225,19 @@ pub(crate) fn answers_session_info(kind: &StatementKind) -> bool {
 /// One INSERT or REPLACE (not LOAD DATA: its LOCAL exchange must not be interleaved), after
 /// which LAST_INSERT_ID() is read in the same round trip.
 fn is_plain_insert(stmts: &[Stmt<'_>]) -> bool {
-    matches!(stmts, [s] if matches!(s.class.kind, StatementKind::Insert | StatementKind::Replace))
+    single(stmts, |k| matches!(k, StatementKind::Insert | StatementKind::Replace)).is_some()
+}
+
+/// The query's statement when it is its only one and of a kind `is` accepts.
+fn single<'s, 'a>(stmts: &'s [Stmt<'a>], is: impl Fn(&StatementKind) -> bool) -> Option<&'s Stmt<'a>> {
+    match stmts {
+        [s] if is(&s.class.kind) => Some(s),
+        _ => None,
+    }
+}
+
+fn is_set(kind: &StatementKind) -> bool {
+    matches!(kind, StatementKind::Set(_))
 }
 
 /// A stored-program definition or an anonymous block: its inner `;` do not separate statements.
