@@ -127,10 +127,22 @@ const IMPURE_KEYWORDS: [Kw; 12] = [
     Kw::Dumpfile,
 ];
 
+/// Where the purity rule stands after the tokens fed so far.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    /// No token yet.
+    #[default]
+    Empty,
+    /// A SELECT, and no token so far broke the rule.
+    Pure,
+    /// Broken for good.
+    Impure,
+}
+
 /// The purity rule, fed every significant token of a text by the classifier's single walk.
 #[derive(Debug, Default)]
 pub(crate) struct Purity<'a> {
-    started: bool,
+    verdict: Verdict,
     /// The previous token, when it was a word or a quoted name: its text, and whether it cannot
     /// name a pure built-in (a `.` stood before it, or it was quoted).
     word: Option<(&'a str, bool)>,
@@ -138,18 +150,36 @@ pub(crate) struct Purity<'a> {
 }
 
 impl<'a> Purity<'a> {
-    /// Whether the significant token `t` (`kw` its keyword) leaves the text a pure SELECT.
-    pub(crate) fn allows(&mut self, t: &Token<'a>, kw: Kw) -> bool {
-        let first = !std::mem::replace(&mut self.started, true);
+    /// Feeds the significant token `t` (`kw` its keyword); once the text is impure, each
+    /// further token costs one comparison.
+    #[inline]
+    pub(crate) fn feed(&mut self, t: &Token<'a>, kw: Kw) {
+        let pure = match self.verdict {
+            Verdict::Impure => return,
+            Verdict::Empty => kw == Kw::Select,
+            Verdict::Pure => self.allows(t, kw),
+        };
+        self.after_dot = t.kind == TokenKind::Dot;
+        self.verdict = if pure { Verdict::Pure } else { Verdict::Impure };
+    }
+
+    /// A `;`: a second statement, or a trailing one, is never shared with other sessions.
+    pub(crate) fn end_statement(&mut self) {
+        self.verdict = Verdict::Impure;
+    }
+
+    /// True when the text so far is one SELECT that no token made impure.
+    pub(crate) fn is_pure(&self) -> bool {
+        self.verdict == Verdict::Pure
+    }
+
+    /// Whether `t`, a token after the first, leaves the SELECT pure.
+    fn allows(&mut self, t: &Token<'a>, kw: Kw) -> bool {
         let word = self.word.take();
-        let after_dot = std::mem::replace(&mut self.after_dot, t.kind == TokenKind::Dot);
-        if first {
-            return kw == Kw::Select;
-        }
         match t.kind {
-            TokenKind::UserVar | TokenKind::SystemVar | TokenKind::Semicolon => false,
+            TokenKind::UserVar | TokenKind::SystemVar => false,
             TokenKind::Word => {
-                self.word = Some((t.text, after_dot));
+                self.word = Some((t.text, self.after_dot));
                 !IMPURE_KEYWORDS.contains(&kw)
             }
             // `` `f`( `` is a stored function (or a built-in the list cannot vouch for).

@@ -29,7 +29,6 @@ pub(crate) fn walk<'a, V: FnMut(Token<'a>, bool)>(sql: &'a str, visit: V) -> Out
         primary: false,
         replica: false,
         purity: Purity::default(),
-        pure: true,
         visit,
     };
     let mut first = None;
@@ -61,7 +60,7 @@ pub(crate) fn walk<'a, V: FnMut(Token<'a>, bool)>(sql: &'a str, visit: V) -> Out
         kind: first,
         flags: w.flags,
         hint,
-        pure: w.pure,
+        pure: w.purity.is_pure(),
     }
 }
 
@@ -71,7 +70,6 @@ struct Walker<'a, V> {
     primary: bool,
     replica: bool,
     purity: Purity<'a>,
-    pure: bool,
     visit: V,
 }
 
@@ -146,7 +144,7 @@ impl<'a, V: FnMut(Token<'a>, bool)> Walker<'a, V> {
             match t.kind {
                 TokenKind::Comment | TokenKind::HintComment => self.comment(t),
                 TokenKind::Semicolon => {
-                    self.pure = false;
+                    self.purity.end_statement();
                     more = true;
                     break;
                 }
@@ -180,9 +178,7 @@ impl<'a, V: FnMut(Token<'a>, bool)> Walker<'a, V> {
         let target = std::mem::take(&mut st.expect_target);
         let into = std::mem::take(&mut st.into_list);
         let kw = t.kw();
-        if self.pure && !self.purity.allows(&t, kw) {
-            self.pure = false;
-        }
+        self.purity.feed(&t, kw);
         match t.kind {
             TokenKind::LParen => st.depth += 1,
             TokenKind::RParen => st.depth = st.depth.saturating_sub(1),
