@@ -24,7 +24,8 @@ const CHARSET_VARIABLES: [&str; 4] = [
 /// One statement of a command, with its classification.
 pub struct Stmt<'a> {
     pub sql: &'a str,
-    pub class: Classification,
+    /// Borrowed from a prepared statement's plan, owned for a text query's statements.
+    pub class: std::borrow::Cow<'a, Classification>,
 }
 
 impl Session {

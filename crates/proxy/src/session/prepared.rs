@@ -21,8 +21,8 @@ use tessera_protocol::resultset::TYPE_NULL;
 use tessera_protocol::stmt::{encode_long_data, ExecuteRequest, PrepareOk, CURSOR_TYPE_READ_ONLY};
 use tessera_sql::Classification;
 
-/// A statement prepared by the client.
-pub struct ClientStmt {
+/// What PREPARE decided about a client's statement: made once, shared by every execution.
+pub struct PreparedPlan {
     pub sql: SqlText,
     /// The text as UTF-8 (lossy), classified once at prepare time.
     pub text: Arc<str>,
@@ -32,17 +32,22 @@ pub struct ClientStmt {
     pub session_functions: bool,
     pub num_params: u16,
     pub num_columns: u16,
+    /// On a sharded schema: the plan, made once at prepare.
+    pub sharded: Option<Arc<ShardedStmt>>,
+    /// A pure read (see [`super::txn_edges::reads_only`]).
+    pub reads_only: bool,
+}
+
+/// A statement prepared by the client: its plan, and what its executions leave behind.
+pub struct ClientStmt {
+    pub plan: Arc<PreparedPlan>,
     /// Parameter types from the last execution that sent them.
     pub types: Option<Bytes>,
     /// COM_STMT_SEND_LONG_DATA chunks per parameter, until the next execution.
     pub long_data: BTreeMap<u16, Vec<Bytes>>,
     pub long_data_size: usize,
-    /// On a sharded schema: the plan, made once at prepare.
-    pub sharded: Option<Arc<ShardedStmt>>,
     /// A pure read that may share a pipelined lane (until an answer there was not usable).
     pub pipelinable: bool,
-    /// A pure read (see [`super::txn_edges::reads_only`]), decided once at prepare.
-    pub reads_only: bool,
     /// The backend handle of the last execution, with the generation of the connection's
     /// statement cache it came from: the next execution on that connection skips the lookup
     /// by text (see [`crate::backend::BackendConn::prepare_remembered`]).
@@ -67,15 +72,19 @@ struct Execution<'p> {
     /// Shared with the client's statement: no copy per execution.
     types: Bytes,
     long_data: BTreeMap<u16, Vec<Bytes>>,
-    sql: SqlText,
-    text: Arc<str>,
-    class: Classification,
-    scope: SyncScope,
-    session_functions: bool,
-    sharded: Option<Arc<ShardedStmt>>,
+    plan: Arc<PreparedPlan>,
+    /// The text a shard runs instead of the plan's (see [`ShardedStmt::one_sql`]).
+    shard_sql: Option<SqlText>,
     pipelinable: bool,
     reads_only: bool,
     backend_memo: Option<Remembered>,
+}
+
+impl Execution<'_> {
+    /// The text the backend prepares.
+    fn backend_sql(&self) -> &SqlText {
+        self.shard_sql.as_ref().unwrap_or(&self.plan.sql)
+    }
 }
 
 /// The client's prepared statements.
@@ -148,7 +157,7 @@ impl Session {
         };
         let scope = sync_scope(&[Stmt {
             sql: &text,
-            class: class.clone(),
+            class: std::borrow::Cow::Borrowed(&class),
         }]);
         let sharded = self.plan_prepared(&text, &class)?;
         let (target, backend_sql) = self.prepare_target(&text, &class, sharded.as_deref(), &sql).await?;
@@ -177,8 +186,7 @@ impl Session {
         self.last.row_count = 0; // as MariaDB: COM_STMT_PREPARE resets ROW_COUNT()
         let reads_only = super::pipelined::pipelinable(&class);
         let pipelinable = sharded.is_none() && !session_functions && reads_only;
-        let entry = ClientStmt {
-            pipelinable,
+        let plan = PreparedPlan {
             reads_only,
             sql,
             text: Arc::from(text.as_ref()),
@@ -187,10 +195,14 @@ impl Session {
             session_functions,
             num_params: stmt.num_params,
             num_columns: stmt.num_columns,
+            sharded,
+        };
+        let entry = ClientStmt {
+            plan: Arc::new(plan),
+            pipelinable,
             types: None,
             long_data: BTreeMap::new(),
             long_data_size: 0,
-            sharded,
             backend_memo: None,
         };
         let id = self.stmts.add(entry)?;
@@ -232,23 +244,25 @@ impl Session {
     pub async fn stmt_execute(&mut self, stmt_id: u32, payload: &[u8]) -> Result<Next, ProxyError> {
         Metrics::inc(&self.ctx.metrics.prepared_executes);
         let run = self.take_execution(stmt_id, payload)?;
-        if let tessera_sql::StatementKind::Kill { query, id } = run.class.kind {
+        if let tessera_sql::StatementKind::Kill { query, id } = run.plan.class.kind {
             // KILL takes Tessera's connection ids, prepared or not.
             let id = id
                 .or_else(|| first_param_as_id(&run))
                 .ok_or_else(|| ProxyError::Unsupported("KILL with an id that is not a number".into()))?;
             return Box::pin(self.kill(id, query)).await;
         }
-        if matches!(run.class.kind, tessera_sql::StatementKind::Set(_)) && super::query::touches_tracking(&run.text) {
+        if matches!(run.plan.class.kind, tessera_sql::StatementKind::Set(_))
+            && super::query::touches_tracking(&run.plan.text)
+        {
             // The client's own session tracking, as for a text SET (never the backend's).
-            let text = run.text.clone();
+            let text = run.plan.text.clone();
             return Box::pin(self.execute_tracking_set(&text)).await;
         }
         let stmts = [Stmt {
-            sql: &run.text,
-            class: run.class.clone(),
+            sql: &run.plan.text,
+            class: std::borrow::Cow::Borrowed(&run.plan.class),
         }];
-        if let Some(sharded) = run.sharded.clone() {
+        if let Some(sharded) = run.plan.sharded.clone() {
             return Box::pin(self.execute_sharded(stmt_id, &run, &stmts, &sharded)).await;
         }
         if self.defer_transaction_edge(&stmts[0]) {
@@ -257,14 +271,14 @@ impl Session {
         }
         let opens_cursor = run.request.flags & CURSOR_TYPE_READ_ONLY != 0;
         // A cursor pins its connection: keep it on the primary, where the session can also write.
-        let target = super::routing::pinned_target(self.plan_target([(stmts[0].sql, &stmts[0].class)]), opens_cursor);
+        let target = super::routing::pinned_target(self.plan_target([(stmts[0].sql, &*stmts[0].class)]), opens_cursor);
         if let Some(schema) = self.logical_schema() {
             return Box::pin(self.execute_on_logical_schema(stmt_id, &run, &stmts, target, schema)).await;
         }
         if run.pipelinable && !opens_cursor {
             use super::pipelined::Pipelined;
             match self
-                .execute_pipelined(target, &run.sql, &run.request, &run.types)
+                .execute_pipelined(target, run.backend_sql(), &run.request, &run.types)
                 .await?
             {
                 Pipelined::Answered => return Ok(Next::Continue),
@@ -298,11 +312,11 @@ impl Session {
     ) -> Result<Next, ProxyError> {
         let schema = &topology.schemas[index];
         if !self.pins.in_xa() {
-            match run.class.kind {
-                tessera_sql::StatementKind::Commit => return self.client_ends_txn(&run.text, true).await,
-                tessera_sql::StatementKind::Rollback => return self.client_ends_txn(&run.text, false).await,
+            match run.plan.class.kind {
+                tessera_sql::StatementKind::Commit => return self.client_ends_txn(&run.plan.text, true).await,
+                tessera_sql::StatementKind::Rollback => return self.client_ends_txn(&run.plan.text, false).await,
                 tessera_sql::StatementKind::Begin | tessera_sql::StatementKind::StartTransactionReadOnly => {
-                    return self.client_begins_txn(&run.text).await
+                    return self.client_begins_txn(&run.plan.text).await
                 }
                 _ => {}
             }
@@ -338,16 +352,16 @@ impl Session {
         run: &Execution<'_>,
         stmts: &[Stmt<'_>],
     ) -> Result<(), ProxyError> {
-        self.statement_reads_only = run.reads_only && !run.session_functions;
-        let (mut conn, was_held) = self.acquire_avoiding(target, run.scope, exclude).await?;
-        if run.session_functions {
+        self.statement_reads_only = run.reads_only && !run.plan.session_functions;
+        let (mut conn, was_held) = self.acquire_avoiding(target, run.plan.scope, exclude).await?;
+        if run.plan.session_functions {
             if let Err(e) = conn.simple_command(&self.session_function_values()).await {
                 self.handle.set_running(None);
                 return Err(self.failed(conn, was_held, e));
             }
         }
         let mut memo = run.backend_memo;
-        let backend_id = match conn.prepare_remembered(&run.sql, &mut memo).await {
+        let backend_id = match conn.prepare_remembered(run.backend_sql(), &mut memo).await {
             Ok(id) => id,
             Err(e @ ProxyError::Backend(_)) => {
                 self.handle.set_running(None);
@@ -376,7 +390,7 @@ impl Session {
                 .stmts
                 .stmts
                 .get_mut(&stmt_id)
-                .filter(|e| Arc::ptr_eq(&e.sql, &run.sql))
+                .filter(|e| Arc::ptr_eq(&e.plan.sql, run.backend_sql()))
             {
                 entry.backend_memo = memo;
             }
@@ -415,14 +429,14 @@ impl Session {
             .stmts
             .get_mut(&stmt_id)
             .ok_or_else(|| unknown(stmt_id, "mysqld_stmt_execute"))?;
-        let request = ExecuteRequest::parse(payload, entry.num_params)?;
+        let request = ExecuteRequest::parse(payload, entry.plan.num_params)?;
         if let Some(t) = request.types {
             // Most clients send the same types with every execution: copied when they change.
             if entry.types.as_deref() != Some(t) {
                 entry.types = Some(Bytes::copy_from_slice(t));
             }
         }
-        let types = match (&entry.types, entry.num_params) {
+        let types = match (&entry.types, entry.plan.num_params) {
             (_, 0) => Bytes::new(),
             (Some(t), _) => t.clone(),
             // Clients may omit types when every parameter is NULL (Connector/J does).
@@ -439,17 +453,13 @@ impl Session {
         }
         Ok(Execution {
             pipelinable: entry.pipelinable && long_data.is_empty(),
-            reads_only: entry.reads_only,
+            reads_only: entry.plan.reads_only,
             backend_memo: entry.backend_memo,
             request,
             types,
             long_data,
-            sql: entry.sql.clone(),
-            text: entry.text.clone(),
-            class: entry.class.clone(),
-            scope: entry.scope,
-            session_functions: entry.session_functions,
-            sharded: entry.sharded.clone(),
+            plan: entry.plan.clone(),
+            shard_sql: None,
         })
     }
 
@@ -522,7 +532,7 @@ impl Session {
         let topology = self.ctx.topology.clone();
         let schema = &topology.schemas[sharded.schema];
         let values = crate::route::sharded::values::Values {
-            sql: &run.text,
+            sql: &run.plan.text,
             literals: &sharded.fp.literals,
             params: &keys,
         };
@@ -533,7 +543,7 @@ impl Session {
         let [shard] = shards.as_slice() else {
             let params = super::params::decode(run.request.null_bitmap, &run.types, run.request.values, &run.long_data)
                 .unwrap_or_default();
-            let text = super::params::inline(&run.text, &params);
+            let text = super::params::inline(&run.plan.text, &params);
             let columns = sharded.columns.get().cloned().unwrap_or_else(|| Arc::from(Vec::new()));
             return self
                 .run_sharded_as(&text, &stmts[0], sharded.schema, Some(columns))
@@ -544,7 +554,7 @@ impl Session {
             return Err(self.lost_in_txn(*shard, e).await);
         }
         let s = &schema.shards[*shard];
-        let role = self.plan_target([(stmts[0].sql, &stmts[0].class)]).role;
+        let role = self.plan_target([(stmts[0].sql, &*stmts[0].class)]).role;
         let target = crate::route::Target {
             group: s.group,
             role: if matches!(sharded.plan.as_ref(), crate::route::sharded::ShardPlan::Read { .. }) {
@@ -558,9 +568,9 @@ impl Session {
                 let q = crate::state::quote_ident(&s.database);
                 Arc::from(one.replace(crate::route::sharded::DATABASE_MARKER, &q).as_bytes())
             }
-            None => run.sql.clone(),
+            None => run.plan.sql.clone(),
         };
-        let sql = match self.cross_shard_lock_bound(&run.class) {
+        let sql = match self.cross_shard_lock_bound(&run.plan.class) {
             Some(prefix) => {
                 let mut text = prefix.into_bytes();
                 text.extend_from_slice(&sql);
@@ -572,12 +582,8 @@ impl Session {
             request: run.request.clone(),
             types: run.types.clone(),
             long_data: run.long_data.clone(),
-            sql,
-            text: run.text.clone(),
-            class: run.class.clone(),
-            scope: run.scope,
-            session_functions: run.session_functions,
-            sharded: None,
+            plan: run.plan.clone(),
+            shard_sql: Some(sql),
             pipelinable: false,
             reads_only: false,
             // The shard's text, not the client statement's: nothing remembered applies.
@@ -607,7 +613,7 @@ impl Session {
             match result {
                 Ok(()) => {
                     let error = self.last_error;
-                    self.after_shard_statement(shard, &run.class, error).await?;
+                    self.after_shard_statement(shard, &run.plan.class, error).await?;
                     return Ok(Next::Continue);
                 }
                 Err(e) => match self.retry_or_fail(target, was_held, exclude, e) {
@@ -669,7 +675,7 @@ impl Session {
     /// Closes an open cursor on the held connection (COM_STMT_RESET there) and unpins it.
     async fn close_backend_cursor(&mut self, stmt_id: u32) {
         self.pins.close_cursor(stmt_id);
-        let sql = self.stmts.stmts.get(&stmt_id).map(|s| s.sql.clone());
+        let sql = self.stmts.stmts.get(&stmt_id).map(|s| s.plan.sql.clone());
         let Some(mut conn) = self.held.take() else {
             return;
         };
@@ -694,7 +700,7 @@ impl Session {
             .stmts
             .stmts
             .get(&stmt_id)
-            .map(|s| s.sql.clone())
+            .map(|s| s.plan.sql.clone())
             .ok_or_else(|| unknown(stmt_id, "mysqld_stmt_fetch"))?;
         let no_cursor = || {
             ProxyError::Backend(ErrPacket::new(

@@ -24,13 +24,13 @@ impl Session {
                 .into_iter()
                 .map(|sql| Stmt {
                     sql,
-                    class: classify(sql),
+                    class: std::borrow::Cow::Owned(classify(sql)),
                 })
                 .collect()
         } else {
             vec![Stmt {
                 sql: &text,
-                class: first,
+                class: std::borrow::Cow::Owned(first),
             }]
         };
         if let Some(s) = single(&stmts, is_set).filter(|s| touches_tracking(s.sql)) {
@@ -52,7 +52,7 @@ impl Session {
             }
         }
         let rewritten = self.rewrite(&text, matches!(text, Cow::Borrowed(_)), &stmts);
-        let target = match self.plan_command(stmts.iter().map(|s| (s.sql, &s.class))) {
+        let target = match self.plan_command(stmts.iter().map(|s| (s.sql, &*s.class))) {
             Plan::Direct(target) => target,
             Plan::Sharded { schema } => {
                 let sql = rewritten.as_deref().unwrap_or(&text);

@@ -77,7 +77,7 @@ impl Session {
             ShardPlan::Read { shards, one, many, .. } => {
                 let shards = resolve(shards, schema, &values)?;
                 if let ([shard], None) = (shards.as_slice(), &binary) {
-                    let role = self.plan_target([(stmt.sql, &stmt.class)]).role;
+                    let role = self.plan_target([(stmt.sql, &*stmt.class)]).role;
                     return self
                         .on_shard(schema, *shard, role, &one.render(sql, &fp.literals), stmt)
                         .await;
@@ -138,7 +138,7 @@ impl Session {
         if let Some(replaced) = logical_database_calls(sql, &schema.name) {
             let stmt = Stmt {
                 sql: &replaced,
-                class: stmt.class.clone(),
+                class: std::borrow::Cow::Borrowed(&*stmt.class),
             };
             return Box::pin(self.query_sharded(&replaced, &[stmt], index)).await;
         }
@@ -185,7 +185,7 @@ impl Session {
             _ => {}
         }
         let shard = self.held_shard.unwrap_or(schema.default_shard);
-        let role = self.plan_target([(stmt.sql, &stmt.class)]).role;
+        let role = self.plan_target([(stmt.sql, &*stmt.class)]).role;
         self.on_shard(schema, shard, role, sql, stmt).await
     }
 
@@ -201,7 +201,7 @@ impl Session {
         self.target_schema = None;
         let stmts = [Stmt {
             sql: &sql,
-            class: tessera_sql::classify(&sql),
+            class: std::borrow::Cow::Owned(tessera_sql::classify(&sql)),
         }];
         self.held_shard = None;
         let group = 0;
@@ -233,7 +233,7 @@ impl Session {
         };
         let stmts = [Stmt {
             sql: &sql,
-            class: stmt.class.clone(),
+            class: std::borrow::Cow::Borrowed(&*stmt.class),
         }];
         self.last_error = None;
         let result = self.run_on_target(target, sql.as_bytes(), &stmts).await;
