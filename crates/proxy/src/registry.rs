@@ -6,7 +6,7 @@
 use crate::backend::ServerRef;
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Poll, Waker};
 
@@ -15,9 +15,16 @@ use std::task::{Poll, Waker};
 pub struct SessionHandle {
     pub id: u32,
     pub user: Mutex<String>,
-    /// The last epoch handed out, and the backend connection running this session's current
-    /// statement (with its epoch).
-    running: Mutex<(u64, Option<Running>)>,
+    /// The statement turn: its epoch (bits 1..) and whether it runs on a backend connection
+    /// now (bit 0). Written only by the session, once per turn, without a lock.
+    turn: AtomicU64,
+    /// The backend connection(s) of the last turn that ran on one (its `epoch` unused: the turn
+    /// says which epoch it belongs to).
+    recorded: Mutex<Option<Running>>,
+    /// The server and thread id in `recorded` when it holds one connection (null otherwise),
+    /// so that a turn on the same connection as the last one takes no lock.
+    recorded_server: AtomicPtr<crate::backend::ServerInfo>,
+    recorded_thread: AtomicU32,
     killed: AtomicBool,
     /// The command loop waiting for the client, woken by [`SessionHandle::kill`]. One lock
     /// per wait and nothing to unregister: cheaper per command than a `Notify` and a `watch`.
@@ -43,49 +50,76 @@ impl Running {
 
 impl SessionHandle {
     /// Records the backend connection (server, thread id) the session's statement runs on, or
-    /// that it runs on none; either starts a new epoch.
-    pub fn set_running(&self, target: Option<(ServerRef, u32)>) {
-        if let Ok(mut r) = self.running.lock() {
-            let epoch = r.0 + 1;
-            *r = (
-                epoch,
-                target.map(|(server, thread_id)| Running {
-                    server,
-                    thread_id,
-                    epoch,
-                    more: Vec::new(),
-                }),
-            );
-        }
+    /// that it runs on none; either starts a new epoch. Only the session calls it.
+    pub fn set_running(&self, target: Option<(&ServerRef, u32)>) {
+        let running = match target {
+            None => false,
+            Some((server, thread_id)) => {
+                let same = std::ptr::eq(self.recorded_server.load(Ordering::Relaxed), Arc::as_ptr(server))
+                    && self.recorded_thread.load(Ordering::Relaxed) == thread_id;
+                if !same {
+                    self.record(Some(Running {
+                        server: server.clone(),
+                        thread_id,
+                        epoch: 0,
+                        more: Vec::new(),
+                    }));
+                }
+                true
+            }
+        };
+        self.next_turn(running);
     }
 
     /// [`SessionHandle::set_running`] for a statement on several backend connections (shards).
     pub fn set_running_all(&self, mut targets: Vec<(ServerRef, u32)>) {
-        if let Ok(mut r) = self.running.lock() {
-            let epoch = r.0 + 1;
-            let first = (!targets.is_empty()).then(|| targets.remove(0));
-            *r = (
-                epoch,
-                first.map(|(server, thread_id)| Running {
-                    server,
-                    thread_id,
-                    epoch,
-                    more: targets,
-                }),
-            );
+        let first = (!targets.is_empty()).then(|| targets.remove(0));
+        let running = first.is_some();
+        self.record(first.map(|(server, thread_id)| Running {
+            server,
+            thread_id,
+            epoch: 0,
+            more: targets,
+        }));
+        self.next_turn(running);
+    }
+
+    /// Stores the connection(s) a turn about to start runs on (before the turn is published).
+    fn record(&self, running: Option<Running>) {
+        let single = running.as_ref().filter(|r| r.more.is_empty());
+        let server = single.map_or(std::ptr::null(), |r| Arc::as_ptr(&r.server));
+        self.recorded_thread
+            .store(single.map_or(0, |r| r.thread_id), Ordering::Relaxed);
+        if let Ok(mut r) = self.recorded.lock() {
+            *r = running;
         }
+        self.recorded_server.store(server.cast_mut(), Ordering::Relaxed);
+    }
+
+    /// Publishes the next turn: a reader that sees it sees what [`Self::record`] stored before.
+    fn next_turn(&self, running: bool) {
+        let epoch = (self.turn.load(Ordering::Relaxed) >> 1) + 1;
+        self.turn.store(epoch << 1 | u64::from(running), Ordering::Release);
     }
 
     pub fn running(&self) -> Option<Running> {
-        self.running.lock().ok().and_then(|r| r.1.clone())
+        // A turn that changes while it is read is read again (the session moved on).
+        for _ in 0..8 {
+            let turn = self.turn.load(Ordering::Acquire);
+            if turn & 1 == 0 {
+                return None;
+            }
+            let recorded = self.recorded.lock().ok().and_then(|r| r.clone());
+            if self.turn.load(Ordering::Acquire) == turn {
+                return recorded.map(|r| Running { epoch: turn >> 1, ..r });
+            }
+        }
+        None
     }
 
     /// True while the session still runs the statement `running()` returned with `epoch`.
     pub fn still_running(&self, epoch: u64) -> bool {
-        self.running
-            .lock()
-            .ok()
-            .is_some_and(|r| r.1.as_ref().is_some_and(|r| r.epoch == epoch))
+        self.turn.load(Ordering::Acquire) == epoch << 1 | 1
     }
 
     /// Asks the session to close its connection (KILL CONNECTION, shutdown): at once while it
@@ -140,7 +174,10 @@ impl SessionRegistry {
         let handle = Arc::new(SessionHandle {
             id,
             user: Mutex::new(user.to_string()),
-            running: Mutex::new((0, None)),
+            turn: AtomicU64::new(0),
+            recorded: Mutex::new(None),
+            recorded_server: AtomicPtr::new(std::ptr::null_mut()),
+            recorded_thread: AtomicU32::new(0),
             killed: AtomicBool::new(false),
             stop_waker: Mutex::new(None),
         });
@@ -196,16 +233,26 @@ mod tests {
             password: String::new(),
             tls: false,
         });
-        handle.set_running(Some((server.clone(), 42)));
+        handle.set_running(Some((&server, 42)));
         let first = handle.running().expect("running");
         assert_eq!(first.thread_id, 42);
         assert!(handle.still_running(first.epoch));
         handle.set_running(None);
         assert!(!handle.still_running(first.epoch), "released");
-        handle.set_running(Some((server, 42)));
+        handle.set_running(Some((&server, 42)));
         let second = handle.running().expect("running again");
         assert_ne!(second.epoch, first.epoch, "same connection, a new turn");
         assert!(!handle.still_running(first.epoch));
+        handle.set_running(Some((&server, 43)));
+        assert_eq!(handle.running().map(|r| r.thread_id), Some(43), "another connection");
+        handle.set_running_all(vec![(server.clone(), 44), (server.clone(), 45)]);
+        let all = handle.running().expect("on two shards");
+        assert_eq!(all.connections().map(|(_, t)| t).collect::<Vec<_>>(), [44, 45]);
+        handle.set_running(Some((&server, 44)));
+        let single = handle.running().expect("on one again");
+        assert!(single.more.is_empty() && single.thread_id == 44, "{single:?}");
+        handle.set_running(None);
+        assert!(handle.running().is_none());
         assert_eq!(registry.get(7).map(|h| h.user()), Some("app".to_string()));
     }
 }

@@ -89,7 +89,7 @@ impl Session {
             // Anything but a pure read (or a command of Tessera's own) ends the claim.
             self.txn_reads_only &= reads_only;
         }
-        self.handle.set_running(Some((conn.server.clone(), conn.thread_id)));
+        self.handle.set_running(Some((&conn.server, conn.thread_id)));
         Ok((conn, on_held))
     }
 
