@@ -186,8 +186,7 @@ impl Session {
     /// Flushes the queued command and forwards the backend's response to the client.
     pub async fn forward(&mut self, conn: &mut PooledConn, mode: Mode) -> Result<Outcome, ProxyError> {
         conn.flush().await?;
-        let ctx = self.ctx.clone();
-        let side = client_side(&ctx, self.capabilities, &self.tracking, self.routing.last_server);
+        let side = client_side(&self.ctx, self.capabilities, &self.tracking, self.routing.last_server);
         forward(conn, &mut self.client, side, mode).await
     }
 

@@ -150,7 +150,10 @@ impl Session {
                 let read_next = self.client.read_packet_with_seq();
                 tokio::pin!(read_next);
                 loop {
+                    // Biased: the read first (no random start per poll); a kill is also seen
+                    // after every command, a busy client needs no idle timer.
                     tokio::select! {
+                        biased;
                         r = &mut read_next => break r,
                         _ = self.handle.killed() => return,
                         _ = async { if let Some(t) = release_timer.as_mut() { t.await } }, if release_timer.is_some() => {

@@ -161,8 +161,7 @@ impl Session {
         if lane.send(queued).is_none() {
             return Ok(Pipelined::NoLane);
         }
-        let ctx = self.ctx.clone();
-        let side = client_side(&ctx, self.capabilities, &self.tracking, self.routing.last_server);
+        let side = client_side(&self.ctx, self.capabilities, &self.tracking, self.routing.last_server);
         let outcome = match answer.await {
             Ok(LaneAnswer::Whole(frames, whole, capabilities)) => {
                 pass_whole(&mut self.client, side, mode, frames, &whole, capabilities).await?
