@@ -97,11 +97,14 @@ pub struct Lane {
     alive: Arc<AtomicBool>,
 }
 
-/// Where a session's statement goes: a lane with room, or a new lane the session must open.
-pub enum Pick {
-    Lane(Lane),
-    Open(Arc<LaneSet>),
-    None,
+/// What became of a statement offered to the lanes of a server.
+pub enum Offer {
+    /// Queued on the fullest lane with room.
+    Queued,
+    /// No lane has room and the set may grow: the session opens one and sends it there.
+    Open(Arc<LaneSet>, LaneRequest),
+    /// No lane takes it now: the session runs it on a connection of its own.
+    Refused,
 }
 
 /// True when a lane in `state` serves a session in `session` state.
@@ -110,44 +113,52 @@ fn same_state(lane: &SessionVars, session: &SessionVars) -> bool {
 }
 
 impl Lanes {
-    /// The lane for a session in `state`: the fullest one with room (below `settings.depth`),
-    /// else an invitation to open one (while the set has fewer than `settings.lanes`), else none.
-    /// A session whose variables equal a set's takes the set's shared copy of them, so its
-    /// next pick compares one pointer instead of every variable.
-    pub fn pick(&self, state: &mut SessionVars, flavour: Flavour, settings: LaneSettings) -> Pick {
+    /// Offers a statement of a session in `state` to the lanes serving that state: queued on
+    /// the fullest lane with room (below `settings.depth`), else handed back with an invitation
+    /// to open a lane (while the set has fewer than `settings.lanes`), else refused. A session
+    /// whose variables equal a set's takes the set's shared copy of them, so its next offer
+    /// compares one pointer instead of every variable.
+    pub fn offer(
+        &self,
+        state: &mut SessionVars,
+        flavour: Flavour,
+        settings: LaneSettings,
+        request: LaneRequest,
+    ) -> Offer {
         let Ok(mut sets) = self.sets.lock() else {
-            return Pick::None;
+            return Offer::Refused;
         };
-        sets.retain(|s| s.lanes.lock().map(|l| !l.is_empty()).unwrap_or(false) || Arc::strong_count(s) > 1);
-        let set = match sets
+        let found = sets
             .iter()
-            .find(|s| s.flavour == flavour && same_state(&s.state, state))
-        {
-            Some(s) => {
-                s.state.share_vars_with(state);
-                s.clone()
+            .position(|s| s.flavour == flavour && same_state(&s.state, state));
+        let index = match found {
+            Some(i) => {
+                sets[i].state.share_vars_with(state);
+                i
             }
-            None if sets.len() < MAX_STATES => {
-                let set = Arc::new(LaneSet {
+            None => {
+                // Sets without lanes that no session is opening one for make room.
+                sets.retain(|s| s.lanes.lock().map(|l| !l.is_empty()).unwrap_or(false) || Arc::strong_count(s) > 1);
+                if sets.len() >= MAX_STATES {
+                    return Offer::Refused;
+                }
+                sets.push(Arc::new(LaneSet {
                     state: state.clone(),
                     flavour,
                     lanes: Mutex::new(Vec::new()),
                     open: self.open.clone(),
-                });
-                sets.push(set.clone());
-                set
+                }));
+                sets.len() - 1
             }
-            None => return Pick::None,
         };
-        drop(sets);
-        set.pick(settings)
+        sets[index].offer(settings, request)
     }
 }
 
 impl LaneSet {
-    fn pick(self: &Arc<Self>, settings: LaneSettings) -> Pick {
+    fn offer(self: &Arc<Self>, settings: LaneSettings, request: LaneRequest) -> Offer {
         let Ok(mut lanes) = self.lanes.lock() else {
-            return Pick::None;
+            return Offer::Refused;
         };
         lanes.retain(|l| l.alive.load(Ordering::Relaxed));
         let queued = |l: &Lane| l.queued.load(Ordering::Relaxed);
@@ -159,12 +170,15 @@ impl LaneSet {
             .filter(|l| queued(l) < settings.depth)
             .max_by_key(|l| queued(l))
         {
-            return Pick::Lane(l.clone());
+            return match l.send(request) {
+                Some(()) => Offer::Queued,
+                None => Offer::Refused,
+            };
         }
         if lanes.len() < settings.lanes && self.open.load(Ordering::Relaxed) < settings.budget {
-            return Pick::Open(self.clone());
+            return Offer::Open(self.clone(), request);
         }
-        Pick::None
+        Offer::Refused
     }
 
     /// The connection keeps its pool slot while the lane lives.
@@ -489,13 +503,15 @@ async fn read_result_set(
 mod tests {
     use super::*;
 
-    fn lane(queued: usize) -> Lane {
-        let (tx, _rx) = mpsc::channel(1);
-        Lane {
+    /// A lane with `queued` statements counted, and the receiver that keeps it open.
+    fn lane(queued: usize) -> (Lane, mpsc::Receiver<LaneRequest>) {
+        let (tx, rx) = mpsc::channel(8);
+        let lane = Lane {
             tx,
             queued: Arc::new(AtomicUsize::new(queued)),
             alive: Arc::new(AtomicBool::new(true)),
-        }
+        };
+        (lane, rx)
     }
 
     fn set(lanes: Vec<Lane>) -> Arc<LaneSet> {
@@ -507,6 +523,14 @@ mod tests {
         })
     }
 
+    fn request() -> LaneRequest {
+        LaneRequest {
+            execute: None,
+            command: BytesMut::new(),
+            reply: oneshot::channel().0,
+        }
+    }
+
     const SETTINGS: LaneSettings = LaneSettings {
         lanes: 2,
         depth: 4,
@@ -514,54 +538,34 @@ mod tests {
         budget: 8,
     };
 
-    fn picked_queue(pick: Pick) -> Option<usize> {
-        match pick {
-            Pick::Lane(l) => Some(l.queued.load(Ordering::Relaxed)),
-            Pick::Open(_) => Some(usize::MAX),
-            Pick::None => None,
+    /// Offers a statement to a set of lanes with these queues (the lane at `dead` gone): the
+    /// queue of the lane that took it, usize::MAX for "open one", None when refused.
+    fn offered(queues: &[usize], dead: Option<usize>) -> Option<usize> {
+        let made: Vec<_> = queues.iter().map(|&q| lane(q)).collect();
+        if let Some(d) = dead {
+            made[d].0.alive.store(false, Ordering::Relaxed);
+        }
+        match set(made.iter().map(|(l, _)| l.clone()).collect()).offer(SETTINGS, request()) {
+            Offer::Queued => made
+                .iter()
+                .zip(queues)
+                .find(|((l, _), &q)| l.queued.load(Ordering::Relaxed) == q + 1)
+                .map(|(_, &q)| q),
+            Offer::Open(..) => Some(usize::MAX),
+            Offer::Refused => None,
         }
     }
 
     #[test]
     fn the_fullest_lane_with_room_first_then_a_new_lane_once_all_are_full() {
-        assert_eq!(
-            picked_queue(set(vec![]).pick(SETTINGS)),
-            Some(usize::MAX),
-            "none yet: open one"
-        );
-        assert_eq!(picked_queue(set(vec![lane(0)]).pick(SETTINGS)), Some(0), "an idle lane");
-        assert_eq!(
-            picked_queue(set(vec![lane(2)]).pick(SETTINGS)),
-            Some(2),
-            "busy but not full: packed onto it"
-        );
-        assert_eq!(
-            picked_queue(set(vec![lane(1), lane(3)]).pick(SETTINGS)),
-            Some(3),
-            "the fullest with room"
-        );
-        assert_eq!(
-            picked_queue(set(vec![lane(4), lane(2)]).pick(SETTINGS)),
-            Some(2),
-            "a full lane is passed over"
-        );
-        assert_eq!(
-            picked_queue(set(vec![lane(4)]).pick(SETTINGS)),
-            Some(usize::MAX),
-            "full: open another"
-        );
-        assert_eq!(
-            picked_queue(set(vec![lane(4), lane(4)]).pick(SETTINGS)),
-            None,
-            "all full"
-        );
-        let dead = lane(0);
-        dead.alive.store(false, Ordering::Relaxed);
-        assert_eq!(
-            picked_queue(set(vec![dead, lane(4)]).pick(SETTINGS)),
-            Some(usize::MAX),
-            "a dead lane is replaced"
-        );
+        assert_eq!(offered(&[], None), Some(usize::MAX), "none yet: open one");
+        assert_eq!(offered(&[0], None), Some(0), "an idle lane");
+        assert_eq!(offered(&[2], None), Some(2), "busy but not full: packed onto it");
+        assert_eq!(offered(&[1, 3], None), Some(3), "the fullest with room");
+        assert_eq!(offered(&[4, 2], None), Some(2), "a full lane is passed over");
+        assert_eq!(offered(&[4], None), Some(usize::MAX), "full: open another");
+        assert_eq!(offered(&[4, 4], None), None, "all full");
+        assert_eq!(offered(&[0, 4], Some(0)), Some(usize::MAX), "a dead lane is replaced");
     }
 
     #[test]
@@ -569,21 +573,46 @@ mod tests {
         let lanes = Lanes::default();
         let mut other = SessionVars::default();
         other.set_var("sql_mode".into(), "ANSI".into());
-        let Pick::Open(a) = lanes.pick(&mut SessionVars::default(), Flavour::default(), SETTINGS) else {
+        let flavour = Flavour::default();
+        let Offer::Open(a, _) = lanes.offer(&mut SessionVars::default(), flavour, SETTINGS, request()) else {
             panic!("a new set opens a lane");
         };
-        let Pick::Open(b) = lanes.pick(&mut other, Flavour::default(), SETTINGS) else {
+        let Offer::Open(b, _) = lanes.offer(&mut other, flavour, SETTINGS, request()) else {
             panic!("a new set opens a lane");
         };
         assert!(!Arc::ptr_eq(&a, &b));
         let mut equal = SessionVars::default();
         equal.set_var("sql_mode".into(), "ANSI".into());
         assert!(!equal.shares_vars_with(&other), "equal maps, not yet shared");
-        let Pick::Open(again) = lanes.pick(&mut equal, Flavour::default(), SETTINGS) else {
+        let Offer::Open(again, _) = lanes.offer(&mut equal, flavour, SETTINGS, request()) else {
             panic!("still no lane");
         };
         assert!(Arc::ptr_eq(&b, &again));
         assert!(equal.shares_vars_with(&b.state), "the session takes the set's copy");
         assert_eq!(equal.vars(), other.vars());
+    }
+
+    #[test]
+    fn unused_sets_make_room_for_new_states() {
+        let lanes = Lanes::default();
+        for i in 0..MAX_STATES + 3 {
+            let mut state = SessionVars::default();
+            state.set_var("sql_mode".into(), format!("MODE{i}"));
+            let offer = lanes.offer(&mut state, Flavour::default(), SETTINGS, request());
+            assert!(
+                matches!(offer, Offer::Open(..)),
+                "state {i}: sets nobody uses are dropped"
+            );
+        }
+        let mut held = Vec::new();
+        for i in 0..MAX_STATES + 1 {
+            let mut state = SessionVars::default();
+            state.set_var("time_zone".into(), format!("+0{i}:00"));
+            match lanes.offer(&mut state, Flavour::default(), SETTINGS, request()) {
+                Offer::Open(set, _) => held.push(set),
+                _ => assert_eq!(i, MAX_STATES, "only past {MAX_STATES} sets being opened"),
+            }
+        }
+        assert_eq!(held.len(), MAX_STATES);
     }
 }

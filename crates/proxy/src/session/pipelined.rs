@@ -8,7 +8,7 @@ use crate::error::ProxyError;
 use crate::exec::forward::{forward_from, pass_whole, ReadResponse};
 use crate::exec::Mode;
 use crate::metrics::Metrics;
-use crate::pipeline::{Lane, LaneAnswer, LaneExecute, LaneRequest, LaneSet, LaneSettings, Pick};
+use crate::pipeline::{Lane, LaneAnswer, LaneExecute, LaneRequest, LaneSet, LaneSettings, Offer};
 use crate::route::Target;
 use crate::state::SyncScope;
 use bytes::BytesMut;
@@ -144,22 +144,23 @@ impl Session {
             ..settings
         };
         let flavour = self.flavour();
-        let lane = match pool.lanes.pick(&mut self.state, flavour, settings) {
-            Pick::Lane(lane) => lane,
-            Pick::Open(set) => match self.open_lane(target, &pool, &set, settings).await {
-                Some(lane) => lane,
-                None => return Ok(Pipelined::NoLane),
-            },
-            Pick::None => return Ok(Pipelined::NoLane),
-        };
         let (reply, answer) = tokio::sync::oneshot::channel();
-        let queued = LaneRequest {
+        let request = LaneRequest {
             execute,
             command,
             reply,
         };
-        if lane.send(queued).is_none() {
-            return Ok(Pipelined::NoLane);
+        match pool.lanes.offer(&mut self.state, flavour, settings, request) {
+            Offer::Queued => {}
+            Offer::Open(set, request) => {
+                let Some(lane) = self.open_lane(target, &pool, &set, settings).await else {
+                    return Ok(Pipelined::NoLane);
+                };
+                if lane.send(request).is_none() {
+                    return Ok(Pipelined::NoLane);
+                }
+            }
+            Offer::Refused => return Ok(Pipelined::NoLane),
         }
         let side = client_side(&self.ctx, self.capabilities, &self.tracking, self.routing.last_server);
         let outcome = match answer.await {
