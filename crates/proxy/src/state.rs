@@ -21,6 +21,9 @@ pub struct SessionVars {
     pub last_insert_id: u64,
     /// `autocommit` is OFF in `vars` (kept with them: read before every statement).
     autocommit_off: bool,
+    /// `max_statement_time` is in `vars`: the session set a statement time limit of its own
+    /// (kept with them: read before every statement that may go through a lane).
+    statement_time: bool,
 }
 
 /// What a checkout must make equal. System variables and the schema always; user variables
@@ -133,15 +136,17 @@ impl SessionVars {
     /// Sets one system variable (copying the map first if a connection shares it).
     pub fn set_var(&mut self, name: String, value: String) {
         if self.vars.get(&name) != Some(&value) {
-            if name == "autocommit" {
-                self.autocommit_off = value.eq_ignore_ascii_case("off") || value == "0";
+            match name.as_str() {
+                "autocommit" => self.autocommit_off = value.eq_ignore_ascii_case("off") || value == "0",
+                "max_statement_time" => self.statement_time = true,
+                _ => {}
             }
             Arc::make_mut(&mut self.vars).insert(name, value);
         }
     }
 
     /// The system variables (written only through [`SessionVars::set_var`] and the syncs, which
-    /// keep the autocommit flag with them).
+    /// keep the flags read from them with them).
     pub fn vars(&self) -> &BTreeMap<String, String> {
         &self.vars
     }
@@ -161,12 +166,18 @@ impl SessionVars {
         !self.autocommit_off
     }
 
+    /// Whether `max_statement_time` is among the variables (set by the session, to any value).
+    pub fn has_statement_time(&self) -> bool {
+        self.statement_time
+    }
+
     /// After [`SessionVars::set_statement_from`] found nothing to send: `current` (a
     /// connection's state) shares this map from now on, so the next check is a pointer compare.
     pub fn share_vars_with(&self, current: &mut SessionVars) {
         if !Arc::ptr_eq(&self.vars, &current.vars) {
             current.vars = self.vars.clone();
             current.autocommit_off = self.autocommit_off;
+            current.statement_time = self.statement_time;
         }
     }
 
@@ -174,6 +185,7 @@ impl SessionVars {
     pub fn sync_to(&mut self, target: &SessionVars, scope: SyncScope) {
         self.vars.clone_from(&target.vars);
         self.autocommit_off = target.autocommit_off;
+        self.statement_time = target.statement_time;
         self.schema.clone_from(&target.schema);
         if scope.user_vars {
             self.user_vars.clone_from(&target.user_vars);
@@ -246,6 +258,22 @@ mod tests {
         session.share_vars_with(&mut conn);
         assert!(conn.autocommit());
         assert_eq!(conn.vars, session.vars);
+    }
+
+    #[test]
+    fn a_statement_time_limit_is_known_and_travels_with_a_sync() {
+        let mut session = SessionVars::after_handshake(45, None);
+        assert!(!session.has_statement_time());
+        let mut conn = SessionVars::after_handshake(45, None);
+        conn.sync_to(&session, SyncScope::ALL);
+        session.set_var("max_statement_time".into(), "5.000000".into());
+        assert!(session.has_statement_time());
+        assert!(!conn.has_statement_time(), "synced before the limit was set");
+        session.share_vars_with(&mut conn);
+        assert!(conn.has_statement_time());
+        let mut other = SessionVars::after_handshake(45, None);
+        other.sync_to(&session, SyncScope::default());
+        assert!(other.has_statement_time());
     }
 
     #[test]

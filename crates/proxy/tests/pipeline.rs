@@ -281,3 +281,41 @@ async fn stored_function_calls_never_go_through_a_lane() {
     }
     assert_eq!(pipelined(), before + 1, "no stored function call went through a lane");
 }
+
+/// A session that set a statement time limit of its own keeps it: its reads never run in a
+/// lane (whose connection carries the lane's bound), while other sessions' still do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_time_limit_keeps_its_reads_out_of_lanes() {
+    let env = Env::start("pipeline_lanes = 2", "").await;
+    table_of(&env, 10).await;
+    let mut limited = env.client_in_test().await;
+    let mut other = env.client_in_test().await;
+    let m = &env.proxy.as_ref().expect("running").ctx.metrics;
+    let pipelined = || m.pipelined.load(Ordering::Relaxed);
+    let read = "SELECT v FROM lane_t WHERE id = 2";
+    let before = pipelined();
+    assert_eq!(limited.value(read).await.as_deref(), Some("v2"));
+    assert_eq!(pipelined(), before + 1, "a pure read goes through a lane");
+    limited
+        .query("SET SESSION max_statement_time = 5")
+        .await
+        .expect("set the limit");
+    for _ in 0..3 {
+        assert_eq!(limited.value(read).await.as_deref(), Some("v2"));
+    }
+    assert_eq!(
+        pipelined(),
+        before + 1,
+        "the limited session's reads ran on its own connection"
+    );
+    assert_eq!(
+        limited.value("SELECT @@max_statement_time").await.as_deref(),
+        Some("5.000000")
+    );
+    assert_eq!(other.value(read).await.as_deref(), Some("v2"));
+    assert_eq!(
+        pipelined(),
+        before + 2,
+        "another session's read still goes through a lane"
+    );
+}

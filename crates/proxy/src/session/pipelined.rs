@@ -76,7 +76,7 @@ impl Session {
             && self.target_schema.is_none()
             && self.autocommit()
             && self.diagnostics.is_empty()
-            && !self.state.vars().contains_key("max_statement_time")
+            && !self.state.has_statement_time()
             && self.logical_schema().is_none()
     }
 
