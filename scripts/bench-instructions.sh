@@ -16,6 +16,7 @@
 # (default 127.0.0.1:33999), user MYSQL_USER / MYSQL_PASSWORD (default root, empty), database
 # sbtest, TABLE_SIZE rows each (default 100000); valgrind (scripts/install-deps.sh). SB_EXTRA
 # adds sysbench options (SB_EXTRA=--db-ps-mode=disable: text queries instead of prepared).
+# KEEP_PROFILES=DIR keeps each build's callgrind profile there (for callgrind_annotate).
 # Prints one line per build: statements, instructions, instructions per statement, and how
 # many times a session's task was polled per statement. Counts under valgrind also depend on
 # how its serialised threads interleave with the kernel's: compare builds by several runs.
@@ -32,7 +33,7 @@ while (($#)); do
         --workload) WORKLOAD=$2; shift 2 ;;
         --threads) THREADS=$2; shift 2 ;;
         --events) EVENTS=$2; shift 2 ;;
-        -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
         *) break ;;
     esac
 done
@@ -115,6 +116,11 @@ EOF
     awk -v b="$bin" -v s="$statements" -v i="$instructions" -v p="${polls:-0}" 'BEGIN {
         printf "%s: %d statements, %d instructions, %.0f per statement, %.2f session polls per statement\n",
             b, s, i, i / s, p / s }'
+    if [[ -n ${KEEP_PROFILES:-} ]]; then
+        mkdir -p "$KEEP_PROFILES"
+        cp "$file" "$KEEP_PROFILES/$(basename "$bin").$pid.callgrind"
+        echo "  profile: $KEEP_PROFILES/$(basename "$bin").$pid.callgrind"
+    fi
     rm -f "$WORK"/cg.*
 }
 
