@@ -33,7 +33,7 @@ while (($#)); do
         --workload) WORKLOAD=$2; shift 2 ;;
         --threads) THREADS=$2; shift 2 ;;
         --events) EVENTS=$2; shift 2 ;;
-        -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
         *) break ;;
     esac
 done
