@@ -78,3 +78,6 @@ pub const MARIADB_CLIENT_PROGRESS: u32 = 1;
 pub const MARIADB_CLIENT_STMT_BULK_OPERATIONS: u32 = 1 << 2;
 /// Column definitions carry extended type information (e.g. JSON, UUID formats).
 pub const MARIADB_CLIENT_EXTENDED_METADATA: u32 = 1 << 3;
+/// A result set's column count carries a "metadata follows" byte; a prepared statement's
+/// result skips the column definitions the client already holds for it (MariaDB 10.6+).
+pub const MARIADB_CLIENT_CACHE_METADATA: u32 = 1 << 4;

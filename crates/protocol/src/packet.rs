@@ -117,6 +117,11 @@ impl<S: AsyncRead + SendBuffer> PacketStream<S> {
         &mut self.stream
     }
 
+    /// The bytes read but not yet taken.
+    pub fn buffered(&self) -> &[u8] {
+        &self.rbuf
+    }
+
     /// True if complete or partial input is already buffered (no syscall needed to read more).
     pub fn has_buffered_input(&self) -> bool {
         !self.rbuf.is_empty()
@@ -228,27 +233,37 @@ impl<S: AsyncRead + SendBuffer> PacketStream<S> {
     }
 
     /// Moves the first `whole.len` buffered bytes, a whole result numbered in `dst`'s sequence,
-    /// to `dst`, a client with `CLIENT_DEPRECATE_EOF` (see [`PacketStream::write_without_eofs`]).
-    pub fn pass_buffered_without_eofs<D: AsyncRead + SendBuffer>(
+    /// to `dst`, a client that takes it with `framing` (see [`PacketStream::write_framed`]).
+    pub fn pass_buffered_framed<D: AsyncRead + SendBuffer>(
         &mut self,
         dst: &mut PacketStream<D>,
         whole: &crate::whole::WholeResult,
+        framing: crate::whole::Framing,
         capabilities: u32,
     ) {
         let len = whole.len.min(self.rbuf.len());
-        dst.write_without_eofs(&self.rbuf[..len], whole, capabilities);
+        dst.write_framed(&self.rbuf[..len], whole, framing, capabilities);
         self.rbuf.advance(len);
         self.seq = whole.next_seq;
     }
 
-    /// Writes a whole result (its frames as the backend sent them, classic EOF packets) for a
-    /// client with `CLIENT_DEPRECATE_EOF`: no EOF after the definitions, the rows one down, and
-    /// the end as an OK packet with the EOF header, carrying the final EOF's warnings and status.
-    pub fn write_without_eofs(&mut self, frames: &[u8], whole: &crate::whole::WholeResult, capabilities: u32) {
+    /// Writes a whole result (its frames as the backend sent them: classic EOF packets, no
+    /// "metadata follows" byte) for a client that takes it with `framing`
+    /// ([`crate::whole::append_framed`]); with `CLIENT_DEPRECATE_EOF` the end is an OK packet
+    /// with the EOF header, carrying the final EOF's warnings and status.
+    pub fn write_framed(
+        &mut self,
+        frames: &[u8],
+        whole: &crate::whole::WholeResult,
+        framing: crate::whole::Framing,
+        capabilities: u32,
+    ) {
         self.settle_lent();
-        self.seq = crate::whole::append_without_eofs(frames, whole, &mut self.wbuf);
-        let (warnings, status) = (whole.warnings, whole.status);
-        self.write_with(|b| crate::response::encode_result_end(b, warnings, status, capabilities));
+        self.seq = crate::whole::append_framed(frames, whole, framing, &mut self.wbuf);
+        if framing.deprecate_eof {
+            let (warnings, status) = (whole.warnings, whole.status);
+            self.write_with(|b| crate::response::encode_result_end(b, warnings, status, capabilities));
+        }
     }
 
     /// Moves lent bytes into the write buffer, before anything written after them.

@@ -155,6 +155,24 @@ pub fn encode_text_row<V: AsRef<[u8]>>(out: &mut BytesMut, values: &[Option<V>])
     }
 }
 
+/// What a client negotiated about result-set metadata (MariaDB's extended capabilities).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MetadataDialect {
+    /// `MARIADB_CLIENT_EXTENDED_METADATA`: column definitions carry extended type information.
+    pub extended: bool,
+    /// `MARIADB_CLIENT_CACHE_METADATA`: a column count carries a "metadata follows" byte.
+    pub cached: bool,
+}
+
+/// A result set's first packet: its column count, and for a client with cached metadata the
+/// "metadata follows" flag.
+pub fn encode_column_count(out: &mut BytesMut, columns: u64, dialect: MetadataDialect, follows: bool) {
+    put_lenenc_int(out, columns);
+    if dialect.cached {
+        out.put_u8(u8::from(follows));
+    }
+}
+
 /// Writes a complete text result set (column count, definitions, rows, end) in the client's
 /// dialect (`capabilities` decides EOF vs DEPRECATE_EOF).
 pub fn write_text_result<S, V>(
@@ -167,24 +185,24 @@ pub fn write_text_result<S, V>(
     S: AsyncRead + crate::packet::SendBuffer,
     V: AsRef<[u8]>,
 {
-    write_text_result_with(out, columns, rows, status, capabilities, false)
+    write_text_result_with(out, columns, rows, status, capabilities, MetadataDialect::default())
 }
 
-/// [`write_text_result`] for a client that may have negotiated extended metadata.
+/// [`write_text_result`] for a client that may have negotiated MariaDB's metadata capabilities.
 pub fn write_text_result_with<S, V>(
     out: &mut PacketStream<S>,
     columns: &[ColumnDefinition],
     rows: &[Vec<Option<V>>],
     status: u16,
     capabilities: u32,
-    extended_metadata: bool,
+    dialect: MetadataDialect,
 ) where
     S: AsyncRead + crate::packet::SendBuffer,
     V: AsRef<[u8]>,
 {
-    out.write_with(|b| put_lenenc_int(b, columns.len() as u64));
+    out.write_with(|b| encode_column_count(b, columns.len() as u64, dialect, true));
     for c in columns {
-        out.write_with(|b| c.encode_with(b, extended_metadata));
+        out.write_with(|b| c.encode_with(b, dialect.extended));
     }
     if capabilities & crate::flags::CLIENT_DEPRECATE_EOF == 0 {
         out.write_with(|b| crate::response::encode_eof(b, 0, status));

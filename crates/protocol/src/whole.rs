@@ -115,21 +115,77 @@ fn scan_result(buf: &[u8], seq: u8, max_packet: usize) -> Result<WholeResult, St
     })
 }
 
-/// The frames of `whole` (at the front of `frames`) as a client with `CLIENT_DEPRECATE_EOF`
-/// takes them, up to its end packet: the definitions as they are, the EOF after them dropped,
-/// the rows renumbered one down. The caller writes the end packet (an OK with the EOF header)
-/// with the sequence id this returns.
-pub fn append_without_eofs(frames: &[u8], whole: &WholeResult, out: &mut bytes::BytesMut) -> u8 {
-    out.extend_from_slice(&frames[..whole.defs_end]);
-    let rows_at = out.len();
-    out.extend_from_slice(&frames[whole.defs_end + EOF_FRAME..whole.rows_end]);
-    let mut at = rows_at;
-    while at + 4 <= out.len() {
-        out[at + 3] = out[at + 3].wrapping_sub(1);
-        at += 4 + crate::packet::frame_len(&out[at..]);
+/// How a client takes a result set, where that differs from the server's framing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Framing {
+    /// `CLIENT_DEPRECATE_EOF`: no EOF after the definitions, and the end is an OK packet with
+    /// the EOF header (written by the caller).
+    pub deprecate_eof: bool,
+    /// `MARIADB_CLIENT_CACHE_METADATA`: the column count carries this "metadata follows"
+    /// flag, and false leaves the definitions out.
+    pub metadata_follows: Option<bool>,
+}
+
+impl Framing {
+    /// The server's own framing: frames go as they are.
+    pub fn is_servers(&self) -> bool {
+        !self.deprecate_eof && self.metadata_follows.is_none()
     }
-    // The end packet takes the final EOF's place, one down.
-    whole.next_seq.wrapping_sub(2)
+}
+
+/// The column definitions of `whole` (at the front of `frames`), frame headers included.
+pub fn definitions<'f>(frames: &'f [u8], whole: &WholeResult) -> &'f [u8] {
+    let count_end = 4 + crate::packet::frame_len(frames);
+    &frames[count_end..whole.defs_end]
+}
+
+/// The frames of `whole` (at the front of `frames`, numbered as the server sent them) as a
+/// client with `framing` takes them, renumbered in order. Without `deprecate_eof` up to and
+/// including the final EOF, and the sequence id after it is returned; with it up to the last
+/// row, and the returned sequence id is the end packet's, which the caller writes.
+pub fn append_framed(frames: &[u8], whole: &WholeResult, framing: Framing, out: &mut bytes::BytesMut) -> u8 {
+    let count_end = 4 + crate::packet::frame_len(frames);
+    let mut seq = frames[3];
+    match framing.metadata_follows {
+        None => out.extend_from_slice(&frames[..count_end]),
+        Some(follows) => {
+            let len = count_end - 4 + 1;
+            out.extend_from_slice(&(len as u32).to_le_bytes()[..3]);
+            out.extend_from_slice(&[seq]);
+            out.extend_from_slice(&frames[4..count_end]);
+            out.extend_from_slice(&[u8::from(follows)]);
+        }
+    }
+    seq = seq.wrapping_add(1);
+    if framing.metadata_follows != Some(false) {
+        let eof_seq = frames[whole.defs_end + 3];
+        seq = append_renumbered(&frames[count_end..whole.defs_end], seq, eof_seq, out);
+    }
+    if framing.deprecate_eof {
+        let end_seq = frames[whole.rows_end + 3];
+        append_renumbered(&frames[whole.defs_end + EOF_FRAME..whole.rows_end], seq, end_seq, out)
+    } else {
+        append_renumbered(&frames[whole.defs_end..whole.len], seq, whole.next_seq, out)
+    }
+}
+
+/// Appends whole frames, renumbered from `seq` on where they are not numbered so; `next_as_sent`
+/// is the sequence id that followed them as the server sent them. Returns the sequence id
+/// after them.
+fn append_renumbered(frames: &[u8], seq: u8, next_as_sent: u8, out: &mut bytes::BytesMut) -> u8 {
+    if frames.len() < 4 {
+        return seq;
+    }
+    let shift = seq.wrapping_sub(frames[3]);
+    let mut at = out.len();
+    out.extend_from_slice(frames);
+    if shift != 0 {
+        while at + 4 <= out.len() {
+            out[at + 3] = out[at + 3].wrapping_add(shift);
+            at += 4 + crate::packet::frame_len(&out[at..]);
+        }
+    }
+    next_as_sent.wrapping_add(shift)
 }
 
 /// Walks the row packets from `at` (sequence `seq`, each at most `limit` bytes) to the EOF
@@ -256,12 +312,17 @@ mod tests {
         );
     }
 
+    const WITHOUT_EOFS: Framing = Framing {
+        deprecate_eof: true,
+        metadata_follows: None,
+    };
+
     #[test]
     fn without_eofs_the_definitions_stay_and_the_rows_move_one_down() {
         let buf = result(1, 3, 0x22);
         let whole = whole_result(&buf, 1, 1 << 24).expect("whole");
         let mut out = bytes::BytesMut::new();
-        let end_seq = append_without_eofs(&buf, &whole, &mut out);
+        let end_seq = append_framed(&buf, &whole, WITHOUT_EOFS, &mut out);
         let (mut want, mut s) = (Vec::new(), 1);
         frame(&mut want, &mut s, &[2]);
         frame(&mut want, &mut s, b"\x03defcolumn one");
@@ -275,7 +336,7 @@ mod tests {
         let long = result(200, 100, 2);
         let whole = whole_result(&long, 200, 1 << 24).expect("whole");
         let mut out = bytes::BytesMut::new();
-        let end_seq = append_without_eofs(&long, &whole, &mut out);
+        let end_seq = append_framed(&long, &whole, WITHOUT_EOFS, &mut out);
         assert_eq!(end_seq, 200u8.wrapping_add(3 + 100));
         let (mut at, mut expect) = (0, 200u8);
         while at < out.len() {
@@ -283,6 +344,57 @@ mod tests {
             expect = expect.wrapping_add(1);
             at += 4 + usize::from(out[at]);
         }
+    }
+
+    /// The frames a client with MARIADB_CLIENT_CACHE_METADATA gets: the column count with a
+    /// "metadata follows" byte, the definitions only when it says so, then the rest in order.
+    #[test]
+    fn cached_metadata_adds_the_follows_byte_and_may_drop_the_definitions() {
+        let buf = result(1, 3, 0x22);
+        let whole = whole_result(&buf, 1, 1 << 24).expect("whole");
+        assert_eq!(definitions(&buf, &whole), &buf[5..whole.defs_end]);
+        for (deprecate_eof, follows) in [(false, true), (false, false), (true, true), (true, false)] {
+            let framing = Framing {
+                deprecate_eof,
+                metadata_follows: Some(follows),
+            };
+            let mut out = bytes::BytesMut::new();
+            let next = append_framed(&buf, &whole, framing, &mut out);
+            let (mut want, mut s) = (Vec::new(), 1);
+            frame(&mut want, &mut s, &[2, u8::from(follows)]);
+            if follows {
+                frame(&mut want, &mut s, b"\x03defcolumn one");
+                frame(&mut want, &mut s, b"\x03defcolumn two");
+            }
+            if !deprecate_eof {
+                frame(&mut want, &mut s, &eof(2));
+            }
+            for i in 0..3 {
+                frame(&mut want, &mut s, format!("\x01{i}\x02ab").as_bytes());
+            }
+            if !deprecate_eof {
+                frame(&mut want, &mut s, &eof(0x22));
+            }
+            assert_eq!(&out[..], &want[..], "{framing:?}");
+            assert_eq!(next, s, "{framing:?}");
+        }
+        // Dropped definitions across the wrap of the sequence ids.
+        let long = result(250, 20, 2);
+        let whole = whole_result(&long, 250, 1 << 24).expect("whole");
+        let mut out = bytes::BytesMut::new();
+        let framing = Framing {
+            deprecate_eof: false,
+            metadata_follows: Some(false),
+        };
+        let next = append_framed(&long, &whole, framing, &mut out);
+        let (mut at, mut expect) = (0, 250u8);
+        while at < out.len() {
+            assert_eq!(out[at + 3], expect, "frame at {at}");
+            expect = expect.wrapping_add(1);
+            at += 4 + usize::from(out[at]);
+        }
+        assert_eq!(next, expect);
+        assert_eq!(next, 250u8.wrapping_add(1 + 1 + 20 + 1));
     }
 
     #[test]

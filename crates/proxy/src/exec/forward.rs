@@ -7,13 +7,13 @@ use crate::backend::BackendConn;
 use crate::error::ProxyError;
 use crate::gtid::NewestGtid;
 use crate::tracking::ClientTracking;
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use std::time::Duration;
 use tessera_protocol::codec::Reader;
 use tessera_protocol::flags::*;
 use tessera_protocol::packet::SendBuffer;
 use tessera_protocol::response::*;
-use tessera_protocol::whole::WAIT_FOR_WHOLE_UP_TO;
+use tessera_protocol::whole::{Framing, WholeResult, WAIT_FOR_WHOLE_UP_TO};
 use tessera_protocol::PacketStream;
 use tokio::io::AsyncRead;
 
@@ -48,6 +48,10 @@ pub struct Outcome {
     pub cursor_opened: bool,
     /// Set by the caller when LAST_INSERT_ID() was read right after this response.
     pub last_insert_id_known: bool,
+    /// A binary result went to a client with cached metadata together with its column
+    /// definitions: these (their frames, numbered from 2) are what the client now holds for
+    /// the statement (see [`Metadata::Cached`]).
+    pub columns_sent: Option<Bytes>,
 }
 
 /// MariaDB's deadlock error: the server rolled the transaction back.
@@ -59,10 +63,24 @@ impl Outcome {
     }
 }
 
+/// MariaDB's `MARIADB_CLIENT_CACHE_METADATA` as the client negotiated it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Metadata<'t> {
+    /// Not negotiated: column counts go as the server framed them.
+    #[default]
+    Plain,
+    /// Negotiated: every column count carries a "metadata follows" byte. A binary result
+    /// whose column definitions are byte for byte `known` (the frames, numbered from 2, that
+    /// the client holds for the executed statement: from its PREPARE, or the last result that
+    /// carried them) goes without them, and the client uses the ones it holds.
+    Cached { known: Option<&'t [u8]> },
+}
+
 /// How the client side of a forward behaves.
 #[derive(Debug, Clone, Copy)]
 pub struct ClientSide<'t> {
     pub capabilities: u32,
+    pub metadata: Metadata<'t>,
     /// A flush to the client that takes longer fails (the client stopped reading).
     pub write_timeout: Duration,
     /// The session tracking the client asked for: its OK packets carry only that.
@@ -201,18 +219,55 @@ where
         let packets = payloads(&frames);
         return forward_from(&mut ReadResponse { packets, capabilities }, client, side, mode, 0).await;
     }
-    if side.capabilities & CLIENT_DEPRECATE_EOF != 0 {
-        client.write_without_eofs(&frames, whole, side.capabilities);
-    } else {
+    let (framing, columns_sent) = whole_framing(side.capabilities, side.metadata, mode, &frames, whole);
+    if framing.is_servers() {
         client.write_frames(&frames, whole.next_seq);
+    } else {
+        client.write_framed(&frames, whole, framing, side.capabilities);
     }
     flush_client(client, side.write_timeout).await?;
     Ok(Outcome {
         status: whole.status,
         warnings: whole.warnings,
         result_rows: Some(whole.rows),
+        columns_sent,
         ..Outcome::default()
     })
+}
+
+/// How a whole result (`frames`, numbered from 1) goes to the client, and, when its column
+/// definitions go with a binary result to a client with cached metadata, those definitions
+/// (what the client then holds for the statement).
+fn whole_framing(
+    capabilities: u32,
+    metadata: Metadata<'_>,
+    mode: Mode,
+    frames: &[u8],
+    whole: &WholeResult,
+) -> (Framing, Option<Bytes>) {
+    let deprecate_eof = capabilities & CLIENT_DEPRECATE_EOF != 0;
+    let framing = |follows| Framing {
+        deprecate_eof,
+        metadata_follows: follows,
+    };
+    let Metadata::Cached { known } = metadata else {
+        return (framing(None), None);
+    };
+    if mode != Mode::Binary {
+        return (framing(Some(true)), None);
+    }
+    let definitions = tessera_protocol::whole::definitions(frames, whole);
+    if known == Some(definitions) {
+        (framing(Some(false)), None)
+    } else {
+        (framing(Some(true)), Some(Bytes::copy_from_slice(definitions)))
+    }
+}
+
+/// A column count packet with the "metadata follows" byte after it.
+fn column_count_follows(out: &mut BytesMut, count: &[u8], follows: bool) {
+    out.extend_from_slice(count);
+    out.extend_from_slice(&[u8::from(follows)]);
 }
 
 /// The payloads of whole frames, in order.
@@ -263,6 +318,7 @@ struct Forwarder<'a, S, C> {
     backend: &'a mut S,
     client: &'a mut PacketStream<C>,
     client_caps: u32,
+    metadata: Metadata<'a>,
     write_timeout: Duration,
     tracking: &'a ClientTracking,
     acknowledged: Option<&'a NewestGtid>,
@@ -288,12 +344,15 @@ impl<C: AsyncRead + SendBuffer> Forwarder<'_, BackendConn, C> {
             Err(e) => return Err(conn.lost(e)),
         };
         conn.response_started = true;
-        if self.client_caps & CLIENT_DEPRECATE_EOF != 0 {
-            conn.io
-                .pass_buffered_without_eofs(self.client, &whole, self.client_caps);
-        } else {
+        let frames = &conn.io.buffered()[..whole.len];
+        let (framing, columns_sent) = whole_framing(self.client_caps, self.metadata, mode, frames, &whole);
+        if framing.is_servers() {
             conn.io.pass_buffered_to(self.client, &whole);
+        } else {
+            conn.io
+                .pass_buffered_framed(self.client, &whole, framing, self.client_caps);
         }
+        self.out.columns_sent = columns_sent;
         self.out.status = whole.status;
         self.out.warnings = whole.warnings;
         self.out.result_rows = Some(whole.rows);
@@ -308,6 +367,7 @@ impl<'a, S: ResponseSource, C: AsyncRead + SendBuffer> Forwarder<'a, S, C> {
             backend,
             client,
             client_caps: side.capabilities,
+            metadata: side.metadata,
             write_timeout: side.write_timeout,
             tracking: side.tracking,
             acknowledged: side.acknowledged,
@@ -422,10 +482,21 @@ impl<'a, S: ResponseSource, C: AsyncRead + SendBuffer> Forwarder<'a, S, C> {
     /// Column count, definitions, EOF, rows, end. Returns whether more results follow.
     async fn result_set(&mut self, first: &[u8], mode: Mode) -> Result<bool, ProxyError> {
         let columns = Reader::new(first).lenenc_int()?;
-        self.client.write_packet(first);
-        for _ in self.take_buffered_definitions(columns)..columns {
-            let def = self.next().await?;
-            self.client.write_packet(&def);
+        match self.metadata {
+            Metadata::Cached { known } if mode == Mode::Binary => {
+                self.definitions_cached(first, columns, known).await?
+            }
+            metadata => {
+                if metadata == Metadata::Plain {
+                    self.client.write_packet(first);
+                } else {
+                    self.client.write_with(|b| column_count_follows(b, first, true));
+                }
+                for _ in self.take_buffered_definitions(columns)..columns {
+                    let def = self.next().await?;
+                    self.client.write_packet(&def);
+                }
+            }
         }
         let eof = self.next().await?;
         let (_, status) = parse_eof(&eof, self.backend.capabilities())?;
@@ -441,6 +512,34 @@ impl<'a, S: ResponseSource, C: AsyncRead + SendBuffer> Forwarder<'a, S, C> {
             self.client.write_packet(&eof);
         }
         self.rows_then_end(mode).await
+    }
+
+    /// A binary result's column count and definitions for a client with cached metadata: the
+    /// definitions are read whole first, and go only when they differ from what the client
+    /// holds for the statement (`known`, or what an earlier result of this response sent).
+    async fn definitions_cached(&mut self, first: &[u8], columns: u64, known: Option<&[u8]>) -> Result<(), ProxyError> {
+        let mut definitions = BytesMut::new();
+        let mut seq = 2u8;
+        for _ in 0..columns {
+            let def = self.next().await?;
+            definitions.extend_from_slice(&(def.len() as u32).to_le_bytes()[..3]);
+            definitions.extend_from_slice(&[seq]);
+            definitions.extend_from_slice(&def);
+            seq = seq.wrapping_add(1);
+        }
+        let held = self.out.columns_sent.as_deref().or(known);
+        let follows = held != Some(&definitions[..]);
+        self.client.write_with(|b| column_count_follows(b, first, follows));
+        if follows {
+            let mut at = 0;
+            while at + 4 <= definitions.len() {
+                let end = at + 4 + tessera_protocol::packet::frame_len(&definitions[at..]);
+                self.client.write_packet(&definitions[at + 4..end]);
+                at = end;
+            }
+            self.out.columns_sent = Some(definitions.freeze());
+        }
+        Ok(())
     }
 
     /// Rows until the end packet (or an ERR). Returns whether more results follow.
@@ -644,6 +743,7 @@ mod tests {
     fn side(capabilities: u32) -> ClientSide<'static> {
         ClientSide {
             capabilities,
+            metadata: Metadata::Plain,
             write_timeout: Duration::from_secs(5),
             tracking: &EVERYTHING,
             acknowledged: None,

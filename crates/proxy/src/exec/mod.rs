@@ -7,4 +7,4 @@ pub mod merge;
 pub mod row;
 pub mod scatter;
 
-pub use forward::{forward, ClientSide, Mode, Outcome};
+pub use forward::{forward, ClientSide, Metadata, Mode, Outcome};

@@ -25,6 +25,8 @@ pub struct Authenticated {
     pub database: Option<String>,
     pub charset: u8,
     pub extended_metadata: bool,
+    /// MariaDB's MARIADB_CLIENT_CACHE_METADATA was negotiated.
+    pub cache_metadata: bool,
     /// The greeting's scramble: COM_CHANGE_USER's auth switch sends it again, as MariaDB does
     /// (MariaDB Connector/C answers with a response computed from it).
     pub scramble: Vec<u8>,
@@ -43,9 +45,11 @@ pub async fn accept(ctx: &Context, tcp: TcpStream, id: u32, host: &str) -> Resul
     if ctx.tls.is_some() {
         offered |= CLIENT_SSL;
     }
-    // Behind a MariaDB that offers extended metadata, present as MariaDB does (no CLIENT_MYSQL
-    // bit) and offer it too, so drivers see JSON and other extended types as they would directly.
-    let extended = ctx.default_pool().server_extended_capabilities() & MARIADB_CLIENT_EXTENDED_METADATA;
+    // Behind a MariaDB that offers extended metadata or cached metadata, present as MariaDB
+    // does (no CLIENT_MYSQL bit) and offer them too, so drivers see JSON and other extended
+    // types, and skip a prepared statement's unchanged metadata, as they would directly.
+    let extended = ctx.default_pool().server_extended_capabilities()
+        & (MARIADB_CLIENT_EXTENDED_METADATA | MARIADB_CLIENT_CACHE_METADATA);
     if extended != 0 {
         offered &= !CLIENT_LONG_PASSWORD;
     }
@@ -77,7 +81,8 @@ pub async fn accept(ctx: &Context, tcp: TcpStream, id: u32, host: &str) -> Resul
             user: resp.username,
             database: resp.database,
             charset: resp.charset,
-            extended_metadata: resp.extended_capabilities & extended != 0,
+            extended_metadata: resp.extended_capabilities & extended & MARIADB_CLIENT_EXTENDED_METADATA != 0,
+            cache_metadata: resp.extended_capabilities & extended & MARIADB_CLIENT_CACHE_METADATA != 0,
             scramble: scramble.to_vec(),
         }),
         Err(error) => Err(Refused {

@@ -45,6 +45,7 @@ impl Session {
             capabilities: authed.capabilities,
             multi_statements: authed.capabilities & CLIENT_MULTI_STATEMENTS != 0,
             extended_metadata: authed.extended_metadata,
+            cache_metadata: authed.cache_metadata,
             user: authed.user,
             charset: authed.charset,
             host,

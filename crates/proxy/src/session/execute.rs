@@ -4,7 +4,7 @@
 
 use super::Session;
 use crate::error::ProxyError;
-use crate::exec::{forward, ClientSide, Mode, Outcome};
+use crate::exec::{forward, ClientSide, Metadata, Mode, Outcome};
 use crate::metrics::Metrics;
 use crate::pool::PooledConn;
 use crate::route::Target;
@@ -185,9 +185,32 @@ impl Session {
 
     /// Flushes the queued command and forwards the backend's response to the client.
     pub async fn forward(&mut self, conn: &mut PooledConn, mode: Mode) -> Result<Outcome, ProxyError> {
+        self.forward_known(conn, mode, None).await
+    }
+
+    /// [`Session::forward`] of a prepared statement's execution: `known` are the column
+    /// definitions the client holds for it (see [`Metadata::Cached`]); what it holds after
+    /// is the outcome's `columns_sent` when that is set.
+    pub async fn forward_known(
+        &mut self,
+        conn: &mut PooledConn,
+        mode: Mode,
+        known: Option<&[u8]>,
+    ) -> Result<Outcome, ProxyError> {
         conn.flush().await?;
-        let side = client_side(&self.ctx, self.capabilities, &self.tracking, self.routing.last_server);
+        let mut side = client_side(&self.ctx, self.capabilities, &self.tracking, self.routing.last_server);
+        side.metadata = self.metadata_for(known);
         forward(conn, &mut self.client, side, mode).await
+    }
+
+    /// How result metadata goes to this client, `known` being the column definitions it holds
+    /// for the statement executed.
+    pub fn metadata_for<'k>(&self, known: Option<&'k [u8]>) -> Metadata<'k> {
+        if self.cache_metadata {
+            Metadata::Cached { known }
+        } else {
+            Metadata::Plain
+        }
     }
 
     /// Turns a failure during a statement into the error to report; if the connection held
@@ -429,6 +452,7 @@ pub fn client_side<'t>(
     let group = last_server.map_or(0, |(g, _)| g);
     ClientSide {
         capabilities,
+        metadata: Default::default(),
         write_timeout: ctx.config.server.net_write_timeout(),
         tracking,
         acknowledged: ctx.groups.get(group).map(|g| &g.acknowledged),

@@ -85,14 +85,8 @@ impl Session {
         self.last.found_rows = rows.len() as u64;
         self.last.row_count = -1;
         let status = self.status_flags();
-        write_text_result_with(
-            &mut self.client,
-            &columns,
-            &rows,
-            status,
-            self.capabilities,
-            self.extended_metadata,
-        );
+        let dialect = self.metadata_dialect();
+        write_text_result_with(&mut self.client, &columns, &rows, status, self.capabilities, dialect);
         self.client.flush().await?;
         Ok(Next::Continue)
     }

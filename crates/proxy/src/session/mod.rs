@@ -80,6 +80,8 @@ pub struct Session {
     pub multi_statements: bool,
     /// The client negotiated MariaDB extended column metadata.
     pub extended_metadata: bool,
+    /// The client negotiated MariaDB's cached metadata (see [`crate::exec::forward::Metadata`]).
+    pub cache_metadata: bool,
     pub last: LastStatement,
     pub handle: Arc<SessionHandle>,
     /// Set when backend state was lost (e.g. the server died mid-transaction): close after
@@ -283,6 +285,14 @@ impl Session {
             status |= SERVER_STATUS_IN_TRANS;
         }
         status
+    }
+
+    /// What the client negotiated about result-set metadata, for results Tessera writes.
+    pub fn metadata_dialect(&self) -> tessera_protocol::resultset::MetadataDialect {
+        tessera_protocol::resultset::MetadataDialect {
+            extended: self.extended_metadata,
+            cached: self.cache_metadata,
+        }
     }
 
     /// The kind of backend connection this client needs (connection-level flags).

@@ -87,6 +87,7 @@ impl Session {
         sql: &SqlText,
         request: &ExecuteRequest<'_>,
         types: &[u8],
+        (stmt_id, known): (u32, Option<&[u8]>),
     ) -> Result<Pipelined, ProxyError> {
         // The cheap checks first: a statement of a transaction encodes nothing here.
         let Some(settings) = self.usable_lanes() else {
@@ -98,8 +99,14 @@ impl Session {
             sql: Arc::clone(sql),
             types,
         };
-        self.run_pipelined(target, settings, Some(execute), command, Mode::Binary)
-            .await
+        let outcome = self
+            .run_pipelined(target, settings, Some(execute), command, Mode::Binary, known)
+            .await;
+        let (pipelined, sent) = outcome?;
+        if sent.is_some() {
+            self.columns_now_held(stmt_id, sent);
+        }
+        Ok(pipelined)
     }
 
     /// Runs a COM_QUERY through a lane when it is one pure read.
@@ -116,7 +123,10 @@ impl Session {
         let mut command = BytesMut::with_capacity(1 + sql.len());
         command.extend_from_slice(&[tessera_protocol::command::COM_QUERY]);
         command.extend_from_slice(sql.as_bytes());
-        self.run_pipelined(target, settings, None, command, Mode::Text).await
+        let outcome = self
+            .run_pipelined(target, settings, None, command, Mode::Text, None)
+            .await;
+        outcome.map(|(pipelined, _)| pipelined)
     }
 
     /// The lane settings when this session's statement may go through a lane now (checked
@@ -125,6 +135,9 @@ impl Session {
         self.lane_settings().filter(|_| self.may_pipeline())
     }
 
+    /// Offers the statement to a lane and answers the client from it; with what became of it,
+    /// the column definitions a prepared statement's client now holds when they were sent
+    /// (`known`: the ones it held before, see [`crate::exec::Metadata::Cached`]).
     async fn run_pipelined(
         &mut self,
         target: Target,
@@ -132,11 +145,12 @@ impl Session {
         execute: Option<LaneExecute>,
         command: BytesMut,
         mode: Mode,
-    ) -> Result<Pipelined, ProxyError> {
+        known: Option<&[u8]>,
+    ) -> Result<(Pipelined, Option<bytes::Bytes>), ProxyError> {
         let group = self.ctx.group_checked(target.group)?.clone();
         let chosen = self.choose_server(&group, target, None);
         if self.read_may_wait(&group, target, chosen) {
-            return Ok(Pipelined::NoLane);
+            return Ok((Pipelined::NoLane, None));
         }
         let pool = group.servers[chosen].pool_for(&self.user).clone();
         let settings = LaneSettings {
@@ -154,15 +168,16 @@ impl Session {
             Offer::Queued => {}
             Offer::Open(set, request) => {
                 let Some(lane) = self.open_lane(target, &pool, &set, settings).await else {
-                    return Ok(Pipelined::NoLane);
+                    return Ok((Pipelined::NoLane, None));
                 };
                 if lane.send(request).is_none() {
-                    return Ok(Pipelined::NoLane);
+                    return Ok((Pipelined::NoLane, None));
                 }
             }
-            Offer::Refused => return Ok(Pipelined::NoLane),
+            Offer::Refused => return Ok((Pipelined::NoLane, None)),
         }
-        let side = client_side(&self.ctx, self.capabilities, &self.tracking, self.routing.last_server);
+        let mut side = client_side(&self.ctx, self.capabilities, &self.tracking, self.routing.last_server);
+        side.metadata = self.metadata_for(known);
         let outcome = match answer.await {
             Ok(LaneAnswer::Whole(frames, whole, capabilities)) => {
                 pass_whole(&mut self.client, side, mode, frames, &whole, capabilities).await?
@@ -173,13 +188,13 @@ impl Session {
             }
             Ok(LaneAnswer::RunAlone) | Err(_) => {
                 Metrics::inc(&self.ctx.metrics.pipeline_reruns);
-                return Ok(Pipelined::RunAlone);
+                return Ok((Pipelined::RunAlone, None));
             }
         };
         self.count_routed_on(target.group, chosen, target);
         Metrics::inc(&self.ctx.metrics.pipelined);
         self.record_last(&outcome);
-        Ok(Pipelined::Answered)
+        Ok((Pipelined::Answered, outcome.columns_sent))
     }
 
     /// Opens a lane of `set` on a connection of `pool` in this session's state, its statements

@@ -52,6 +52,9 @@ pub struct ClientStmt {
     /// statement cache it came from: the next execution on that connection skips the lookup
     /// by text (see [`crate::backend::BackendConn::prepare_remembered`]).
     pub backend_memo: Option<Remembered>,
+    /// For a client with cached metadata: the column definitions it holds for this statement
+    /// (frames numbered from 2), None when not known (see [`crate::exec::Metadata::Cached`]).
+    pub columns_known: Option<Bytes>,
 }
 
 /// A prepared statement's sharded plan.
@@ -78,6 +81,8 @@ struct Execution<'p> {
     pipelinable: bool,
     reads_only: bool,
     backend_memo: Option<Remembered>,
+    /// [`ClientStmt::columns_known`] when this execution began.
+    columns_known: Option<Bytes>,
 }
 
 impl Execution<'_> {
@@ -127,6 +132,20 @@ impl StatementRegistry {
     pub fn is_empty(&self) -> bool {
         self.stmts.is_empty()
     }
+}
+
+/// Column definition payloads framed as a result set numbers them (from 2, after the column
+/// count): the form [`ClientStmt::columns_known`] compares.
+fn definition_frames(definitions: &[Bytes]) -> Bytes {
+    let mut out = bytes::BytesMut::with_capacity(definitions.iter().map(|d| d.len() + 4).sum());
+    let mut seq = 2u8;
+    for def in definitions {
+        out.extend_from_slice(&(def.len() as u32).to_le_bytes()[..3]);
+        out.extend_from_slice(&[seq]);
+        out.extend_from_slice(def);
+        seq = seq.wrapping_add(1);
+    }
+    out.freeze()
 }
 
 fn unknown(id: u32, command: &'static str) -> ProxyError {
@@ -197,6 +216,7 @@ impl Session {
             num_columns: stmt.num_columns,
             sharded,
         };
+        let columns = stmt.metadata.get(usize::from(stmt.num_params)..).unwrap_or_default();
         let entry = ClientStmt {
             plan: Arc::new(plan),
             pipelinable,
@@ -204,6 +224,7 @@ impl Session {
             long_data: BTreeMap::new(),
             long_data_size: 0,
             backend_memo: None,
+            columns_known: self.cache_metadata.then(|| definition_frames(columns)),
         };
         let id = self.stmts.add(entry)?;
         self.write_prepare_response(id, &stmt).await?;
@@ -277,8 +298,9 @@ impl Session {
         }
         if run.pipelinable && !opens_cursor {
             use super::pipelined::Pipelined;
+            let known = run.columns_known.as_deref();
             match self
-                .execute_pipelined(target, run.backend_sql(), &run.request, &run.types)
+                .execute_pipelined(target, run.backend_sql(), &run.request, &run.types, (stmt_id, known))
                 .await?
             {
                 Pipelined::Answered => return Ok(Next::Continue),
@@ -399,10 +421,20 @@ impl Session {
         if pipeline_last_insert_id {
             conn.queue_last_insert_id_query();
         }
-        let mut outcome = match self.forward(&mut conn, Mode::Binary).await {
+        let forwarded = self
+            .forward_known(&mut conn, Mode::Binary, run.columns_known.as_deref())
+            .await;
+        let mut outcome = match forwarded {
             Ok(o) => o,
-            Err(e) => return Err(self.failed(conn, was_held, e)),
+            Err(e) => {
+                // Definitions may have reached the client before the failure.
+                self.columns_now_held(stmt_id, None);
+                return Err(self.failed(conn, was_held, e));
+            }
         };
+        if let Some(sent) = outcome.columns_sent.take() {
+            self.columns_now_held(stmt_id, Some(sent));
+        }
         if outcome.error.is_some() {
             // The server may not hold the types sent with a failed execution: resend them.
             if let Some(m) = &memo {
@@ -417,6 +449,14 @@ impl Session {
         }
         self.finish(conn, &outcome, stmts).await;
         Ok(())
+    }
+
+    /// Records the column definitions the client holds for a statement after an execution
+    /// sent them (None: not known, the next execution sends them).
+    pub fn columns_now_held(&mut self, stmt_id: u32, columns: Option<Bytes>) {
+        if let Some(entry) = self.stmts.stmts.get_mut(&stmt_id) {
+            entry.columns_known = columns;
+        }
     }
 
     /// Everything one execution needs from the client's statement: the parsed request, the
@@ -451,7 +491,13 @@ impl Session {
         if too_long {
             return Err(ProxyError::PacketTooLarge);
         }
+        // A statement on a sharded schema may answer from a merge, which sends its definitions
+        // without recording them: such a statement never skips them.
+        if entry.plan.sharded.is_some() {
+            entry.columns_known = None;
+        }
         Ok(Execution {
+            columns_known: entry.columns_known.clone(),
             pipelinable: entry.pipelinable && long_data.is_empty(),
             reads_only: entry.plan.reads_only,
             backend_memo: entry.backend_memo,
@@ -588,6 +634,7 @@ impl Session {
             reads_only: false,
             // The shard's text, not the client statement's: nothing remembered applies.
             backend_memo: None,
+            columns_known: run.columns_known.clone(),
         };
         self.execute_with_schema(stmt_id, &local, stmts, target, (*shard, &s.database))
             .await

@@ -912,7 +912,8 @@ impl Session {
 
     fn write_header(&mut self, raw_columns: &[bytes::Bytes]) {
         let mut count = bytes::BytesMut::new();
-        tessera_protocol::codec::put_lenenc_int(&mut count, raw_columns.len() as u64);
+        let dialect = self.metadata_dialect();
+        tessera_protocol::resultset::encode_column_count(&mut count, raw_columns.len() as u64, dialect, true);
         self.client.write_packet(&count);
         for c in raw_columns {
             self.client.write_packet(c);
@@ -987,14 +988,8 @@ impl Session {
         let columns: Vec<ColumnDefinition> = explain::COLUMNS.iter().map(|c| ColumnDefinition::text(c)).collect();
         let status = self.status_flags();
         let rows: Vec<Vec<Option<String>>> = rows.into_iter().map(Vec::from).collect();
-        write_text_result_with(
-            &mut self.client,
-            &columns,
-            &rows,
-            status,
-            self.capabilities,
-            self.extended_metadata,
-        );
+        let dialect = self.metadata_dialect();
+        write_text_result_with(&mut self.client, &columns, &rows, status, self.capabilities, dialect);
         self.client.flush().await?;
         Ok(Next::Continue)
     }

@@ -170,6 +170,20 @@ impl Client {
             .expect("login")
     }
 
+    /// [`Client::connect`] with extra capabilities and MariaDB extended capabilities.
+    pub async fn connect_capable(
+        port: u16,
+        (user, password): (&str, &str),
+        db: Option<&str>,
+        extra_capabilities: u32,
+        extended_capabilities: u32,
+    ) -> Client {
+        Client::try_connect_with(port, user, password, db, (extra_capabilities, extended_capabilities))
+            .await
+            .map_err(Failure::or_panic)
+            .expect("login")
+    }
+
     /// [`Client::connect`] that reports a failed connection as [`Failure::Io`] instead of
     /// panicking (for tests whose servers come and go).
     pub async fn try_connect(port: u16, user: &str, password: &str, db: Option<&str>) -> Result<Client, Failure> {
