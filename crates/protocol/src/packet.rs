@@ -60,7 +60,7 @@ pub struct PacketStream<S> {
     stream: S,
     rbuf: BytesMut,
     wbuf: BytesMut,
-    /// Bytes lent by another stream's read buffer, queued (after `wbuf`, which is then empty)
+    /// Bytes lent by another stream's read buffer, queued after what `wbuf` holds
     /// to be sent as they are.
     lent: Option<BytesMut>,
     seq: u8,
@@ -233,6 +233,61 @@ impl<S: AsyncRead + SendBuffer> PacketStream<S> {
     }
 
     /// Moves the first `whole.len` buffered bytes, a whole result numbered in `dst`'s sequence,
+    /// to `dst`, a client with MariaDB's cached metadata that takes classic EOF packets: the
+    /// column count with its "metadata follows" byte, the definitions only when `follows`.
+    /// Without them, the frames after them are renumbered where they lie and the new column
+    /// count is written over the definitions' last bytes; with them, the column count goes
+    /// first on its own. Either way the rest is lent when large, as by [`Self::pass_buffered_to`].
+    pub fn pass_buffered_cached<D: AsyncRead + SendBuffer>(
+        &mut self,
+        dst: &mut PacketStream<D>,
+        whole: &crate::whole::WholeResult,
+        follows: bool,
+    ) {
+        if !follows {
+            let len = whole.len.min(self.rbuf.len());
+            if let Some((start, next)) = crate::whole::drop_definitions_in_place(&mut self.rbuf[..len], whole) {
+                self.rbuf.advance(start);
+                self.lend_or_copy(dst, len - start, next);
+                return;
+            }
+        }
+        match crate::whole::count_with_follows(&self.rbuf, follows) {
+            Some((count, len)) => {
+                let count_end = 4 + frame_len(&self.rbuf);
+                dst.settle_lent();
+                dst.wbuf.extend_from_slice(&count[..len]);
+                self.rbuf.advance(count_end);
+                self.lend_or_copy(dst, whole.len - count_end, whole.next_seq);
+            }
+            None => {
+                // Not a bare column count: copied with the general framing.
+                let framing = crate::whole::Framing {
+                    deprecate_eof: false,
+                    metadata_follows: Some(follows),
+                };
+                self.pass_buffered_framed(dst, whole, framing, 0);
+            }
+        }
+    }
+
+    /// Moves the first `len` buffered bytes (whole frames, numbered in `dst`'s sequence up to
+    /// `next_seq`) behind what `dst` holds queued: lent when large and nothing is lent there
+    /// already, else copied.
+    fn lend_or_copy<D: AsyncRead + SendBuffer>(&mut self, dst: &mut PacketStream<D>, len: usize, next_seq: u8) {
+        let len = len.min(self.rbuf.len());
+        if len >= LEND_AT && dst.lent.is_none() {
+            dst.lent = Some(self.rbuf.split_to(len));
+        } else {
+            dst.settle_lent();
+            dst.wbuf.extend_from_slice(&self.rbuf[..len]);
+            self.rbuf.advance(len);
+        }
+        self.seq = next_seq;
+        dst.seq = next_seq;
+    }
+
+    /// Moves the first `whole.len` buffered bytes, a whole result numbered in `dst`'s sequence,
     /// to `dst`, a client that takes it with `framing` (see [`PacketStream::write_framed`]).
     pub fn pass_buffered_framed<D: AsyncRead + SendBuffer>(
         &mut self,
@@ -400,9 +455,9 @@ impl<S: AsyncRead + SendBuffer> PacketStream<S> {
 
     /// Takes the first `len` buffered bytes (whole frames the caller recognised, e.g. with
     /// [`Self::await_whole_result`]) in one piece.
-    pub fn take_buffered(&mut self, len: usize) -> Bytes {
+    pub fn take_buffered(&mut self, len: usize) -> BytesMut {
         let len = len.min(self.rbuf.len());
-        self.rbuf.split_to(len).freeze()
+        self.rbuf.split_to(len)
     }
 
     /// Queues frames already numbered in this stream's sequence (a whole result read
@@ -431,12 +486,8 @@ impl<S: AsyncRead + SendBuffer> PacketStream<S> {
 
     /// Writes every queued packet to the stream.
     pub async fn flush(&mut self) -> Result<()> {
-        if let Some(lent) = self.lent.as_mut() {
-            // Only ever queued behind an empty write buffer (see `pass_buffered_to`).
-            let stream = &mut self.stream;
-            std::future::poll_fn(|cx| stream.poll_send_lent(cx, lent)).await?;
-            self.lent = None;
-        }
+        // Lent bytes are the last queued: anything written after them took them in first
+        // (`settle_lent`), so the write buffer holds what goes before them.
         if !self.wbuf.is_empty() {
             let shrink = self.wbuf.capacity() > SHRINK_ABOVE;
             let (stream, wbuf) = (&mut self.stream, &mut self.wbuf);
@@ -446,6 +497,11 @@ impl<S: AsyncRead + SendBuffer> PacketStream<S> {
             } else {
                 self.wbuf.clear();
             }
+        }
+        if let Some(lent) = self.lent.as_mut() {
+            let stream = &mut self.stream;
+            std::future::poll_fn(|cx| stream.poll_send_lent(cx, lent)).await?;
+            self.lent = None;
         }
         self.stream.flush().await?;
         Ok(())
@@ -525,6 +581,45 @@ mod tests {
                 let (seq, got) = peer.read_packet_with_seq().await.unwrap();
                 assert_eq!((seq as usize, &got[..]), (i + 1, &want[..]), "{rows} rows, packet {i}");
             }
+        }
+    }
+
+    /// For a client with cached metadata a whole result goes with the "metadata follows" byte,
+    /// its definitions only when they follow; a large one is still lent, and the peer reads
+    /// the frames in order, as `append_framed` would have copied them.
+    #[tokio::test]
+    async fn cached_metadata_results_pass_lent_with_or_without_definitions() {
+        for (rows, follows) in [(200, false), (200, true), (2, false), (2, true), (300, false)] {
+            let packets = whole(rows, 40);
+            let refs: Vec<&[u8]> = packets.iter().map(Vec::as_slice).collect();
+            let mut r = buffered(&refs, 1).await;
+            let whole = crate::whole::whole_result(&r.rbuf, 1, r.max_packet).expect("whole");
+            let framing = crate::whole::Framing {
+                deprecate_eof: false,
+                metadata_follows: Some(follows),
+            };
+            let mut want = BytesMut::new();
+            let want_next = crate::whole::append_framed(&r.rbuf, &whole, framing, &mut want);
+            let (c, d) = tokio::io::duplex(1 << 20);
+            let mut dst = PacketStream::new(c);
+            dst.set_seq(1);
+            r.pass_buffered_cached(&mut dst, &whole, follows);
+            assert_eq!(dst.lent.is_some(), rows >= 200, "{rows} rows");
+            assert_eq!(
+                (dst.seq, r.rbuf.len()),
+                (want_next, 0),
+                "{rows} rows, follows {follows}"
+            );
+            dst.write_packet(b"next");
+            dst.flush().await.unwrap();
+            drop(dst);
+            let mut got = Vec::new();
+            tokio::io::AsyncReadExt::read_to_end(&mut { d }, &mut got)
+                .await
+                .unwrap();
+            let next_frame = [4, 0, 0, want_next, b'n', b'e', b'x', b't'];
+            assert_eq!(&got[..got.len() - 8], &want[..], "{rows} rows, follows {follows}");
+            assert_eq!(&got[got.len() - 8..], &next_frame[..]);
         }
     }
 

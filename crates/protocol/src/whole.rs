@@ -177,15 +177,68 @@ fn append_renumbered(frames: &[u8], seq: u8, next_as_sent: u8, out: &mut bytes::
         return seq;
     }
     let shift = seq.wrapping_sub(frames[3]);
-    let mut at = out.len();
+    let at = out.len();
     out.extend_from_slice(frames);
     if shift != 0 {
-        while at + 4 <= out.len() {
-            out[at + 3] = out[at + 3].wrapping_add(shift);
-            at += 4 + crate::packet::frame_len(&out[at..]);
-        }
+        shift_sequence(&mut out[at..], shift);
     }
     next_as_sent.wrapping_add(shift)
+}
+
+/// A column count frame with the "metadata follows" byte after it: at most a 4-byte header,
+/// a 9-byte count and the flag. None when the frame at the front of `frames` is not a bare
+/// column count.
+pub fn count_with_follows(frames: &[u8], follows: bool) -> Option<([u8; 14], usize)> {
+    let payload = crate::packet::frame_len(frames);
+    if payload > 9 {
+        return None;
+    }
+    let mut count = [0u8; 14];
+    count[..3].copy_from_slice(&((payload + 1) as u32).to_le_bytes()[..3]);
+    count[3] = frames[3];
+    count[4..4 + payload].copy_from_slice(&frames[4..4 + payload]);
+    count[4 + payload] = u8::from(follows);
+    Some((count, payload + 5))
+}
+
+/// For a client with cached metadata that takes classic EOF packets and holds the
+/// definitions: rewrites `whole` where it lies in `frames` (numbered as the server sent
+/// them) into the column count with "metadata follows" 0, written over the definitions' last
+/// bytes, and the frames after the definitions renumbered. Returns where the rewritten result
+/// starts and the sequence id after it; None (nothing changed) when the column count is not
+/// a bare one or the definitions leave no room.
+pub fn drop_definitions_in_place(frames: &mut [u8], whole: &WholeResult) -> Option<(usize, u8)> {
+    let count_end = 4 + crate::packet::frame_len(frames);
+    if whole.defs_end < count_end + 1 {
+        return None;
+    }
+    let seq = frames[3];
+    let start = if count_end == 5 {
+        // The usual one-byte count, written with fixed-size stores.
+        let start = whole.defs_end - 6;
+        let counted = [2, 0, 0, seq, frames[4], 0];
+        frames[start..whole.defs_end].copy_from_slice(&counted);
+        start
+    } else {
+        let (count, len) = count_with_follows(frames, false)?;
+        let start = whole.defs_end - len;
+        frames[start..whole.defs_end].copy_from_slice(&count[..len]);
+        start
+    };
+    let shift = seq.wrapping_add(1).wrapping_sub(frames[whole.defs_end + 3]);
+    shift_sequence(&mut frames[whole.defs_end..whole.len], shift);
+    Some((start, whole.next_seq.wrapping_add(shift)))
+}
+
+/// Adds `shift` to the sequence id of every whole frame in `frames` (the hot loop of a
+/// result's renumbering: one header word read and one byte written per frame).
+fn shift_sequence(frames: &mut [u8], shift: u8) {
+    let mut at = 0;
+    while let Some(header) = frames.get_mut(at..at + 4) {
+        let word = u32::from_le_bytes([header[0], header[1], header[2], header[3]]);
+        header[3] = header[3].wrapping_add(shift);
+        at += 4 + (word & 0x00ff_ffff) as usize;
+    }
 }
 
 /// Walks the row packets from `at` (sequence `seq`, each at most `limit` bytes) to the EOF

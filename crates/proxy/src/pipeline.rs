@@ -67,8 +67,9 @@ pub struct LaneExecute {
 pub enum LaneAnswer {
     /// The whole response, without warnings or error.
     Clean(VecDeque<Bytes>, u32),
-    /// One result set without warnings, its frames as the server sent them (numbered from 1).
-    Whole(Bytes, WholeResult, u32),
+    /// One result set without warnings, its frames as the server sent them (numbered from 1),
+    /// the session's to rewrite where they lie for its client.
+    Whole(bytes::BytesMut, WholeResult, u32),
     /// The statement must run again on a connection of its own (warnings, an error, the bound).
     RunAlone,
 }

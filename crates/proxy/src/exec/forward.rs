@@ -202,13 +202,14 @@ where
 
 /// Passes a result set that a pipelined lane found whole (`frames`, numbered from 1 as the
 /// server sent them) to the client in one copy when the client's sequence goes on at 1: as it
-/// is to a client of the server's dialect, without the EOF packets to one with
-/// `CLIENT_DEPRECATE_EOF`; else packet by packet like any lane answer.
+/// is to a client of the server's dialect, rewritten where it lies for a client with cached
+/// metadata that holds the definitions, else copied in the client's framing; packet by
+/// packet like any lane answer when the client's sequence does not go on at 1.
 pub async fn pass_whole<C>(
     client: &mut PacketStream<C>,
     side: ClientSide<'_>,
     mode: Mode,
-    frames: Bytes,
+    mut frames: BytesMut,
     whole: &tessera_protocol::whole::WholeResult,
     capabilities: u32,
 ) -> Result<Outcome, ProxyError>
@@ -216,14 +217,21 @@ where
     C: AsyncRead + SendBuffer,
 {
     if client.seq() != 1 {
-        let packets = payloads(&frames);
+        let packets = payloads(&frames.freeze());
         return forward_from(&mut ReadResponse { packets, capabilities }, client, side, mode, 0).await;
     }
     let (framing, columns_sent) = whole_framing(side.capabilities, side.metadata, mode, &frames, whole);
-    if framing.is_servers() {
-        client.write_frames(&frames, whole.next_seq);
-    } else {
-        client.write_framed(&frames, whole, framing, side.capabilities);
+    let in_place = match framing {
+        Framing {
+            deprecate_eof: false,
+            metadata_follows: Some(false),
+        } => tessera_protocol::whole::drop_definitions_in_place(&mut frames, whole),
+        _ => None,
+    };
+    match in_place {
+        Some((start, next)) => client.write_frames(&frames[start..whole.len], next),
+        None if framing.is_servers() => client.write_frames(&frames, whole.next_seq),
+        None => client.write_framed(&frames, whole, framing, side.capabilities),
     }
     flush_client(client, side.write_timeout).await?;
     Ok(Outcome {
@@ -346,11 +354,15 @@ impl<C: AsyncRead + SendBuffer> Forwarder<'_, BackendConn, C> {
         conn.response_started = true;
         let frames = &conn.io.buffered()[..whole.len];
         let (framing, columns_sent) = whole_framing(self.client_caps, self.metadata, mode, frames, &whole);
-        if framing.is_servers() {
-            conn.io.pass_buffered_to(self.client, &whole);
-        } else {
-            conn.io
-                .pass_buffered_framed(self.client, &whole, framing, self.client_caps);
+        match framing {
+            f if f.is_servers() => conn.io.pass_buffered_to(self.client, &whole),
+            Framing {
+                deprecate_eof: false,
+                metadata_follows: Some(follows),
+            } => conn.io.pass_buffered_cached(self.client, &whole, follows),
+            _ => conn
+                .io
+                .pass_buffered_framed(self.client, &whole, framing, self.client_caps),
         }
         self.out.columns_sent = columns_sent;
         self.out.status = whole.status;
@@ -1000,7 +1012,7 @@ mod tests {
                 &mut r.client,
                 side(caps),
                 Mode::Text,
-                frames.clone(),
+                BytesMut::from(&frames[..]),
                 whole,
                 BACKEND_CAPS,
             )
