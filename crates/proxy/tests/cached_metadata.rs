@@ -215,6 +215,16 @@ async fn a_client_with_cached_metadata_gets_the_servers_own_answers() {
         for n in [300, 6] {
             pair.same(&large, |proxied| execute(large_ids(proxied), Some(n))).await;
         }
+        // 300 columns: a three-byte column count, and definitions whose sequence ids wrap.
+        let wide = format!(
+            "SELECT {} FROM {t} WHERE id = ?",
+            (0..300).map(|i| format!("id + {i} AS c{i}")).collect::<Vec<_>>().join(", ")
+        );
+        let (dw, pw) = pair.prepare(&wide).await;
+        for n in [1, 2] {
+            let frames = pair.same("300 columns", |proxied| execute(if proxied { pw } else { dw }, Some(n))).await;
+            assert!(!metadata_followed(&frames), "unchanged definitions are left out");
+        }
         // A procedure's results.
         let (dc, pc) = pair.prepare(&format!("CALL {t}_two(?)")).await;
         for n in [3, 4] {
