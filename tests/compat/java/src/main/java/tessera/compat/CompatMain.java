@@ -238,6 +238,8 @@ public final class CompatMain {
         check("errors: duplicate key 1062/23000 (text, prepared, in transaction)", CompatMain::dupErrors);
         check("errors: syntax error 1064/42000 (text, COM_STMT_PREPARE), unknown table 1146/42S02", CompatMain::syntaxErrors);
         check("stored procedure CALL returning two result sets", CompatMain::procedure);
+        check("prepared SELECT re-executed after ALTER TABLE changed its column's type (server prepare)",
+                CompatMain::metadataAfterAlter);
         check("insert id / update count equal to what MariaDB reports", CompatMain::insertIds);
         check("LAST_INSERT_ID() stays per session when another session inserts", CompatMain::lastInsertIdPerSession);
         check("20 concurrent threads: own SET @v / SET time_zone, 50 interleaved reads each", CompatMain::concurrentSessions);
@@ -784,6 +786,40 @@ public final class CompatMain {
                 eq(bad, "CallableStatement {CALL two_sets(?)}", readAllSets(cs, cs.execute()), want);
             }
             alive(c, "CallableStatement", bad);
+        }
+    }
+
+    /**
+     * A server-prepared SELECT executed again after a table change altered its column: the
+     * values and the metadata are the new type's. MariaDB Connector/J negotiates cached
+     * metadata, so its executions leave out definitions it holds; the ones after the ALTER
+     * must carry the new ones, or the driver decodes a VARCHAR as an INT.
+     */
+    static void metadataAfterAlter(List<String> bad) throws Exception {
+        try (Connection c = proxy(PS)) {
+            exec(c, "DROP TABLE IF EXISTS meta_alter");
+            exec(c, "CREATE TABLE meta_alter (id INT PRIMARY KEY, v INT)");
+            exec(c, "INSERT INTO meta_alter VALUES (1, 42)");
+            try (PreparedStatement p = c.prepareStatement("SELECT v FROM meta_alter WHERE id = ?")) {
+                p.setInt(1, 1);
+                for (int i = 0; i < 3; i++) {
+                    try (ResultSet rs = p.executeQuery()) {
+                        eq(bad, "a row before the ALTER, execution " + i, rs.next(), true);
+                        eq(bad, "INT value, execution " + i, rs.getString(1), "42");
+                        eq(bad, "INT metadata, execution " + i, rs.getMetaData().getColumnType(1), Types.INTEGER);
+                    }
+                }
+                exec(c, "ALTER TABLE meta_alter MODIFY v VARCHAR(20)");
+                exec(c, "UPDATE meta_alter SET v = 'forty-two' WHERE id = 1");
+                for (int i = 0; i < 3; i++) {
+                    try (ResultSet rs = p.executeQuery()) {
+                        eq(bad, "a row after the ALTER, execution " + i, rs.next(), true);
+                        eq(bad, "VARCHAR value, execution " + i, rs.getString(1), "forty-two");
+                        eq(bad, "VARCHAR metadata, execution " + i, rs.getMetaData().getColumnType(1), Types.VARCHAR);
+                    }
+                }
+            }
+            alive(c, "prepared SELECT after ALTER", bad);
         }
     }
 
