@@ -20,20 +20,26 @@
 # Prints one line per build: statements, instructions, instructions per statement, and how
 # many times a session's task was polled per statement. Counts under valgrind also depend on
 # how its serialised threads interleave with the kernel's: compare builds by several runs.
+#
+# --client counts the client's side instead: sysbench itself runs under callgrind (Tessera
+# natively, one sysbench thread, 4000 events unless given) through each build, and BIN
+# `direct` runs it against MariaDB itself. Prints sysbench's instructions per statement,
+# start-up included (compare builds at equal EVENTS): what the answers cost the client.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/lib/cluster.sh
 source scripts/lib/cluster.sh
 
-WORKLOAD=point_select THREADS=16 EVENTS=20000 TEXT=0 EOF_MODE=deprecate
+WORKLOAD=point_select THREADS=16 EVENTS=20000 TEXT=0 EOF_MODE=deprecate CLIENT=0
 while (($#)); do
     case $1 in
         --text) TEXT=1; WORKLOAD=text; EVENTS=150; shift ;;
         --classic) EOF_MODE=classic; shift ;;
+        --client) CLIENT=1; THREADS=1; EVENTS=4000; shift ;;
         --workload) WORKLOAD=$2; shift 2 ;;
         --threads) THREADS=$2; shift 2 ;;
         --events) EVENTS=$2; shift 2 ;;
-        -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
         *) break ;;
     esac
 done
@@ -66,17 +72,17 @@ load() { # PORT EVENTS
 }
 
 sysbench_run() { # PORT ARGS...
-    local port=$1
+    local port=$1 wrap=()
     shift
-    sysbench "oltp_$WORKLOAD" --mysql-host=127.0.0.1 --mysql-port="$port" --mysql-user=bench \
-        --mysql-password=bench --mysql-db=sbtest --tables=4 --table-size="${TABLE_SIZE:-100000}" \
-        --threads="$THREADS" "${EXTRA[@]}" "$@" run
+    [[ -n ${SB_WRAP:-} ]] && read -ra wrap <<<"$SB_WRAP"
+    "${wrap[@]}" sysbench "oltp_$WORKLOAD" --mysql-host="${SB_HOST:-127.0.0.1}" --mysql-port="$port" \
+        --mysql-user="${SB_USER:-bench}" --mysql-password="${SB_PASSWORD-bench}" --mysql-db=sbtest --tables=4 \
+        --table-size="${TABLE_SIZE:-100000}" --threads="$THREADS" "${EXTRA[@]}" "$@" run
 }
 
-count() { # BIN
-    local bin=$1 port admin pid out file
-    port=$(free_port)
-    admin=$(free_port)
+# Writes the configuration of a one-worker Tessera on PORT (admin on ADMIN) in front of MariaDB.
+write_config() { # PORT ADMIN
+    local port=$1 admin=$2
     cat >"$WORK/tessera.toml" <<EOF
 [server]
 listen = "127.0.0.1:$port"
@@ -92,14 +98,50 @@ user = "${MYSQL_USER:-root}"
 password = "${MYSQL_PASSWORD:-}"
 primary = { address = "$HOST:$PORT" }
 EOF
+}
+
+# Waits until Tessera answers on PORT (at most a minute).
+wait_for() { # PORT
+    for _ in $(seq 300); do
+        MYSQL_PWD=bench mariadb -h127.0.0.1 -P"$1" -ubench -e 'SELECT 1' >/dev/null 2>&1 && return
+        sleep 0.2
+    done
+}
+
+# sysbench's own instructions through BIN (or against MariaDB directly for `direct`).
+count_client() { # BIN
+    local bin=$1 port pid out instructions
+    local wrap="valgrind --tool=callgrind --callgrind-out-file=$WORK/sb.out"
+    if [[ $bin == direct ]]; then
+        out=$(SB_HOST=$HOST SB_USER=${MYSQL_USER:-root} SB_PASSWORD=${MYSQL_PASSWORD:-} SB_WRAP=$wrap \
+            sysbench_run "$PORT" --time=0 --events="$EVENTS" 2>"$WORK/valgrind.log")
+    else
+        port=$(free_port)
+        write_config "$port" "$(free_port)"
+        "$bin" --config "$WORK/tessera.toml" >"$WORK/tessera.log" 2>&1 &
+        pid=$!
+        PIDS+=("$pid")
+        wait_for "$port"
+        out=$(SB_WRAP=$wrap sysbench_run "$port" --time=0 --events="$EVENTS" 2>"$WORK/valgrind.log")
+        kill "$pid"
+        wait "$pid" 2>/dev/null || true
+    fi
+    instructions=$(awk '/^summary:/ {print $2; exit}' "$WORK/sb.out")
+    awk -v b="$bin" -v s="$(awk '/queries:/ {print $2}' <<<"$out")" -v i="$instructions" 'BEGIN {
+        printf "%s: sysbench %d statements, %d instructions, %.0f per statement\n", b, s, i, i / s }'
+    rm -f "$WORK/sb.out"
+}
+
+count() { # BIN
+    local bin=$1 port admin pid out file
+    port=$(free_port)
+    admin=$(free_port)
+    write_config "$port" "$admin"
     valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$WORK/cg.%p" \
         "$bin" --config "$WORK/tessera.toml" >"$WORK/valgrind.log" 2>&1 &
     pid=$!
     PIDS+=("$pid")
-    for _ in $(seq 300); do
-        MYSQL_PWD=bench mariadb -h127.0.0.1 -P"$port" -ubench -e 'SELECT 1' >/dev/null 2>&1 && break
-        sleep 0.2
-    done
+    wait_for "$port"
     load "$port" 0 >/dev/null
     callgrind_control -i on "$pid" >/dev/null 2>&1
     callgrind_control -z "$pid" >/dev/null 2>&1
@@ -124,6 +166,13 @@ EOF
     rm -f "$WORK"/cg.*
 }
 
+if ((CLIENT)); then
+    echo "oltp_$WORKLOAD, $THREADS threads, $EVENTS events, sysbench's own user-space instructions (callgrind):"
+    for bin in "$@"; do
+        count_client "$bin"
+    done
+    exit 0
+fi
 if ((TEXT)); then
     echo "text point select + range ($EOF_MODE EOF clients), $THREADS clients, $EVENTS rounds each, user-space instructions (callgrind):"
 else
