@@ -217,7 +217,7 @@ pub fn drop_definitions_in_place(frames: &mut [u8], whole: &WholeResult) -> Opti
         // The usual one-byte count, written with fixed-size stores.
         let start = whole.defs_end - 6;
         let counted = [2, 0, 0, seq, frames[4], 0];
-        frames[start..whole.defs_end].copy_from_slice(&counted);
+        frames[start..start + 6].copy_from_slice(&counted);
         start
     } else {
         let (count, len) = count_with_follows(frames, false)?;

@@ -154,15 +154,7 @@ async fn a_client_with_cached_metadata_gets_the_servers_own_answers() {
         // cache describes the table as it was when that connection prepared it (left alone, see
         // docs/architecture.md), and the ALTER below changes it.
         let t = if deprecate_eof { "cm_no_eof" } else { "cm" };
-        setup
-            .query(&format!("CREATE TABLE {t} (id INT PRIMARY KEY, v VARCHAR(20))"))
-            .await
-            .expect("create");
-        let rows: Vec<String> = (1..=300).map(|i| format!("({i}, 'value {i}')")).collect();
-        setup
-            .query(&format!("INSERT INTO {t} VALUES {}", rows.join(", ")))
-            .await
-            .expect("rows");
+        setup.create_value_table(t, 300).await;
         setup
             .query(&format!(
                 "CREATE PROCEDURE {t}_two(n INT) BEGIN SELECT id FROM {t} WHERE id <= n; SELECT v, id FROM {t} WHERE id = n; END"
@@ -218,11 +210,16 @@ async fn a_client_with_cached_metadata_gets_the_servers_own_answers() {
         // 300 columns: a three-byte column count, and definitions whose sequence ids wrap.
         let wide = format!(
             "SELECT {} FROM {t} WHERE id = ?",
-            (0..300).map(|i| format!("id + {i} AS c{i}")).collect::<Vec<_>>().join(", ")
+            (0..300)
+                .map(|i| format!("id + {i} AS c{i}"))
+                .collect::<Vec<_>>()
+                .join(", ")
         );
         let (dw, pw) = pair.prepare(&wide).await;
         for n in [1, 2] {
-            let frames = pair.same("300 columns", |proxied| execute(if proxied { pw } else { dw }, Some(n))).await;
+            let frames = pair
+                .same("300 columns", |proxied| execute(if proxied { pw } else { dw }, Some(n)))
+                .await;
             assert!(!metadata_followed(&frames), "unchanged definitions are left out");
         }
         // A procedure's results.
@@ -232,17 +229,6 @@ async fn a_client_with_cached_metadata_gets_the_servers_own_answers() {
                 .await;
         }
     }
-    let admin = env
-        .proxy
-        .as_ref()
-        .and_then(|p| p.admin_addr)
-        .expect("admin")
-        .to_string();
-    let metrics = tessera_proxy::admin::fetch(&admin, "/metrics").expect("metrics");
-    let pipelined: u64 = metrics
-        .lines()
-        .filter(|l| l.starts_with("tessera_pipelined_total"))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
-        .sum();
-    assert!(pipelined > 0, "the lane road was taken:\n{metrics}");
+    let pipelined = env.metric_sum("tessera_pipelined_total");
+    assert!(pipelined > 0, "the lane road was taken");
 }

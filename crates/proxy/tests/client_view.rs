@@ -155,20 +155,8 @@ async fn clients_get_the_session_tracking_they_asked_for() {
 
 /// Waits until the pool has no connection in use (the session gave its one back).
 async fn wait_until_released(env: &Env) {
-    let admin = env
-        .proxy
-        .as_ref()
-        .and_then(|p| p.admin_addr)
-        .expect("admin")
-        .to_string();
     for _ in 0..200 {
-        let metrics = tessera_proxy::admin::fetch(&admin, "/metrics").expect("metrics");
-        let in_use: u64 = metrics
-            .lines()
-            .filter(|l| l.starts_with("tessera_pool_in_use{"))
-            .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
-            .sum();
-        if in_use == 0 {
+        if env.metric_sum("tessera_pool_in_use{") == 0 {
             return;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -274,15 +262,7 @@ async fn a_client_without_eof_packets_gets_the_servers_own_framing() {
     use tessera_protocol::flags::CLIENT_DEPRECATE_EOF;
     let env = Env::start("", "").await;
     let mut setup = env.client_in_test().await;
-    setup
-        .query("CREATE TABLE no_eof (id INT PRIMARY KEY, v VARCHAR(20))")
-        .await
-        .expect("create");
-    let rows: Vec<String> = (1..=300).map(|i| format!("({i}, 'value {i}')")).collect();
-    setup
-        .query(&format!("INSERT INTO no_eof VALUES {}", rows.join(", ")))
-        .await
-        .expect("rows");
+    setup.create_value_table("no_eof", 300).await;
     let server = env.sandbox.servers()[0].port();
     let mut direct = Client::connect_with(server, "tessera", "tessera", Some("test"), CLIENT_DEPRECATE_EOF)
         .await

@@ -81,6 +81,23 @@ impl Env {
             .expect("login")
     }
 
+    /// The sum of the proxy's metric samples whose line starts with `prefix` (a name, or a
+    /// name and the start of its labels).
+    pub fn metric_sum(&self, prefix: &str) -> u64 {
+        let admin = self
+            .proxy
+            .as_ref()
+            .and_then(|p| p.admin_addr)
+            .expect("admin")
+            .to_string();
+        let metrics = tessera_proxy::admin::fetch(&admin, "/metrics").expect("metrics");
+        metrics
+            .lines()
+            .filter(|l| l.starts_with(prefix))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+            .sum()
+    }
+
     /// SQL run directly on the backend as root.
     pub fn backend_sql(&self, sql: &str) -> String {
         self.sandbox.servers()[0].sql(sql).expect("backend sql")
@@ -245,6 +262,18 @@ impl Client {
             io,
             connection_id: hs.connection_id,
         })
+    }
+
+    /// Creates `table (id INT PRIMARY KEY, v VARCHAR(20))` holding ids 1..=rows, each with
+    /// v = 'value <id>'.
+    pub async fn create_value_table(&mut self, table: &str, rows: usize) {
+        self.query(&format!("CREATE TABLE {table} (id INT PRIMARY KEY, v VARCHAR(20))"))
+            .await
+            .expect("create");
+        let values: Vec<String> = (1..=rows).map(|i| format!("({i}, 'value {i}')")).collect();
+        self.query(&format!("INSERT INTO {table} VALUES {}", values.join(", ")))
+            .await
+            .expect("rows");
     }
 
     /// Runs a query; returns the rows of the last result set (empty for OK).
