@@ -9,7 +9,9 @@ mod common;
 
 use common::{Client, Env};
 use tessera_protocol::codec::Reader;
-use tessera_protocol::flags::{CLIENT_DEPRECATE_EOF, MARIADB_CLIENT_CACHE_METADATA, SERVER_MORE_RESULTS_EXISTS};
+use tessera_protocol::flags::{
+    CLIENT_DEPRECATE_EOF, MARIADB_CLIENT_CACHE_METADATA, SERVER_MORE_RESULTS_EXISTS, SERVER_STATUS_CURSOR_EXISTS,
+};
 
 type Frames = Vec<(u8, Vec<u8>)>;
 
@@ -27,6 +29,19 @@ async fn answer(c: &mut Client, command: &[u8], deprecate_eof: bool) -> Frames {
             _ => result_set(c, &mut frames, &first, deprecate_eof).await,
         };
         if status & SERVER_MORE_RESULTS_EXISTS == 0 {
+            return frames;
+        }
+    }
+}
+
+/// Every frame of the answer to a COM_STMT_FETCH: rows up to the EOF (or an error).
+async fn fetched(c: &mut Client, command: &[u8]) -> Frames {
+    c.io.reset_seq();
+    c.io.send(command).await.expect("send");
+    let mut frames = Vec::new();
+    loop {
+        let p = next(c, &mut frames).await;
+        if p[0] == 0xff || (p[0] == 0xfe && p.len() < 9) {
             return frames;
         }
     }
@@ -50,7 +65,13 @@ async fn result_set(c: &mut Client, frames: &mut Frames, first: &[u8], deprecate
         }
     }
     if !deprecate_eof {
-        assert_eq!(next(c, frames).await[0], 0xfe, "EOF after the definitions");
+        let eof = next(c, frames).await;
+        assert_eq!(eof[0], 0xfe, "EOF after the definitions");
+        let status = u16::from_le_bytes([eof[3], eof[4]]);
+        if status & SERVER_STATUS_CURSOR_EXISTS != 0 {
+            // A cursor: the rows come with COM_STMT_FETCH.
+            return status;
+        }
     }
     loop {
         let p = next(c, frames).await;
@@ -133,6 +154,13 @@ impl Pair {
         got
     }
 
+    /// [`Pair::same`] for a COM_STMT_FETCH.
+    async fn same_fetch(&mut self, build: impl Fn(bool) -> Vec<u8>) {
+        let want = fetched(&mut self.direct, &build(false)).await;
+        let got = fetched(&mut self.proxied, &build(true)).await;
+        assert_eq!(got, want, "fetch");
+    }
+
     async fn prepare(&mut self, sql: &str) -> (u32, u32) {
         let d = prepare(&mut self.direct, sql, self.deprecate_eof).await;
         let p = prepare(&mut self.proxied, sql, self.deprecate_eof).await;
@@ -188,6 +216,19 @@ async fn a_client_with_cached_metadata_gets_the_servers_own_answers() {
             }
         }
         pair.same("COMMIT", |_| query("COMMIT")).await;
+        if !deprecate_eof {
+            // A cursor: the definitions with its opening, decided alike; rows with FETCH.
+            let cursor = |id: u32| {
+                let mut p = execute(id, Some(2));
+                p[5] = 1; // CURSOR_TYPE_READ_ONLY
+                p
+            };
+            let fetch = |id: u32| [&[0x1cu8][..], &id.to_le_bytes(), &10u32.to_le_bytes()].concat();
+            for _ in 0..2 {
+                pair.same("open a cursor", |proxied| cursor(ids(proxied))).await;
+                pair.same_fetch(|proxied| fetch(ids(proxied))).await;
+            }
+        }
         // A result too large to pass whole goes packet by packet, with the same decision.
         let large = format!("SELECT id, REPEAT(v, 30) FROM {t} WHERE id <= ? ORDER BY id");
         let (dl, pl) = pair.prepare(&large).await;
