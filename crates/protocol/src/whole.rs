@@ -185,6 +185,20 @@ fn append_renumbered(frames: &[u8], seq: u8, next_as_sent: u8, out: &mut bytes::
     next_as_sent.wrapping_add(shift)
 }
 
+/// Column definition payloads framed as a result set numbers them (from 2, after the column
+/// count): the form [`definitions`] returns, which a client with cached metadata holds.
+pub fn frame_definitions<'p>(payloads: impl IntoIterator<Item = &'p [u8]>) -> bytes::BytesMut {
+    let mut out = bytes::BytesMut::new();
+    let mut seq = 2u8;
+    for def in payloads {
+        out.extend_from_slice(&(def.len() as u32).to_le_bytes()[..3]);
+        out.extend_from_slice(&[seq]);
+        out.extend_from_slice(def);
+        seq = seq.wrapping_add(1);
+    }
+    out
+}
+
 /// A column count frame with the "metadata follows" byte after it: at most a 4-byte header,
 /// a 9-byte count and the flag. None when the frame at the front of `frames` is not a bare
 /// column count.

@@ -182,7 +182,7 @@ async fn a_client_with_cached_metadata_gets_the_servers_own_answers() {
         // cache describes the table as it was when that connection prepared it (left alone, see
         // docs/architecture.md), and the ALTER below changes it.
         let t = if deprecate_eof { "cm_no_eof" } else { "cm" };
-        setup.create_value_table(t, 300).await;
+        setup.create_value_table(t, 300, "value ").await;
         setup
             .query(&format!(
                 "CREATE PROCEDURE {t}_two(n INT) BEGIN SELECT id FROM {t} WHERE id <= n; SELECT v, id FROM {t} WHERE id = n; END"

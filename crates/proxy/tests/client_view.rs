@@ -262,7 +262,7 @@ async fn a_client_without_eof_packets_gets_the_servers_own_framing() {
     use tessera_protocol::flags::CLIENT_DEPRECATE_EOF;
     let env = Env::start("", "").await;
     let mut setup = env.client_in_test().await;
-    setup.create_value_table("no_eof", 300).await;
+    setup.create_value_table("no_eof", 300, "value ").await;
     let server = env.sandbox.servers()[0].port();
     let mut direct = Client::connect_with(server, "tessera", "tessera", Some("test"), CLIENT_DEPRECATE_EOF)
         .await

@@ -14,13 +14,7 @@ const ROUNDS: usize = 60;
 
 async fn table_of(env: &Env, rows: usize) {
     let mut c = env.client_in_test().await;
-    c.query("CREATE TABLE lane_t (id INT PRIMARY KEY, v VARCHAR(20))")
-        .await
-        .expect("create");
-    let values: Vec<String> = (1..=rows).map(|i| format!("({i}, 'v{i}')")).collect();
-    c.query(&format!("INSERT INTO lane_t VALUES {}", values.join(",")))
-        .await
-        .expect("insert");
+    c.create_value_table("lane_t", rows, "v").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

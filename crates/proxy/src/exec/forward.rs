@@ -530,24 +530,17 @@ impl<'a, S: ResponseSource, C: AsyncRead + SendBuffer> Forwarder<'a, S, C> {
     /// definitions are read whole first, and go only when they differ from what the client
     /// holds for the statement (`known`, or what an earlier result of this response sent).
     async fn definitions_cached(&mut self, first: &[u8], columns: u64, known: Option<&[u8]>) -> Result<(), ProxyError> {
-        let mut definitions = BytesMut::new();
-        let mut seq = 2u8;
+        let mut payloads = Vec::new();
         for _ in 0..columns {
-            let def = self.next().await?;
-            definitions.extend_from_slice(&(def.len() as u32).to_le_bytes()[..3]);
-            definitions.extend_from_slice(&[seq]);
-            definitions.extend_from_slice(&def);
-            seq = seq.wrapping_add(1);
+            payloads.push(self.next().await?);
         }
+        let definitions = tessera_protocol::whole::frame_definitions(payloads.iter().map(|d| &d[..]));
         let held = self.out.columns_sent.as_deref().or(known);
         let follows = held != Some(&definitions[..]);
         self.client.write_with(|b| column_count_follows(b, first, follows));
         if follows {
-            let mut at = 0;
-            while at + 4 <= definitions.len() {
-                let end = at + 4 + tessera_protocol::packet::frame_len(&definitions[at..]);
-                self.client.write_packet(&definitions[at + 4..end]);
-                at = end;
+            for def in &payloads {
+                self.client.write_packet(def);
             }
             self.out.columns_sent = Some(definitions.freeze());
         }

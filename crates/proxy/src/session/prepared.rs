@@ -134,20 +134,6 @@ impl StatementRegistry {
     }
 }
 
-/// Column definition payloads framed as a result set numbers them (from 2, after the column
-/// count): the form [`ClientStmt::columns_known`] compares.
-fn definition_frames(definitions: &[Bytes]) -> Bytes {
-    let mut out = bytes::BytesMut::with_capacity(definitions.iter().map(|d| d.len() + 4).sum());
-    let mut seq = 2u8;
-    for def in definitions {
-        out.extend_from_slice(&(def.len() as u32).to_le_bytes()[..3]);
-        out.extend_from_slice(&[seq]);
-        out.extend_from_slice(def);
-        seq = seq.wrapping_add(1);
-    }
-    out.freeze()
-}
-
 fn unknown(id: u32, command: &'static str) -> ProxyError {
     ProxyError::UnknownStatement { id, command }
 }
@@ -224,7 +210,9 @@ impl Session {
             long_data: BTreeMap::new(),
             long_data_size: 0,
             backend_memo: None,
-            columns_known: self.cache_metadata.then(|| definition_frames(columns)),
+            columns_known: self
+                .cache_metadata
+                .then(|| tessera_protocol::whole::frame_definitions(columns.iter().map(|d| &d[..])).freeze()),
         };
         let id = self.stmts.add(entry)?;
         self.write_prepare_response(id, &stmt).await?;

@@ -265,12 +265,12 @@ impl Client {
     }
 
     /// Creates `table (id INT PRIMARY KEY, v VARCHAR(20))` holding ids 1..=rows, each with
-    /// v = 'value <id>'.
-    pub async fn create_value_table(&mut self, table: &str, rows: usize) {
+    /// v = '<prefix><id>'.
+    pub async fn create_value_table(&mut self, table: &str, rows: usize, prefix: &str) {
         self.query(&format!("CREATE TABLE {table} (id INT PRIMARY KEY, v VARCHAR(20))"))
             .await
             .expect("create");
-        let values: Vec<String> = (1..=rows).map(|i| format!("({i}, 'value {i}')")).collect();
+        let values: Vec<String> = (1..=rows).map(|i| format!("({i}, '{prefix}{i}')")).collect();
         self.query(&format!("INSERT INTO {table} VALUES {}", values.join(", ")))
             .await
             .expect("rows");
