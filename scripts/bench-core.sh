@@ -7,7 +7,8 @@
 # Usage: scripts/bench-core.sh [--threads N] [--time SECONDS] [--rounds N] [--workers N] [--unix]
 #   --unix: Tessera reaches MariaDB over its unix socket (co-located deployment); clients still
 #           use TCP to both MariaDB and Tessera.
-# Prints a Markdown report on stdout. Needs a release build (cargo build --release).
+# Prints a Markdown report on stdout. Needs a release build (cargo build --release); TESSERA_BIN
+# names another tessera binary (TESSERA_BIN=target/pgo/release/tessera: the profile-guided one).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,7 +25,7 @@ while [ $# -gt 0 ]; do
 done
 ulimit -n 20000
 
-BIN=./target/release/tessera
+BIN=${TESSERA_BIN:-./target/release/tessera}
 WORK=$(mktemp -d /tmp/tessera-bench.XXXXXX)
 PIDS=()
 cleanup() {
@@ -91,7 +92,7 @@ echo
 echo "- machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB; $(uname -r); client, MariaDB and Tessera share these cores"
 echo "- MariaDB $(mariadbd --version | awk '{print $3}'), $(sysbench --version), Tessera worker_threads=$WORKERS, pool.max_size=64"
 echo "- Tessera reaches MariaDB at $BACKEND_ADDRESS"
-echo "- command: scripts/bench-core.sh --threads $THREADS --time $TIME --rounds $ROUNDS --workers $WORKERS$([ "$UNIX" = 1 ] && echo " --unix")"
+echo "- command: $([ "$BIN" != ./target/release/tessera ] && echo "TESSERA_BIN=$BIN ")scripts/bench-core.sh --threads $THREADS --time $TIME --rounds $ROUNDS --workers $WORKERS$([ "$UNIX" = 1 ] && echo " --unix")"
 echo
 echo "| workload | threads | round | direct qps | Tessera qps | ratio | direct p99 ms | Tessera p99 ms | Tessera CPU us/query |"
 echo "|---|---|---|---|---|---|---|---|---|"
