@@ -28,39 +28,17 @@ ulimit -n 20000
 BIN=${TESSERA_BIN:-./target/release/tessera}
 WORK=$(mktemp -d /tmp/tessera-bench.XXXXXX)
 PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-  rm -rf "$WORK"
-}
+# shellcheck source=scripts/lib/cluster.sh
+source scripts/lib/cluster.sh
 trap cleanup EXIT
 
-"$BIN" sandbox --servers 1 >"$WORK/sandbox.log" 2>&1 &
-PIDS+=($!)
-for _ in $(seq 100); do grep -q "^s0:" "$WORK/sandbox.log" && break; sleep 0.2; done
-BACKEND_PORT=$(sed -n 's/^s0: .* -P\([0-9]*\) .*/\1/p' "$WORK/sandbox.log")
-[ -n "$BACKEND_PORT" ] || { echo "sandbox did not start" >&2; cat "$WORK/sandbox.log" >&2; exit 1; }
+start_one_server
 BACKEND_ADDRESS="127.0.0.1:$BACKEND_PORT"
 if [ "$UNIX" = 1 ]; then
-  BACKEND_ADDRESS="unix:$(sed -n 's/^s0: .*(data dir \(.*\))$/\1/p' "$WORK/sandbox.log")/mysql.sock"
+  BACKEND_ADDRESS="unix:$BACKEND_DIR/mysql.sock"
 fi
-PROXY_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-
-cat >"$WORK/tessera.toml" <<EOF
-[server]
-listen = "127.0.0.1:$PROXY_PORT"
-worker_threads = $WORKERS
-[pool]
-max_size = 64
-[[users]]
-name = "app"
-password = "app"
-[[groups]]
-name = "main"
-user = "tessera"
-password = "tessera"
-primary = { address = "$BACKEND_ADDRESS" }
-EOF
+PROXY_PORT=$(free_port)
+write_one_server_config "$WORK/tessera.toml" "$PROXY_PORT" "$BACKEND_ADDRESS" "$WORKERS"
 "$BIN" --config "$WORK/tessera.toml" >"$WORK/tessera.log" 2>&1 &
 TESSERA_PID=$!
 PIDS+=($TESSERA_PID)

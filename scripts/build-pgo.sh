@@ -51,27 +51,9 @@ RUSTFLAGS="-Cprofile-generate=$RAW" CARGO_TARGET_DIR=target/pgo-gen \
 
 echo "== training run" >&2
 # Each stage writes its own profiles (LLVM_PROFILE_FILE); this sandbox's own are left out.
-LLVM_PROFILE_FILE=$WORK/sandbox-%p.profraw "$BIN" sandbox --servers 1 >"$WORK/sandbox.log" 2>&1 &
-PIDS+=($!)
-for _ in $(seq 300); do grep -q "^s0:" "$WORK/sandbox.log" && break; sleep 0.2; done
-BACKEND_PORT=$(sed -n 's/^s0: .* -P\([0-9]*\) .*/\1/p' "$WORK/sandbox.log")
-[ -n "$BACKEND_PORT" ] || { echo "sandbox did not start" >&2; cat "$WORK/sandbox.log" >&2; exit 1; }
+start_one_server env LLVM_PROFILE_FILE="$WORK/sandbox-%p.profraw"
 PROXY_PORT=$(free_port)
-cat >"$WORK/tessera.toml" <<CONF
-[server]
-listen = "127.0.0.1:$PROXY_PORT"
-worker_threads = 1
-[pool]
-max_size = 64
-[[users]]
-name = "app"
-password = "app"
-[[groups]]
-name = "main"
-user = "tessera"
-password = "tessera"
-primary = { address = "127.0.0.1:$BACKEND_PORT" }
-CONF
+write_one_server_config "$WORK/tessera.toml" "$PROXY_PORT" "127.0.0.1:$BACKEND_PORT" 1
 LLVM_PROFILE_FILE=$RAW/single-%p.profraw "$BIN" --config "$WORK/tessera.toml" >"$WORK/tessera.log" 2>&1 &
 TESSERA_PID=$!
 for _ in $(seq 300); do
@@ -114,6 +96,7 @@ for f in "$RAW"/sharded-*.profraw; do weighted+=("--weighted-input=1,$f"); done
 # Named by its content: cargo does not fingerprint the file a flag names, so a new profile
 # must change the flags to rebuild every crate with it.
 mkdir -p target/pgo
+rm -f target/pgo/tessera-*.profdata
 PROFILE=$PWD/target/pgo/tessera-$(sha256sum "$WORK/tessera.profdata" | cut -c1-12).profdata
 cp "$WORK/tessera.profdata" "$PROFILE"
 
