@@ -332,6 +332,7 @@ mod tests {
             stmt_cache_size: 4,
             tls: None,
             ring: None,
+            schema_changes: Default::default(),
         };
         Pool::new(server, tessera_config::PoolConfig::default(), opts)
     }

@@ -60,6 +60,9 @@ pub struct Context {
     pub failpoints: crate::txn::failpoints::Failpoints,
     /// The io_uring every socket sends through (`server.io` = "auto" where the kernel allows io_uring, or "uring").
     pub ring: Option<Arc<crate::uring::Ring>>,
+    /// Schema changes (DDL) that went through this process; shared with every backend
+    /// connection, whose cached PREPARE answers older than the latest one are not reused.
+    pub schema_changes: Arc<crate::backend::stmt_cache::SchemaChanges>,
     next_id: AtomicU32,
 }
 
@@ -77,10 +80,11 @@ impl Context {
         };
         let users = config.users.iter().map(|u| (u.name.clone(), credentials(u))).collect();
         let ring = start_ring(config.server.io, park.filter(|_| reads_all_through_ring(&config)))?;
+        let schema_changes = Arc::default();
         let groups = config
             .groups
             .iter()
-            .map(|g| build_group(&config, g, ring.as_ref()))
+            .map(|g| build_group(&config, g, ring.as_ref(), &schema_changes))
             .collect::<Result<_, _>>()?;
         let topology =
             Arc::new(crate::topology::Topology::from_config(&config).map_err(|e| ProxyError::Config(e.to_string()))?);
@@ -99,6 +103,7 @@ impl Context {
             xa_sequence: Default::default(),
             failpoints: crate::txn::failpoints::Failpoints::from_env().map_err(ProxyError::Config)?,
             ring,
+            schema_changes,
             next_id: AtomicU32::new(1),
         })
     }
@@ -222,6 +227,7 @@ fn build_group(
     config: &Config,
     g: &tessera_config::GroupConfig,
     ring: Option<&Arc<crate::uring::Ring>>,
+    schema_changes: &Arc<crate::backend::stmt_cache::SchemaChanges>,
 ) -> Result<Arc<Group>, ProxyError> {
     let tls = if g.tls {
         Some(crate::tls::backend_connector()?)
@@ -235,6 +241,7 @@ fn build_group(
         stmt_cache_size: config.pool.prepared_cache_size,
         tls,
         ring: ring.cloned(),
+        schema_changes: schema_changes.clone(),
     };
     let primary = std::iter::once((&g.primary, "primary", g.primary_read_weight()));
     let replicas = g.replicas.iter().map(|r| (r, "replica", r.replica_read_weight()));

@@ -245,3 +245,55 @@ async fn an_idle_session_task_stays_small() {
     assert!(size < 6 * 1024, "a session's future is {size} bytes");
     drop((session, client));
 }
+
+/// Column names and types a PREPARE of `sql` announces.
+async fn announced(c: &mut Client, sql: &str) -> Vec<(String, u8)> {
+    let p = c.stmt_prepare(sql).await.expect("prepare");
+    let columns = p.columns.iter().map(|d| (d.name.clone(), d.column_type)).collect();
+    c.stmt_close(&p).await.expect("close");
+    columns
+}
+
+/// What two clients' PREPAREs of one text announce around a table change (`prefix` names the
+/// table, so runs against the server and through Tessera do not meet).
+async fn prepares_around_a_table_change(a: &mut Client, b: &mut Client, prefix: &str) -> Vec<Vec<(String, u8)>> {
+    let t = format!("{prefix}_ddl");
+    a.query(&format!("CREATE OR REPLACE TABLE {t} (id INT PRIMARY KEY, v INT)"))
+        .await
+        .expect("create");
+    let sql = format!("SELECT * FROM {t}");
+    let mut seen = vec![announced(a, &sql).await, announced(b, &sql).await];
+    a.query(&format!("ALTER TABLE {t} MODIFY v VARCHAR(20), ADD COLUMN w DATE"))
+        .await
+        .expect("alter");
+    seen.push(announced(b, &sql).await);
+    seen.push(announced(a, &sql).await);
+    b.query(&format!("DROP TABLE {t}")).await.expect("drop");
+    b.query(&format!("CREATE TABLE {t} (k BIGINT)"))
+        .await
+        .expect("create again");
+    seen.push(announced(a, &sql).await);
+    a.query(&format!("DROP TABLE {t}")).await.expect("drop");
+    seen
+}
+
+/// A PREPARE after a table change announces the table as it is now, as the server does, even
+/// when another client prepared the same text on the same backend connection before (one
+/// pooled connection here, so every PREPARE meets the earlier one's cached handle).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prepare_after_a_table_change_describes_the_table_as_it_is() {
+    let env = Env::start("", "max_size = 1").await;
+    let port = env.sandbox.servers()[0].port();
+    let direct = || Client::connect(port, "tessera", "tessera", Some("test"));
+    let (mut da, mut db) = (direct().await.expect("login"), direct().await.expect("login"));
+    let server = prepares_around_a_table_change(&mut da, &mut db, "direct").await;
+    let (mut a, mut b) = (env.client_in_test().await, env.client_in_test().await);
+    let proxied = prepares_around_a_table_change(&mut a, &mut b, "proxied").await;
+    let widths = |seen: &[Vec<(String, u8)>]| -> Vec<usize> { seen.iter().map(Vec::len).collect() };
+    assert_eq!(
+        widths(&server),
+        vec![2, 2, 3, 3, 1],
+        "the server's own answers: {server:?}"
+    );
+    assert_eq!(proxied, server);
+}

@@ -2,7 +2,7 @@
 //! prepared-statement cache, and the small request/response helpers Tessera itself needs.
 
 use super::connect::lost;
-use super::stmt_cache::{BackendStmt, Remembered, SqlText, StmtCache};
+use super::stmt_cache::{BackendStmt, Remembered, SchemaChanges, SqlText, StmtCache};
 use super::ServerRef;
 use crate::charset::BACKEND_COLLATION_ID;
 use crate::error::ProxyError;
@@ -48,6 +48,8 @@ pub struct BackendConn {
     /// databases on one server).
     stmts_schema: Option<String>,
     parked_stmts: Vec<(Option<String>, StmtCache)>,
+    /// The process's count of schema changes (shared by every connection it opens).
+    pub schema_changes: Arc<SchemaChanges>,
     pub created: Instant,
     pub last_used: Instant,
     /// Set when the connection can no longer be trusted (I/O error, half-read response).
@@ -92,6 +94,7 @@ impl BackendConn {
             stmts: StmtCache::new(stmt_cache_size),
             stmts_schema: None,
             parked_stmts: Vec::new(),
+            schema_changes: Arc::default(),
             created: now,
             last_used: now,
             broken: false,
@@ -417,11 +420,33 @@ impl BackendConn {
         needed.then_some(types)
     }
 
+    /// The backend handle of `sql`, from the cache whatever its age (an execution's answer
+    /// describes its columns as they are now), else prepared here.
     pub async fn prepare(&mut self, sql: &SqlText) -> Result<BackendStmt, ProxyError> {
         self.use_schema_statements();
         if let Some(stmt) = self.stmts.get(sql) {
             return Ok(stmt);
         }
+        self.prepare_anew(sql).await
+    }
+
+    /// Like [`Self::prepare`] for a client's PREPARE, whose answer describes the columns: a
+    /// cached handle prepared before the latest schema change that went through this process
+    /// is closed and prepared again, as the server would describe the table now.
+    pub async fn prepare_current(&mut self, sql: &SqlText) -> Result<BackendStmt, ProxyError> {
+        self.use_schema_statements();
+        if let Some(stmt) = self.stmts.get(sql) {
+            if stmt.schema_epoch >= self.schema_changes.current() {
+                return Ok(stmt);
+            }
+            self.forget_statement(sql);
+        }
+        self.prepare_anew(sql).await
+    }
+
+    /// Prepares `sql` on the backend and caches it (closing what makes room for it).
+    async fn prepare_anew(&mut self, sql: &SqlText) -> Result<BackendStmt, ProxyError> {
+        let schema_epoch = self.schema_changes.current();
         // Close the least recently used handle in the same write, before the new one exists,
         // so the backend never holds more than `prepared_cache_size` of ours.
         if let Some(evicted) = self.stmts.make_room() {
@@ -440,6 +465,7 @@ impl BackendConn {
             num_params: ok.num_params,
             num_columns: ok.num_columns,
             metadata: Arc::from(packets),
+            schema_epoch,
         };
         if let Some(evicted) = self.stmts.insert(sql.clone(), stmt.clone()) {
             self.pending_closes.push(evicted.id);

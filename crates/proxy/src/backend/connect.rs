@@ -44,6 +44,8 @@ pub struct ConnectOptions {
     pub tls: Option<TlsConnector>,
     /// Send through this io_uring (`server.io` = "auto" where the kernel allows io_uring, or "uring").
     pub ring: Option<std::sync::Arc<crate::uring::Ring>>,
+    /// The process's count of schema changes, shared with every connection opened.
+    pub schema_changes: std::sync::Arc<super::stmt_cache::SchemaChanges>,
 }
 
 /// Opens and authenticates a connection, within `opts.timeout`.
@@ -120,6 +122,7 @@ async fn connect_inner(server: &ServerRef, opts: &ConnectOptions) -> Result<Back
         opts.stmt_cache_size,
     );
     conn.extended_metadata = extended_metadata;
+    conn.schema_changes = opts.schema_changes.clone();
     conn.server_extended_capabilities = if is_mariadb { hs.extended_capabilities } else { 0 };
     conn.simple_command(INIT_SQL).await?;
     Ok(conn)

@@ -3,7 +3,27 @@
 
 use crate::fasthash::FastMap;
 use bytes::Bytes;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+
+/// How many schema changes (DDL) have gone through this process. A statement prepared before
+/// the latest one may describe columns that no longer exist, so a client's PREPARE does not
+/// take its metadata from a cache entry older than that ([`BackendStmt::schema_epoch`]).
+#[derive(Debug, Default)]
+pub struct SchemaChanges(AtomicU64);
+
+impl SchemaChanges {
+    /// The count now: recorded with a statement prepared after reading it.
+    pub fn current(&self) -> u64 {
+        self.0.load(Ordering::Acquire)
+    }
+
+    /// A schema change has completed (counted after its answer, so a PREPARE that read the
+    /// count before it can only look older than it is).
+    pub fn record(&self) {
+        self.0.fetch_add(1, Ordering::AcqRel);
+    }
+}
 
 /// One statement prepared on a backend connection, with the parameter and column definition
 /// packets the backend answered (EOF markers removed), to answer later client prepares.
@@ -13,6 +33,9 @@ pub struct BackendStmt {
     pub num_params: u16,
     pub num_columns: u16,
     pub metadata: Arc<[Bytes]>,
+    /// [`SchemaChanges::current`] when the PREPARE was sent: the metadata describes the
+    /// tables as they were after that many schema changes (or later).
+    pub schema_epoch: u64,
 }
 
 /// Statement text as the client sent it (not necessarily UTF-8).
@@ -237,6 +260,7 @@ mod tests {
             num_params: 0,
             num_columns: 0,
             metadata: Arc::from(Vec::new()),
+            schema_epoch: 0,
         }
     }
 

@@ -10,7 +10,7 @@ use crate::pool::PooledConn;
 use crate::route::Target;
 use crate::state::SyncScope;
 use tessera_protocol::command::{COM_INIT_DB, COM_QUERY};
-use tessera_sql::{Classification, Flags};
+use tessera_sql::{Classification, Flags, StatementKind};
 
 /// The variables that SET NAMES and its relatives change, in the order a replay must set them
 /// (collation_connection last: setting a character set resets it).
@@ -231,6 +231,9 @@ impl Session {
     /// Learns from a finished statement, then keeps or releases its connection.
     pub async fn finish(&mut self, mut conn: PooledConn, outcome: &Outcome, stmts: &[Stmt<'_>]) {
         self.handle.set_running(None);
+        if stmts.iter().any(|s| changes_schema(&s.class.kind)) {
+            self.ctx.schema_changes.record();
+        }
         self.state.apply_changes(&outcome.changes);
         self.note_write(outcome);
         if !outcome.last_insert_id_known && may_change_last_insert_id(outcome, stmts) {
@@ -462,6 +465,16 @@ pub fn client_side<'t>(
 /// SET NAMES, SET CHARACTER SET and SET of a character_set_* / collation_* variable: the server
 /// reports the character sets it changed but not always collation_connection (SET NAMES x
 /// COLLATE y), so Tessera reads all four back.
+/// Whether a statement may change what a table looks like (so cached PREPARE answers may be
+/// out of date). A procedure's DDL (CALL) and a server-side EXECUTE are not seen.
+fn changes_schema(kind: &StatementKind) -> bool {
+    use StatementKind as K;
+    matches!(
+        kind,
+        K::Ddl | K::DropTable(_) | K::CreateTemporaryTable(_) | K::DropTemporaryTable(_)
+    )
+}
+
 fn changes_charset(s: &Stmt<'_>) -> bool {
     if !matches!(s.class.kind, tessera_sql::StatementKind::Set(_)) {
         return false;

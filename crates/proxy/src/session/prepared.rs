@@ -170,7 +170,7 @@ impl Session {
         let acquired = self.acquire(target, scope).await;
         self.target_schema = None;
         let mut conn = acquired?;
-        let prepared = conn.prepare(&backend_sql).await;
+        let prepared = conn.prepare_current(&backend_sql).await;
         self.handle.set_running(None);
         let stmt = match prepared {
             Ok(s) => s,

@@ -541,6 +541,7 @@ impl Session {
             }
             self.park_shard(shard, conn, false);
         }
+        self.ctx.schema_changes.record();
         match first_error {
             None => self.ok_with(0, 0, 0).await,
             Some(e) if done.is_empty() => Err(e),
