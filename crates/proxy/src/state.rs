@@ -97,9 +97,11 @@ impl SessionVars {
             return None;
         }
         let mut parts: Vec<String> = Vec::new();
+        // The statement is parsed under the connection's mode, before it changes anything.
+        let escapes = current.backslash_escapes();
         for (k, v) in self.vars.iter() {
             if current.vars.get(k) != Some(v) {
-                parts.push(format!("SESSION {k} = {}", variable_literal(k, v)));
+                parts.push(format!("SESSION {k} = {}", variable_literal(k, v, escapes)));
             }
         }
         for k in current.vars.keys().filter(|k| !self.vars.contains_key(*k)) {
@@ -161,6 +163,16 @@ impl SessionVars {
         Arc::ptr_eq(&self.vars, &other.vars)
     }
 
+    /// Whether a string literal is read with backslash escapes where this state holds: no
+    /// `NO_BACKSLASH_ESCAPES` in the `sql_mode` set on it (a connection that never set
+    /// `sql_mode` has the server's default, taken to have none).
+    pub fn backslash_escapes(&self) -> bool {
+        !self.vars.get("sql_mode").is_some_and(|mode| {
+            mode.split(',')
+                .any(|m| m.trim().eq_ignore_ascii_case("NO_BACKSLASH_ESCAPES"))
+        })
+    }
+
     /// Whether the session runs in autocommit mode (the default while `vars` do not say OFF).
     pub fn autocommit(&self) -> bool {
         !self.autocommit_off
@@ -196,17 +208,19 @@ impl SessionVars {
     }
 }
 
-/// The value of variable `name` as SQL. Session tracking reports a NULL
-/// `character_set_results` as an empty string, which must be replayed as NULL.
-pub fn variable_literal(name: &str, v: &str) -> String {
+/// The value of variable `name` as SQL read with or without `backslash_escapes`. Session
+/// tracking reports a NULL `character_set_results` as an empty string, which must be replayed
+/// as NULL.
+pub fn variable_literal(name: &str, v: &str, backslash_escapes: bool) -> String {
     if v.is_empty() && name == "character_set_results" {
         return "NULL".into();
     }
-    value_literal(v)
+    value_literal(v, backslash_escapes)
 }
 
-/// A system variable value as SQL: numbers bare, NULL bare, everything else quoted.
-pub fn value_literal(v: &str) -> String {
+/// A system variable value as SQL: numbers bare, NULL bare, everything else quoted (see
+/// [`quote_string_as`]).
+pub fn value_literal(v: &str, backslash_escapes: bool) -> String {
     let numeric = !v.is_empty()
         && v.strip_prefix('-')
             .unwrap_or(v)
@@ -217,18 +231,25 @@ pub fn value_literal(v: &str) -> String {
     if numeric || v == "NULL" {
         v.to_string()
     } else {
-        quote_string(v)
+        quote_string_as(v, backslash_escapes)
     }
 }
 
-/// A single-quoted SQL string with quotes and backslashes escaped.
+/// A single-quoted SQL string with quotes and backslashes escaped (the server's default mode).
 pub fn quote_string(v: &str) -> String {
+    quote_string_as(v, true)
+}
+
+/// A single-quoted SQL string read back as `v` by a server with or without backslash escapes
+/// (`NO_BACKSLASH_ESCAPES` reads a backslash as itself): quotes doubled, backslashes doubled
+/// only where they escape.
+pub fn quote_string_as(v: &str, backslash_escapes: bool) -> String {
     let mut out = String::with_capacity(v.len() + 2);
     out.push('\'');
     for c in v.chars() {
         match c {
             '\'' => out.push_str("''"),
-            '\\' => out.push_str("\\\\"),
+            '\\' if backslash_escapes => out.push_str("\\\\"),
             _ => out.push(c),
         }
     }
@@ -313,14 +334,15 @@ mod tests {
 
     #[test]
     fn literals() {
-        assert_eq!(variable_literal("character_set_results", ""), "NULL");
-        assert_eq!(variable_literal("sql_mode", ""), "''");
-        assert_eq!(value_literal("262144"), "262144");
-        assert_eq!(value_literal("-1.5"), "-1.5");
-        assert_eq!(value_literal("ON"), "'ON'");
-        assert_eq!(value_literal("it's\\"), "'it''s\\\\'");
-        assert_eq!(value_literal(""), "''");
-        assert_eq!(value_literal("1.2.3"), "'1.2.3'");
+        assert_eq!(variable_literal("character_set_results", "", true), "NULL");
+        assert_eq!(variable_literal("sql_mode", "", true), "''");
+        assert_eq!(value_literal("262144", true), "262144");
+        assert_eq!(value_literal("-1.5", true), "-1.5");
+        assert_eq!(value_literal("ON", true), "'ON'");
+        assert_eq!(value_literal("it's\\", true), "'it''s\\\\'");
+        assert_eq!(value_literal("it's\\", false), "'it''s\\'");
+        assert_eq!(value_literal("", true), "''");
+        assert_eq!(value_literal("1.2.3", true), "'1.2.3'");
         assert_eq!(quote_ident("a`b"), "`a``b`");
     }
 }

@@ -302,3 +302,56 @@ async fn an_error_inside_a_transaction_keeps_the_transaction() {
         "the rows written around the error were in the rolled back transaction"
     );
 }
+
+/// Three sessions' `default_master_connection` (a free-text variable) holding a backslash, two
+/// of them under `NO_BACKSLASH_ESCAPES`; what each reads back on every statement.
+async fn backslash_values(cs: &mut [Client]) -> Vec<Option<String>> {
+    let nbe = "SET SESSION sql_mode = CONCAT(@@sql_mode, ',NO_BACKSLASH_ESCAPES')";
+    let sets = [
+        (Some(nbe), r"SET SESSION default_master_connection = 'a\b'"),
+        (Some(nbe), r"SET SESSION default_master_connection = 'c\d\'"),
+        (None, r"SET SESSION default_master_connection = 'e\\f'"),
+    ];
+    for (c, (mode, set)) in cs.iter_mut().zip(sets) {
+        if let Some(mode) = mode {
+            c.query(mode).await.expect("mode");
+        }
+        c.query(set).await.expect("set");
+    }
+    let mut seen = Vec::new();
+    for _ in 0..4 {
+        for c in cs.iter_mut() {
+            let read = "SELECT CONCAT(LENGTH(@@default_master_connection), ':', @@default_master_connection)";
+            seen.push(c.value(read).await);
+        }
+    }
+    seen
+}
+
+/// Session variables replayed on another connection are read back as the client set them
+/// whatever the connection's and the session's `NO_BACKSLASH_ESCAPES` (the replay is parsed
+/// under the connection's mode). One pooled connection: every statement moves it between
+/// sessions. The same steps directly against the server give the expected answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn backslashes_in_session_variables_survive_any_sql_mode() {
+    let env = Env::start("", "max_size = 1").await;
+    let port = env.sandbox.servers()[0].port();
+    let mut direct = Vec::new();
+    for _ in 0..3 {
+        direct.push(
+            Client::connect(port, "tessera", "tessera", Some("test"))
+                .await
+                .expect("login"),
+        );
+    }
+    let server = backslash_values(&mut direct).await;
+    let want: Vec<Option<String>> = ["3:a\\b", "4:c\\d\\", "3:e\\f"]
+        .iter()
+        .map(|s| Some(s.to_string()))
+        .cycle()
+        .take(12)
+        .collect();
+    assert_eq!(server, want, "the server's own answers");
+    let mut proxied = clients(&env, 3).await;
+    assert_eq!(backslash_values(&mut proxied).await, want);
+}

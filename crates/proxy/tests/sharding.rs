@@ -328,3 +328,37 @@ async fn a_cross_shard_commit_ends_as_its_options_and_completion_type_say() {
     assert!(d.is_closed().await, "ROLLBACK RELEASE closes");
     assert_eq!(total(&env), 4, "rolled back");
 }
+
+/// Under `NO_BACKSLASH_ESCAPES` a backslash in a string is itself: a prepared statement that
+/// runs on several shards (its parameters inlined as text) finds the rows holding one, as it
+/// does in the default mode.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_scatter_execution_inlines_backslashes_as_the_sql_mode_reads_them() {
+    let (env, mut c) = shop_with_orders().await;
+    c.query(r"INSERT INTO orders (id, customer_id, note) VALUES (1, 1, 'x\\y'), (2, 2, 'x\\y'), (3, 3, 'z')")
+        .await
+        .expect("insert in the default mode");
+    let lengths: Vec<String> = (1..=2i64)
+        .map(|k| {
+            env.on_shard(
+                crc32_shard(k),
+                &format!("SELECT LENGTH(note) FROM orders WHERE id = {k}"),
+            )
+        })
+        .collect();
+    assert_eq!(lengths, ["3", "3"], "one backslash stored");
+    let (id, _, _) = c
+        .prepare("SELECT CONCAT(id) FROM orders WHERE note = ? ORDER BY id")
+        .await
+        .expect("prepare");
+    let ids = |v: &[i64]| -> Vec<Vec<Option<String>>> { v.iter().map(|k| vec![Some(k.to_string())]).collect() };
+    let found = c.execute(id, &[Some(r"x\y")]).await.expect("scatter");
+    assert_eq!(found, ids(&[1, 2]), "default mode");
+    c.query("SET SESSION sql_mode = CONCAT(@@sql_mode, ',NO_BACKSLASH_ESCAPES')")
+        .await
+        .expect("set mode");
+    let found = c.execute(id, &[Some(r"x\y")]).await.expect("scatter");
+    assert_eq!(found, ids(&[1, 2]), "NO_BACKSLASH_ESCAPES");
+    let found = c.execute(id, &[Some(r"x\\y")]).await.expect("scatter");
+    assert_eq!(found, ids(&[]), "two backslashes are another value");
+}

@@ -11,7 +11,7 @@
 
 use crate::error::ProxyError;
 use crate::pool::PooledConn;
-use crate::state::quote_string;
+use crate::state::quote_string_as;
 use tessera_sql::{Classification, Flags, StatementKind};
 
 /// One condition of a diagnostics area, as SHOW WARNINGS lists it.
@@ -49,7 +49,8 @@ impl Diagnostics {
 
     /// The statement that recreates this area on another connection, or None when it must not
     /// be given up (SIGNAL cannot recreate it exactly).
-    pub fn restore_statement(&self) -> Option<String> {
+    /// `backslash_escapes`: how the connection it runs on reads string literals.
+    pub fn restore_statement(&self, backslash_escapes: bool) -> Option<String> {
         let conditions: &[Condition] = match self {
             Diagnostics::OnConnection => &[],
             Diagnostics::Kept(c) => c,
@@ -65,7 +66,7 @@ impl Diagnostics {
                 Some(format!(
                     "SIGNAL SQLSTATE '{state}' SET MYSQL_ERRNO = {}, MESSAGE_TEXT = {}",
                     c.code,
-                    quote_string(&c.message)
+                    quote_string_as(&c.message, backslash_escapes)
                 ))
             }
             _ => None,
@@ -97,7 +98,7 @@ pub async fn keep_area_on_release(conn: &mut PooledConn, area: &mut Diagnostics)
     match read_area(conn).await {
         Ok(conditions) => {
             *area = Diagnostics::Kept(conditions);
-            area.restore_statement().is_some()
+            area.restore_statement(true).is_some()
         }
         Err(e) => {
             // The connection is not trustworthy any more; its area is lost with it.
@@ -161,25 +162,25 @@ mod tests {
     #[test]
     fn restorable_areas() {
         assert!(Diagnostics::OnConnection
-            .restore_statement()
+            .restore_statement(true)
             .unwrap()
             .starts_with("DO "));
         let w = Diagnostics::Kept(vec![cond("Warning", 1292, "Truncated 'abc'")]);
         assert_eq!(
-            w.restore_statement().unwrap(),
+            w.restore_statement(true).unwrap(),
             "SIGNAL SQLSTATE '01000' SET MYSQL_ERRNO = 1292, MESSAGE_TEXT = 'Truncated ''abc'''"
         );
         let e = Diagnostics::Kept(vec![cond("Error", 1049, "Unknown database 'x'")]);
         assert!(e
-            .restore_statement()
+            .restore_statement(true)
             .unwrap()
             .contains("'HY000' SET MYSQL_ERRNO = 1049"));
         assert_eq!(
-            Diagnostics::Kept(vec![cond("Note", 1051, "x")]).restore_statement(),
+            Diagnostics::Kept(vec![cond("Note", 1051, "x")]).restore_statement(true),
             None
         );
         let two = Diagnostics::Kept(vec![cond("Warning", 1, "a"), cond("Warning", 2, "b")]);
-        assert_eq!(two.restore_statement(), None);
+        assert_eq!(two.restore_statement(true), None);
     }
 
     #[test]

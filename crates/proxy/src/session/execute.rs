@@ -304,11 +304,14 @@ impl Session {
     /// Before a diagnostics statement on a connection that did not run the previous statement:
     /// recreates the client's diagnostics area there (one extra round trip).
     pub async fn restore_diagnostics(&mut self, conn: &mut PooledConn) -> Result<(), ProxyError> {
-        let sql = self.diagnostics.restore_statement().ok_or_else(|| {
-            ProxyError::Unsupported(
-                "reading a diagnostics area of several conditions after its connection was given back".into(),
-            )
-        })?;
+        let sql = self
+            .diagnostics
+            .restore_statement(conn.state.backslash_escapes())
+            .ok_or_else(|| {
+                ProxyError::Unsupported(
+                    "reading a diagnostics area of several conditions after its connection was given back".into(),
+                )
+            })?;
         conn.begin_command(|b| {
             b.extend_from_slice(&[COM_QUERY]);
             b.extend_from_slice(sql.as_bytes());

@@ -13,6 +13,19 @@ pub struct Param {
     pub literal: String,
 }
 
+impl Param {
+    /// The literal as a server with or without backslash escapes reads it (a string's
+    /// backslashes are doubled in `literal`, which is for the default mode).
+    fn literal_for(&self, backslash_escapes: bool) -> std::borrow::Cow<'_, str> {
+        match &self.key {
+            KeyValue::Str(s) if !backslash_escapes && self.literal.contains('\\') => {
+                std::borrow::Cow::Owned(crate::state::quote_string_as(s, false))
+            }
+            _ => std::borrow::Cow::Borrowed(&self.literal),
+        }
+    }
+}
+
 /// Decodes every parameter; None when the packet does not hold them as announced.
 pub fn decode(
     null_bitmap: &[u8],
@@ -176,14 +189,17 @@ fn temporal(r: &mut Reader, time: bool) -> Option<Param> {
 }
 
 /// `sql` with its `?` placeholders replaced by the parameters' literals.
-pub fn inline(sql: &str, params: &[Param]) -> String {
+pub fn inline(sql: &str, params: &[Param], backslash_escapes: bool) -> String {
     let mut out = String::with_capacity(sql.len() + 16 * params.len());
     let mut pos = 0;
     let mut next = params.iter();
     for t in tessera_sql::Lexer::new(sql) {
         if t.kind == tessera_sql::TokenKind::Placeholder {
             out.push_str(&sql[pos..t.offset]);
-            out.push_str(next.next().map_or("NULL", |p| p.literal.as_str()));
+            match next.next() {
+                Some(p) => out.push_str(&p.literal_for(backslash_escapes)),
+                None => out.push_str("NULL"),
+            }
             pos = t.end();
         }
     }
@@ -208,8 +224,16 @@ mod tests {
         assert_eq!(p[2].literal, "NULL");
         assert_eq!(p[3].key, KeyValue::Int(2));
         assert_eq!(
-            inline("SELECT ?, ?, ?, ? FROM t", &p[..3]),
+            inline("SELECT ?, ?, ?, ? FROM t", &p[..3], true),
             format!("SELECT 42, {}, NULL, NULL FROM t", p[1].literal)
         );
+    }
+
+    #[test]
+    fn string_literals_follow_backslash_escapes() {
+        // VAR_STRING a\b: doubled where backslashes escape, as it is under NO_BACKSLASH_ESCAPES.
+        let p = decode(&[0], &[0xfd, 0], &[3, b'a', b'\\', b'b'], &BTreeMap::new()).unwrap();
+        assert_eq!(inline("SELECT ?", &p, true), r"SELECT 'a\\b'");
+        assert_eq!(inline("SELECT ?", &p, false), r"SELECT 'a\b'");
     }
 }

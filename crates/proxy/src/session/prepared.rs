@@ -577,7 +577,7 @@ impl Session {
         let [shard] = shards.as_slice() else {
             let params = super::params::decode(run.request.null_bitmap, &run.types, run.request.values, &run.long_data)
                 .unwrap_or_default();
-            let text = super::params::inline(&run.plan.text, &params);
+            let text = super::params::inline(&run.plan.text, &params, self.state.backslash_escapes());
             let columns = sharded.columns.get().cloned().unwrap_or_else(|| Arc::from(Vec::new()));
             return self
                 .run_sharded_as(&text, &stmts[0], sharded.schema, Some(columns))
