@@ -423,20 +423,23 @@ impl BackendConn {
     /// The backend handle of `sql`, from the cache whatever its age (an execution's answer
     /// describes its columns as they are now), else prepared here.
     pub async fn prepare(&mut self, sql: &SqlText) -> Result<BackendStmt, ProxyError> {
-        self.use_schema_statements();
-        if let Some(stmt) = self.stmts.get(sql) {
-            return Ok(stmt);
-        }
-        self.prepare_anew(sql).await
+        self.prepare_since(sql, 0).await
     }
 
     /// Like [`Self::prepare`] for a client's PREPARE, whose answer describes the columns: a
     /// cached handle prepared before the latest schema change that went through this process
     /// is closed and prepared again, as the server would describe the table now.
     pub async fn prepare_current(&mut self, sql: &SqlText) -> Result<BackendStmt, ProxyError> {
+        let latest = self.schema_changes.current();
+        self.prepare_since(sql, latest).await
+    }
+
+    /// The cached handle of `sql` if it was prepared after `schema_epoch` schema changes,
+    /// else a new one (an older cached handle is closed).
+    async fn prepare_since(&mut self, sql: &SqlText, schema_epoch: u64) -> Result<BackendStmt, ProxyError> {
         self.use_schema_statements();
         if let Some(stmt) = self.stmts.get(sql) {
-            if stmt.schema_epoch >= self.schema_changes.current() {
+            if stmt.schema_epoch >= schema_epoch {
                 return Ok(stmt);
             }
             self.forget_statement(sql);
