@@ -24,6 +24,9 @@ pub struct SessionVars {
     /// `max_statement_time` is in `vars`: the session set a statement time limit of its own
     /// (kept with them: read before every statement that may go through a lane).
     statement_time: bool,
+    /// `sql_mode` in `vars` has `NO_BACKSLASH_ESCAPES` (kept with them: read before every
+    /// statement is classified).
+    no_backslash_escapes: bool,
 }
 
 /// What a checkout must make equal. System variables and the schema always; user variables
@@ -40,6 +43,12 @@ impl SyncScope {
         user_vars: true,
         last_insert_id: true,
     };
+}
+
+/// Whether an `sql_mode` value holds `NO_BACKSLASH_ESCAPES`.
+fn has_no_backslash_escapes(mode: &str) -> bool {
+    mode.split(',')
+        .any(|m| m.trim().eq_ignore_ascii_case("NO_BACKSLASH_ESCAPES"))
 }
 
 /// Variables the server reports but that must never be replayed.
@@ -141,6 +150,7 @@ impl SessionVars {
             match name.as_str() {
                 "autocommit" => self.autocommit_off = value.eq_ignore_ascii_case("off") || value == "0",
                 "max_statement_time" => self.statement_time = true,
+                "sql_mode" => self.no_backslash_escapes = has_no_backslash_escapes(&value),
                 _ => {}
             }
             Arc::make_mut(&mut self.vars).insert(name, value);
@@ -167,10 +177,7 @@ impl SessionVars {
     /// `NO_BACKSLASH_ESCAPES` in the `sql_mode` set on it (a connection that never set
     /// `sql_mode` has the server's default, taken to have none).
     pub fn backslash_escapes(&self) -> bool {
-        !self.vars.get("sql_mode").is_some_and(|mode| {
-            mode.split(',')
-                .any(|m| m.trim().eq_ignore_ascii_case("NO_BACKSLASH_ESCAPES"))
-        })
+        !self.no_backslash_escapes
     }
 
     /// Whether the session runs in autocommit mode (the default while `vars` do not say OFF).
@@ -190,6 +197,7 @@ impl SessionVars {
             current.vars = self.vars.clone();
             current.autocommit_off = self.autocommit_off;
             current.statement_time = self.statement_time;
+            current.no_backslash_escapes = self.no_backslash_escapes;
         }
     }
 
@@ -198,6 +206,7 @@ impl SessionVars {
         self.vars.clone_from(&target.vars);
         self.autocommit_off = target.autocommit_off;
         self.statement_time = target.statement_time;
+        self.no_backslash_escapes = target.no_backslash_escapes;
         self.schema.clone_from(&target.schema);
         if scope.user_vars {
             self.user_vars.clone_from(&target.user_vars);

@@ -550,3 +550,58 @@ async fn get_diagnostics_on_the_primary_reads_the_warnings_a_replica_raised() {
         assert_eq!(app.value("SELECT @e").await.as_deref(), Some("1292"), "round {round}");
     }
 }
+
+/// Under `NO_BACKSLASH_ESCAPES` a string ending in a backslash (`'a\'`) ends at its quote:
+/// what follows it is read, so a locking read stays on the primary and a statement after it
+/// in the same query is seen, as the server sees them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn statements_are_read_as_no_backslash_escapes_reads_them() {
+    let c = cluster([1, 1, 1]).await;
+    let mut evt = c.client("evt").await;
+    evt.query("INSERT INTO t VALUES (900, 0)").await.expect("insert");
+    c.sandbox
+        .wait_for_replicas(Duration::from_secs(60))
+        .expect("replicas catch up");
+    evt.query("SET SESSION sql_mode = CONCAT(@@sql_mode, ',NO_BACKSLASH_ESCAPES')")
+        .await
+        .expect("set mode");
+    let locking = r"SELECT @@server_id, 'a\' FROM t WHERE id = 900 FOR UPDATE";
+    assert_eq!(c.spread(&mut evt, locking, 20).await, [20, 0, 0], "{locking}");
+    let (id, _, _) = evt
+        .prepare(r"SELECT CAST(@@server_id AS CHAR), 'a\' FROM t WHERE id = 900 FOR UPDATE")
+        .await
+        .expect("prepare");
+    for _ in 0..20 {
+        let rows = evt.execute(id, &[]).await.expect("execute");
+        let sid = rows[0][0].clone().expect("server id");
+        assert_eq!(c.server_of(&sid), 0, "a prepared locking read runs on the primary");
+    }
+    let read = r"SELECT @@server_id, 'a\' FROM t WHERE id = 900";
+    let spread = c.spread(&mut evt, read, 60).await;
+    assert!(
+        spread[1] + spread[2] > 0,
+        "a plain read still goes to replicas: {spread:?}"
+    );
+    evt.query(r"SELECT LENGTH('a\'); INSERT INTO t VALUES (901, @@server_id)")
+        .await
+        .expect("read then write");
+    let origin = c
+        .sandbox
+        .server(0)
+        .sql("SELECT origin FROM test.t WHERE id = 901")
+        .expect("origin");
+    assert_eq!(
+        origin.trim(),
+        c.ids[0],
+        "the write in the same query ran on the primary"
+    );
+    evt.query("UPDATE t SET origin = 1 WHERE id IN (900, 901)")
+        .await
+        .expect("update");
+    let rows = evt.query(r"SELECT 'a\', ROW_COUNT()").await.expect("row count");
+    assert_eq!(
+        rows[0][1].as_deref(),
+        Some("2"),
+        "the session's ROW_COUNT() after a string ending in a backslash"
+    );
+}

@@ -126,9 +126,16 @@ impl StatementKind {
     }
 }
 
-/// Classifies a query (one statement, or several separated by `;`).
+/// Classifies a query (one statement, or several separated by `;`), its strings read with
+/// backslash escapes (the default `sql_mode`).
 pub fn classify(sql: &str) -> Classification {
-    let outcome = walk(sql, |_, _| {});
+    classify_with(sql, true)
+}
+
+/// [`classify`] with strings read as the session's `sql_mode` says: with backslash escapes,
+/// or (`backslash_escapes` false) as `NO_BACKSLASH_ESCAPES` reads them.
+pub fn classify_with(sql: &str, backslash_escapes: bool) -> Classification {
+    let outcome = walk(Lexer::with_backslash_escapes(sql, backslash_escapes), |_, _| {});
     let kind = outcome.kind.unwrap_or(StatementKind::Empty);
     let mut flags = outcome.flags;
     if kind != StatementKind::Select {
@@ -453,6 +460,22 @@ fn table_name(lx: &mut Lexer<'_>) -> Option<String> {
 mod tests {
     use super::*;
     use StatementKind as S;
+
+    #[test]
+    fn no_backslash_escapes_sees_what_follows_a_string_ending_in_a_backslash() {
+        let locking = r"SELECT 'a\' FROM t WHERE id = 1 FOR UPDATE";
+        assert!(classify_with(locking, false).flags.contains(Flags::LOCKING_READ));
+        assert!(!classify_with(locking, false).pure_select);
+        let multi = r"SELECT 'a\'; DELETE FROM t";
+        let c = classify_with(multi, false);
+        assert!(c.flags.contains(Flags::MULTI_STATEMENT) && c.flags.contains(Flags::WRITES));
+        assert!(
+            !classify(multi).flags.contains(Flags::WRITES),
+            "read with escapes: one string"
+        );
+        let plain = classify_with(r"SELECT 'a\' FROM t", false);
+        assert!(plain.pure_select && plain.kind == S::Select);
+    }
 
     fn kind(sql: &str) -> StatementKind {
         classify(sql).kind

@@ -94,15 +94,26 @@ pub struct Lexer<'a> {
     in_exec_comment: bool,
     /// Kind, start and end of the last significant token (for `user@host`).
     prev: Option<(TokenKind, usize, usize)>,
+    /// A backslash in a string escapes the next character (off under the `sql_mode`
+    /// `NO_BACKSLASH_ESCAPES`, where it is itself and only a doubled quote escapes).
+    backslash_escapes: bool,
 }
 
 impl<'a> Lexer<'a> {
+    /// A lexer that reads strings as the default `sql_mode` does (backslash escapes).
     pub fn new(src: &'a str) -> Self {
+        Self::with_backslash_escapes(src, true)
+    }
+
+    /// A lexer that reads strings with backslash escapes or, when `backslash_escapes` is
+    /// false, as `NO_BACKSLASH_ESCAPES` does.
+    pub fn with_backslash_escapes(src: &'a str, backslash_escapes: bool) -> Self {
         Lexer {
             src,
             pos: 0,
             in_exec_comment: false,
             prev: None,
+            backslash_escapes,
         }
     }
 
@@ -175,7 +186,7 @@ impl<'a> Lexer<'a> {
         let (b0, b1) = (self.byte(start), self.byte(start + 1));
         match b0 {
             b'\'' | b'"' | b'`' => {
-                let end = quoted_end(self.src.as_bytes(), start);
+                let end = quoted_end(self.src.as_bytes(), start, self.backslash_escapes);
                 let kind = if b0 == b'`' { K::QuotedIdent } else { K::String };
                 self.token(kind, start, end)
             }
@@ -294,7 +305,7 @@ impl<'a> Lexer<'a> {
             return self.token(TokenKind::Operator, start, start + 1);
         }
         if matches!(b1, b'\'' | b'"' | b'`') {
-            let end = quoted_end(self.src.as_bytes(), start + 1);
+            let end = quoted_end(self.src.as_bytes(), start + 1, self.backslash_escapes);
             return self.token(TokenKind::UserVar, start, end);
         }
         let mut end = start + 1;
@@ -315,7 +326,7 @@ impl<'a> Lexer<'a> {
             if is_ident_byte(b) {
                 pos = self.ident_end(pos);
             } else if b == b'`' {
-                pos = quoted_end(self.src.as_bytes(), pos);
+                pos = quoted_end(self.src.as_bytes(), pos, self.backslash_escapes);
             } else if b == b'.' && pos > start {
                 let next = self.byte(pos + 1);
                 if !(is_ident_byte(next) || next == b'`') {
@@ -389,12 +400,13 @@ const IDENT_BYTES: [bool; 256] = {
 };
 
 /// End (exclusive) of the quoted token starting at `start`; the input end if unterminated.
-fn quoted_end(bytes: &[u8], start: usize) -> usize {
+/// A backslash escapes the next byte in strings when `backslash_escapes`, never in identifiers.
+pub fn quoted_end(bytes: &[u8], start: usize, backslash_escapes: bool) -> usize {
     let quote = bytes[start];
     let mut i = start + 1;
     while i < bytes.len() {
         let b = bytes[i];
-        if b == b'\\' && quote != b'`' {
+        if b == b'\\' && backslash_escapes && quote != b'`' {
             i += 2;
         } else if b == quote {
             if bytes.get(i + 1) == Some(&quote) {
@@ -560,6 +572,29 @@ mod tests {
         for t in Lexer::new(sql) {
             assert_eq!(&sql[t.offset..t.end()], t.text);
         }
+    }
+
+    #[test]
+    fn no_backslash_escapes_ends_a_string_at_its_quote() {
+        let texts = |sql: &str, escapes: bool| -> Vec<String> {
+            Lexer::with_backslash_escapes(sql, escapes)
+                .map(|t| t.text.to_string())
+                .collect()
+        };
+        let sql = r#"SELECT 'a\', @x, 'b\''c', "d\" FOR UPDATE"#;
+        assert_eq!(
+            texts(sql, false),
+            ["SELECT", r"'a\'", ",", "@x", ",", r"'b\''c'", ",", "\"d\\\"", "FOR", "UPDATE"]
+        );
+        assert!(
+            !texts(sql, true).contains(&"FOR".to_string()),
+            "with escapes FOR is in a string"
+        );
+        assert_eq!(
+            texts(r"SELECT 'a\\'", false),
+            ["SELECT", r"'a\\'"],
+            "two backslashes, one string"
+        );
     }
 
     #[test]

@@ -25,10 +25,10 @@ pub mod split;
 pub mod txn_end;
 pub mod uservars;
 
-pub use classify::{classify, Classification, RouteHint, SetKind, StatementKind};
+pub use classify::{classify, classify_with, Classification, RouteHint, SetKind, StatementKind};
 pub use flags::Flags;
-pub use lexer::{is_plain_words, starts_with_keyword, unquote, Lexer, Token, TokenKind};
-pub use split::{set_assignments, split_statements};
+pub use lexer::{is_plain_words, quoted_end, starts_with_keyword, unquote, Lexer, Token, TokenKind};
+pub use split::{set_assignments, split_statements, split_statements_with};
 pub use txn_end::{completion_type_level, end_options, EndOptions};
 pub use uservars::{assigned_user_variables, references_user_variables, user_var_name};
 pub mod fingerprint;

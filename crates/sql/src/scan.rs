@@ -21,10 +21,10 @@ pub(crate) struct Outcome {
     pub pure: bool,
 }
 
-/// Walks every statement of `sql`, calling `visit(token, is_write)` for each user variable.
-pub(crate) fn walk<'a, V: FnMut(Token<'a>, bool)>(sql: &'a str, visit: V) -> Outcome {
+/// Walks every statement `lex` reads, calling `visit(token, is_write)` for each user variable.
+pub(crate) fn walk<'a, V: FnMut(Token<'a>, bool)>(lex: Lexer<'a>, visit: V) -> Outcome {
     let mut w = Walker {
-        lex: Lexer::new(sql),
+        lex,
         flags: Flags::EMPTY,
         primary: false,
         replica: false,
@@ -416,7 +416,9 @@ mod tests {
     #[test]
     fn visitor_sees_reads_and_writes() {
         let mut seen = Vec::new();
-        walk("SET @a = @b; SELECT @c := 1 INTO @d", |t, w| seen.push((t.text, w)));
+        walk(Lexer::new("SET @a = @b; SELECT @c := 1 INTO @d"), |t, w| {
+            seen.push((t.text, w))
+        });
         assert_eq!(seen, vec![("@a", true), ("@b", false), ("@c", true), ("@d", true)]);
     }
 }

@@ -8,10 +8,16 @@ use crate::lexer::{is_space, Lexer, TokenKind};
 /// Compound statements (`CREATE PROCEDURE .. BEGIN ..; .. END`) are not understood and
 /// get split at their inner `;` too.
 pub fn split_statements(sql: &str) -> Vec<&str> {
+    split_statements_with(sql, true)
+}
+
+/// [`split_statements`] with strings read with backslash escapes or, when
+/// `backslash_escapes` is false, as the `sql_mode` `NO_BACKSLASH_ESCAPES` reads them.
+pub fn split_statements_with(sql: &str, backslash_escapes: bool) -> Vec<&str> {
     let mut pieces = Vec::new();
     let mut start = 0;
     let mut significant = false;
-    for t in Lexer::new(sql) {
+    for t in Lexer::with_backslash_escapes(sql, backslash_escapes) {
         match t.kind {
             TokenKind::Semicolon => {
                 if significant {
@@ -70,6 +76,20 @@ fn trim(piece: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn no_backslash_escapes_splits_after_a_string_ending_in_a_backslash() {
+        let sql = r"SELECT 'a\'; SELECT 'b;\\'; SELECT 1";
+        assert_eq!(
+            split_statements_with(sql, false),
+            [r"SELECT 'a\'", r"SELECT 'b;\\'", "SELECT 1"]
+        );
+        assert_eq!(
+            split_statements(sql)[0],
+            r"SELECT 'a\'; SELECT 'b",
+            "with escapes the first string runs on"
+        );
+    }
 
     #[test]
     fn set_assignments_split_on_top_level_commas() {

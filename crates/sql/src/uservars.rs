@@ -20,7 +20,7 @@ pub fn references_user_variables(sql: &str) -> Vec<String> {
 
 fn collect(sql: &str, writes_only: bool) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
-    walk(sql, |t, write| {
+    walk(crate::lexer::Lexer::new(sql), |t, write| {
         if write || !writes_only {
             let name = user_var_name(t.text);
             if !names.contains(&name) {

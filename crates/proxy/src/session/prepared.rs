@@ -141,9 +141,11 @@ fn unknown(id: u32, command: &'static str) -> ProxyError {
 impl Session {
     pub async fn stmt_prepare(&mut self, raw: &[u8]) -> Result<Next, ProxyError> {
         let text = String::from_utf8_lossy(raw);
-        let class = tessera_sql::classify(&text);
+        let class = tessera_sql::classify_with(&text, self.state.backslash_escapes());
         let session_functions = reads_session_functions(&class) && matches!(text, std::borrow::Cow::Borrowed(_));
-        let mut rewritten = session_functions.then(|| prepared_session_functions(&text)).flatten();
+        let mut rewritten = session_functions
+            .then(|| prepared_session_functions(&text, self.state.backslash_escapes()))
+            .flatten();
         let lossless = matches!(text, std::borrow::Cow::Borrowed(_));
         if lossless
             && class.flags.contains(tessera_sql::Flags::SESSION_INFO)
@@ -152,7 +154,7 @@ impl Session {
             // Identity and tracking values are the session's own: spliced into its text.
             let info = self.session_info();
             let base = rewritten.as_deref().unwrap_or(&text);
-            if let Some(r) = super::rewrite::replace_terms(base, &info.terms()) {
+            if let Some(r) = super::rewrite::replace_terms(base, &info.terms(), self.state.backslash_escapes()) {
                 rewritten = Some(r);
             }
         }

@@ -12,19 +12,20 @@ use std::borrow::Cow;
 use tessera_protocol::command::COM_QUERY;
 use tessera_protocol::flags::CLIENT_LOCAL_FILES;
 use tessera_protocol::response::ErrPacket;
-use tessera_sql::{classify, split_statements, Flags, StatementKind};
+use tessera_sql::{classify_with, split_statements_with, Flags, StatementKind};
 
 impl Session {
     pub async fn query(&mut self, raw: &[u8]) -> Result<Next, ProxyError> {
         Metrics::inc(&self.ctx.metrics.queries);
         let text = String::from_utf8_lossy(raw);
-        let first = classify(&text);
+        let escapes = self.state.backslash_escapes();
+        let first = classify_with(&text, escapes);
         let stmts: Vec<Stmt<'_>> = if first.flags.contains(Flags::MULTI_STATEMENT) && !is_compound(&text, &first) {
-            split_statements(&text)
+            split_statements_with(&text, escapes)
                 .into_iter()
                 .map(|sql| Stmt {
                     sql,
-                    class: std::borrow::Cow::Owned(classify(sql)),
+                    class: std::borrow::Cow::Owned(classify_with(sql, escapes)),
                 })
                 .collect()
         } else {
@@ -190,12 +191,13 @@ impl Session {
             let end = (first.sql.as_ptr() as usize - text.as_ptr() as usize + first.sql.len()).min(text.len());
             let (head, tail) = text.split_at(end);
             let found_rows = (!self.pins.expects_server_found_rows()).then_some(self.last.found_rows);
-            out = replace_session_functions(head, self.last.row_count, found_rows).map(|h| h + tail);
+            let escapes = self.state.backslash_escapes();
+            out = replace_session_functions(head, self.last.row_count, found_rows, escapes).map(|h| h + tail);
         }
         if info {
             let values = self.session_info();
             let current = out.as_deref().unwrap_or(text);
-            if let Some(replaced) = replace_terms(current, &values.terms()) {
+            if let Some(replaced) = replace_terms(current, &values.terms(), self.state.backslash_escapes()) {
                 out = Some(replaced);
             }
         }

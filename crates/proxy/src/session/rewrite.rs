@@ -17,7 +17,13 @@ pub enum Term<'a> {
 
 /// Replaces calls of `ROW_COUNT()` and (when `found_rows` is given) `FOUND_ROWS()` outside
 /// strings, identifiers and comments. Returns None when nothing was replaced.
-pub fn replace_session_functions(sql: &str, row_count: i64, found_rows: Option<u64>) -> Option<String> {
+/// `backslash_escapes`: how the session's `sql_mode` reads strings ([`replace_terms`]).
+pub fn replace_session_functions(
+    sql: &str,
+    row_count: i64,
+    found_rows: Option<u64>,
+    backslash_escapes: bool,
+) -> Option<String> {
     // As BIGINT, the type MariaDB gives these functions: a small literal (even cast) is INT;
     // adding a BIGINT zero types the sum BIGINT.
     let row_count = bigint(row_count);
@@ -26,7 +32,7 @@ pub fn replace_session_functions(sql: &str, row_count: i64, found_rows: Option<u
     if let Some(n) = &found_rows {
         terms.push(Term::Call("FOUND_ROWS", n));
     }
-    replace_terms(sql, &terms)
+    replace_terms(sql, &terms, backslash_escapes)
 }
 
 /// `n` as a BIGINT-typed expression.
@@ -40,19 +46,22 @@ pub const FOUND_ROWS_VAR: &str = "@`tessera_found_rows`";
 
 /// The text Tessera prepares on backends for a statement that calls ROW_COUNT() or
 /// FOUND_ROWS(): the calls read hidden user variables, set right before each execution.
-pub fn prepared_session_functions(sql: &str) -> Option<String> {
+pub fn prepared_session_functions(sql: &str, backslash_escapes: bool) -> Option<String> {
     replace_terms(
         sql,
         &[
             Term::Call("ROW_COUNT", ROW_COUNT_VAR),
             Term::Call("FOUND_ROWS", FOUND_ROWS_VAR),
         ],
+        backslash_escapes,
     )
 }
 
 /// Replaces every term outside strings, identifiers and comments; a term that is a whole
 /// select-list item keeps the column name the client would have seen. None: nothing replaced.
-pub fn replace_terms(sql: &str, terms: &[Term<'_>]) -> Option<String> {
+/// Strings end where the session's `sql_mode` ends them: `backslash_escapes` false is
+/// `NO_BACKSLASH_ESCAPES`, where a backslash is itself.
+pub fn replace_terms(sql: &str, terms: &[Term<'_>], backslash_escapes: bool) -> Option<String> {
     let bytes = sql.as_bytes();
     let mut out = String::with_capacity(sql.len() + 16);
     let mut i = 0;
@@ -60,7 +69,7 @@ pub fn replace_terms(sql: &str, terms: &[Term<'_>]) -> Option<String> {
     let mut changed = false;
     while i < bytes.len() {
         match bytes[i] {
-            b'\'' | b'"' | b'`' => i = skip_quoted(bytes, i),
+            b'\'' | b'"' | b'`' => i = tessera_sql::quoted_end(bytes, i, backslash_escapes),
             b'#' => i = skip_to_newline(bytes, i),
             b'-' if bytes[i..].starts_with(b"-- ") => i = skip_to_newline(bytes, i),
             b'/' if bytes[i..].starts_with(b"/*") => i = skip_comment(bytes, i),
@@ -172,26 +181,6 @@ fn match_call(bytes: &[u8], i: usize, name: &[u8]) -> Option<usize> {
     (bytes.get(j) == Some(&b')')).then_some(j + 1)
 }
 
-fn skip_quoted(bytes: &[u8], start: usize) -> usize {
-    let q = bytes[start];
-    let mut i = start + 1;
-    while i < bytes.len() {
-        if bytes[i] == b'\\' && q != b'`' {
-            i += 2;
-            continue;
-        }
-        if bytes[i] == q {
-            if bytes.get(i + 1) == Some(&q) {
-                i += 2;
-                continue;
-            }
-            return i + 1;
-        }
-        i += 1;
-    }
-    bytes.len()
-}
-
 fn skip_to_newline(bytes: &[u8], i: usize) -> usize {
     bytes[i..]
         .iter()
@@ -216,36 +205,55 @@ mod tests {
     #[test]
     fn prepared_variant_reads_hidden_variables() {
         assert_eq!(
-            prepared_session_functions("SELECT ?, FOUND_ROWS()").as_deref(),
+            prepared_session_functions("SELECT ?, FOUND_ROWS()", true).as_deref(),
             Some("SELECT ?, @`tessera_found_rows` AS `FOUND_ROWS()`")
         );
-        assert_eq!(prepared_session_functions("SELECT ?"), None);
+        assert_eq!(prepared_session_functions("SELECT ?", true), None);
     }
 
     #[test]
     fn replaces_calls_only() {
         assert_eq!(
-            replace_session_functions("SELECT ROW_COUNT()", 3, None).as_deref(),
+            replace_session_functions("SELECT ROW_COUNT()", 3, None, true).as_deref(),
             Some("SELECT (3 + 0 * 9223372036854775807) AS `ROW_COUNT()`")
         );
         assert_eq!(
-            replace_session_functions("select row_count ( ), found_rows()", -1, Some(7)).as_deref(),
+            replace_session_functions("select row_count ( ), found_rows()", -1, Some(7), true).as_deref(),
             Some("select (-1 + 0 * 9223372036854775807) AS `row_count ( )`, (7 + 0 * 9223372036854775807) AS `found_rows()`")
         );
         assert_eq!(
-            replace_session_functions("SELECT ROW_COUNT() + 1", 3, None).as_deref(),
+            replace_session_functions("SELECT ROW_COUNT() + 1", 3, None, true).as_deref(),
             Some("SELECT (3 + 0 * 9223372036854775807) + 1")
         );
-        assert_eq!(replace_session_functions("SELECT found_rows()", 1, None), None);
+        assert_eq!(replace_session_functions("SELECT found_rows()", 1, None, true), None);
         assert_eq!(
-            replace_session_functions("SELECT 'ROW_COUNT()', `row_count()`", 1, None),
+            replace_session_functions("SELECT 'ROW_COUNT()', `row_count()`", 1, None, true),
             None
         );
-        assert_eq!(replace_session_functions("SELECT my_row_count()", 1, None), None);
-        assert_eq!(replace_session_functions("SELECT 1 /* ROW_COUNT() */", 1, None), None);
+        assert_eq!(replace_session_functions("SELECT my_row_count()", 1, None, true), None);
         assert_eq!(
-            replace_session_functions("SELECT 'it''s', ROW_COUNT()", 2, None).as_deref(),
+            replace_session_functions("SELECT 1 /* ROW_COUNT() */", 1, None, true),
+            None
+        );
+        assert_eq!(
+            replace_session_functions("SELECT 'it''s', ROW_COUNT()", 2, None, true).as_deref(),
             Some("SELECT 'it''s', (2 + 0 * 9223372036854775807) AS `ROW_COUNT()`")
+        );
+    }
+
+    #[test]
+    fn strings_end_where_the_sql_mode_ends_them() {
+        // NO_BACKSLASH_ESCAPES: 'a\' is a whole string, the call after it is code and the
+        // text in the next string is not.
+        let sql = r"SELECT 'a\', ROW_COUNT(), ' ROW_COUNT() '";
+        assert_eq!(
+            replace_session_functions(sql, 4, None, false).as_deref(),
+            Some(r"SELECT 'a\', (4 + 0 * 9223372036854775807) AS `ROW_COUNT()`, ' ROW_COUNT() '")
+        );
+        assert_eq!(
+            replace_session_functions(sql, 4, None, true).as_deref(),
+            Some(r"SELECT 'a\', ROW_COUNT(), ' (4 + 0 * 9223372036854775807) '"),
+            "read with backslash escapes the strings pair differently"
         );
     }
 }

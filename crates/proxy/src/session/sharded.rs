@@ -135,7 +135,7 @@ impl Session {
         };
         let topology = self.ctx.topology.clone();
         let schema = &topology.schemas[index];
-        if let Some(replaced) = logical_database_calls(sql, &schema.name) {
+        if let Some(replaced) = logical_database_calls(sql, &schema.name, self.state.backslash_escapes()) {
             let stmt = Stmt {
                 sql: &replaced,
                 class: std::borrow::Cow::Borrowed(&*stmt.class),
@@ -642,7 +642,7 @@ fn load_target(sql: &str) -> Option<String> {
 }
 
 /// `DATABASE()` / `SCHEMA()` answer the logical schema (shards have databases of their own).
-fn logical_database_calls(sql: &str, schema: &str) -> Option<String> {
+fn logical_database_calls(sql: &str, schema: &str, backslash_escapes: bool) -> Option<String> {
     let has = |needle: &[u8]| {
         sql.as_bytes()
             .windows(needle.len())
@@ -653,7 +653,8 @@ fn logical_database_calls(sql: &str, schema: &str) -> Option<String> {
     }
     let literal = crate::state::quote_string(schema);
     use super::rewrite::Term;
-    super::rewrite::replace_terms(sql, &[Term::Call("DATABASE", &literal), Term::Call("SCHEMA", &literal)])
+    let terms = [Term::Call("DATABASE", &literal), Term::Call("SCHEMA", &literal)];
+    super::rewrite::replace_terms(sql, &terms, backslash_escapes)
 }
 
 /// The first value of a result, read as a number.

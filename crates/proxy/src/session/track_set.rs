@@ -58,7 +58,7 @@ impl Session {
         }
         let values = tracking.values_sql();
         let terms: Vec<Term<'_>> = super::info::tracking_terms(&values).collect();
-        let expr = replace_terms(expr, &terms).unwrap_or_else(|| expr.to_string());
+        let expr = replace_terms(expr, &terms, self.state.backslash_escapes()).unwrap_or_else(|| expr.to_string());
         let sql = format!("SELECT {expr}");
         // The held connection when there is one (a transaction or pin may hold the only one).
         let (_, rows) = match self.held.as_mut() {
