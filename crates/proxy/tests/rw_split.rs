@@ -604,4 +604,15 @@ async fn statements_are_read_as_no_backslash_escapes_reads_them() {
         Some("2"),
         "the session's ROW_COUNT() after a string ending in a backslash"
     );
+    // A user variable assigned after such a string is seen, and follows reads to any server.
+    evt.query(r"SET @nbe_a = 'x\', @nbe_b = 7")
+        .await
+        .expect("set user variables");
+    for _ in 0..10 {
+        let rows = evt
+            .query("SELECT CONCAT(@nbe_a, @nbe_b)")
+            .await
+            .expect("read variables");
+        assert_eq!(rows[0][0].as_deref(), Some(r"x\7"), "both variables, one backslash");
+    }
 }

@@ -30,7 +30,10 @@ pub use flags::Flags;
 pub use lexer::{is_plain_words, quoted_end, starts_with_keyword, unquote, Lexer, Token, TokenKind};
 pub use split::{set_assignments, split_statements, split_statements_with};
 pub use txn_end::{completion_type_level, end_options, EndOptions};
-pub use uservars::{assigned_user_variables, references_user_variables, user_var_name};
+pub use uservars::{
+    assigned_user_variables, assigned_user_variables_with, references_user_variables, references_user_variables_with,
+    user_var_name,
+};
 pub mod fingerprint;
 pub mod template;
 pub use fingerprint::{fingerprint, Fingerprint};

@@ -1,6 +1,6 @@
 //! User-variable extraction: which `@variables` a statement assigns or references.
 
-use crate::lexer::unquote;
+use crate::lexer::{unquote, Lexer};
 use crate::scan::walk;
 
 /// Names of the user variables the statement(s) assign, lowercased, unquoted, without `@`,
@@ -10,17 +10,28 @@ use crate::scan::walk;
 /// `INTO @a, @b`, and the `@vars` in a `LOAD DATA` column list. `@a = 1` outside a `SET`
 /// list is a comparison, not an assignment.
 pub fn assigned_user_variables(sql: &str) -> Vec<String> {
-    collect(sql, true)
+    assigned_user_variables_with(sql, true)
+}
+
+/// [`assigned_user_variables`] with strings read as the session's `sql_mode` says
+/// (`backslash_escapes` false: `NO_BACKSLASH_ESCAPES`).
+pub fn assigned_user_variables_with(sql: &str, backslash_escapes: bool) -> Vec<String> {
+    collect(Lexer::with_backslash_escapes(sql, backslash_escapes), true)
 }
 
 /// Names of every user variable read or written, lowercased, deduplicated in first-seen order.
 pub fn references_user_variables(sql: &str) -> Vec<String> {
-    collect(sql, false)
+    references_user_variables_with(sql, true)
 }
 
-fn collect(sql: &str, writes_only: bool) -> Vec<String> {
+/// [`references_user_variables`] with strings read as the session's `sql_mode` says.
+pub fn references_user_variables_with(sql: &str, backslash_escapes: bool) -> Vec<String> {
+    collect(Lexer::with_backslash_escapes(sql, backslash_escapes), false)
+}
+
+fn collect(lex: Lexer<'_>, writes_only: bool) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
-    walk(crate::lexer::Lexer::new(sql), |t, write| {
+    walk(lex, |t, write| {
         if write || !writes_only {
             let name = user_var_name(t.text);
             if !names.contains(&name) {
@@ -47,6 +58,14 @@ mod tests {
 
     fn refs(sql: &str) -> Vec<String> {
         references_user_variables(sql)
+    }
+
+    #[test]
+    fn no_backslash_escapes_sees_assignments_after_a_string_ending_in_a_backslash() {
+        let sql = r"SET @a = 'x\', @b = 5";
+        assert_eq!(assigned_user_variables_with(sql, false), ["a", "b"]);
+        assert_eq!(references_user_variables_with(r"CALL p('x\', @c)", false), ["c"]);
+        assert_eq!(assigned(sql), ["a"], "with escapes the string runs on");
     }
 
     #[test]

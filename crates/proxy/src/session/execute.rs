@@ -400,11 +400,14 @@ impl Session {
 
     async fn capture_user_vars(&mut self, conn: &mut PooledConn, stmts: &[Stmt<'_>]) {
         let mut names: Vec<String> = Vec::new();
+        let escapes = self.state.backslash_escapes();
         for s in stmts.iter() {
             let assigned = match s.class.kind {
                 // OUT / INOUT parameters: any variable a CALL mentions may have been set.
-                tessera_sql::StatementKind::Call => tessera_sql::references_user_variables(s.sql),
-                _ if s.class.flags.contains(Flags::USER_VAR_WRITE) => tessera_sql::assigned_user_variables(s.sql),
+                tessera_sql::StatementKind::Call => tessera_sql::references_user_variables_with(s.sql, escapes),
+                _ if s.class.flags.contains(Flags::USER_VAR_WRITE) => {
+                    tessera_sql::assigned_user_variables_with(s.sql, escapes)
+                }
                 _ => continue,
             };
             for n in assigned {
