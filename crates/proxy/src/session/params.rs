@@ -193,7 +193,7 @@ pub fn inline(sql: &str, params: &[Param], backslash_escapes: bool) -> String {
     let mut out = String::with_capacity(sql.len() + 16 * params.len());
     let mut pos = 0;
     let mut next = params.iter();
-    for t in tessera_sql::Lexer::new(sql) {
+    for t in tessera_sql::Lexer::with_backslash_escapes(sql, backslash_escapes) {
         if t.kind == tessera_sql::TokenKind::Placeholder {
             out.push_str(&sql[pos..t.offset]);
             match next.next() {
@@ -235,5 +235,14 @@ mod tests {
         let p = decode(&[0], &[0xfd, 0], &[3, b'a', b'\\', b'b'], &BTreeMap::new()).unwrap();
         assert_eq!(inline("SELECT ?", &p, true), r"SELECT 'a\\b'");
         assert_eq!(inline("SELECT ?", &p, false), r"SELECT 'a\b'");
+    }
+
+    #[test]
+    fn placeholders_after_a_string_ending_in_a_backslash_are_inlined_by_the_mode() {
+        let p = decode(&[0], &[0x08, 0], &7i64.to_le_bytes(), &BTreeMap::new()).unwrap();
+        // Under NO_BACKSLASH_ESCAPES 'a\' ends at its second quote, so the ? after it is a placeholder.
+        assert_eq!(inline(r"SELECT 'a\', ?", &p, false), r"SELECT 'a\', 7");
+        // With escapes the quote is escaped and the ? is inside the string.
+        assert_eq!(inline(r"SELECT 'a\', ?", &p, true), r"SELECT 'a\', ?");
     }
 }
