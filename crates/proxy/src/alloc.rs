@@ -1,8 +1,8 @@
 //! The process's allocator: mimalloc, entered through its plain `malloc` whenever a block's
-//! natural alignment is enough.
+//! natural alignment is enough; and [`in_heap`], how a command's future reaches the heap.
 //!
 //! The `mimalloc` crate sends every allocation through `mi_malloc_aligned`. For blocks above
-//! 1 KiB (a session's boxed command future is 1.4 KiB) that takes mimalloc's generic aligned
+//! 1 KiB (a session's command future is 1.8 KiB) that takes mimalloc's generic aligned
 //! path, which over-allocates and adjusts: about 130 instructions per allocation where
 //! `mi_malloc` takes about 20 (callgrind, oltp_read_only; docs/benchmarks.md). mimalloc
 //! aligns every block to at least the smaller of its size and 16 bytes, so only layouts that
@@ -70,6 +70,16 @@ unsafe impl GlobalAlloc for MiMalloc {
     }
 }
 
+/// A future written straight into its heap block, pinned. `Box::pin(f)` builds the future on
+/// the stack and copies all of its bytes, the size of its largest state (a session's command
+/// future is 1.8 KiB), into cold memory once per statement; built through a closure into the
+/// block itself, only the few fields an unstarted future holds are written. Measured with
+/// callgrind (docs/benchmarks.md): a quarter fewer L1 data write misses and 1.5-3% fewer
+/// instructions per point select and read_only statement.
+pub fn in_heap<F: core::future::Future>(make: impl FnOnce() -> F) -> core::pin::Pin<Box<F>> {
+    Box::into_pin(Box::write(Box::new_uninit(), make()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -120,5 +130,18 @@ mod tests {
             assert!((0..1440).all(|i| *p.add(i) == 0));
             a.dealloc(p, layout);
         }
+    }
+
+    #[tokio::test]
+    async fn futures_built_in_the_heap_run_to_their_answer() {
+        let mut seen = Vec::new();
+        let big = [7u8; 4096];
+        let answer = in_heap(|| async {
+            tokio::task::yield_now().await;
+            seen.push(big[4095]);
+            big.iter().map(|b| u32::from(*b)).sum::<u32>()
+        })
+        .await;
+        assert_eq!((answer, seen), (7 * 4096, vec![7]));
     }
 }

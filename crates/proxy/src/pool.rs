@@ -3,6 +3,7 @@
 //! connection), dead servers are retried with exponential backoff, and a maintenance task
 //! keeps `min_idle` and closes connections past their idle timeout or lifetime.
 
+use crate::alloc::in_heap;
 use crate::backend::connect::{connect, ConnectOptions};
 use crate::backend::{BackendConn, ServerRef};
 use crate::error::ProxyError;
@@ -141,13 +142,13 @@ impl Pool {
         self.check_backoff()?;
         let permit = match self.permits.clone().try_acquire_owned() {
             Ok(p) => p,
-            Err(_) => Box::pin(self.wait_for_permit()).await?,
+            Err(_) => in_heap(|| self.wait_for_permit()).await?,
         };
         self.stats.checkouts.fetch_add(1, Ordering::Relaxed);
         let conn = match self.take_idle(flavour, no_schema, schema) {
             Some(c) => c,
             // Opening a connection is the cold path: its large future lives on the heap.
-            None => Box::pin(self.open(flavour)).await?,
+            None => in_heap(|| self.open(flavour)).await?,
         };
         Ok(PooledConn {
             conn: Some(conn),
@@ -174,7 +175,7 @@ impl Pool {
 
     /// Replaces a lent connection by a fresh one (e.g. to get rid of its default schema).
     pub async fn reopen(&self, guard: &mut PooledConn) -> Result<(), ProxyError> {
-        let fresh = Box::pin(self.open(guard.flavour())).await?;
+        let fresh = in_heap(|| self.open(guard.flavour())).await?;
         if let Some(old) = guard.conn.replace(fresh) {
             self.close(old);
         }

@@ -3,6 +3,7 @@
 //! response, learn from the outcome, then keep the connection (transaction, pin) or release it.
 
 use super::Session;
+use crate::alloc::in_heap;
 use crate::error::ProxyError;
 use crate::exec::{forward, ClientSide, Metadata, Mode, Outcome};
 use crate::metrics::Metrics;
@@ -49,7 +50,7 @@ impl Session {
         let held = match self.held.take() {
             Some(mut c) if self.must_leave_held(&group, &c, target) => {
                 if self.pins.holds_diagnostics() {
-                    Box::pin(self.keep_diagnostics_of(&mut c)).await;
+                    in_heap(|| self.keep_diagnostics_of(&mut c)).await;
                 }
                 self.pins.end_short_lived();
                 None
@@ -65,7 +66,7 @@ impl Session {
         if self.state.schema.is_none() && conn.state.schema.is_some() {
             // MySQL cannot unset a default schema: take a fresh connection instead.
             let pool = conn.pool().clone();
-            if let Err(e) = Box::pin(pool.reopen(&mut conn)).await {
+            if let Err(e) = in_heap(|| pool.reopen(&mut conn)).await {
                 conn.broken = true;
                 return Err(e);
             }
@@ -127,7 +128,7 @@ impl Session {
             return Ok(());
         }
         // The cold path: its future lives on the heap, not in every statement's.
-        Box::pin(self.send_sync(conn, scope, set, schema)).await
+        in_heap(|| self.send_sync(conn, scope, set, schema)).await
     }
 
     /// Sends the SET and/or COM_INIT_DB that [`Session::sync`] found necessary.

@@ -27,6 +27,7 @@ pub mod track_set;
 mod txn_edges;
 pub mod uservars;
 
+use crate::alloc::in_heap;
 use crate::context::Context;
 use crate::error::ProxyError;
 use crate::metrics::Metrics;
@@ -133,9 +134,9 @@ pub async fn serve(ctx: Arc<Context>, tcp: TcpStream, host: String) {
         .client_connections
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     // Login and close run once: their futures live on the heap, not in every session's task.
-    if let Some(mut session) = Box::pin(Session::login(ctx.clone(), tcp, id, host)).await {
+    if let Some(mut session) = in_heap(|| Session::login(ctx.clone(), tcp, id, host)).await {
         session.run().await;
-        Box::pin(session.close()).await;
+        in_heap(|| session.close()).await;
     }
     ctx.metrics
         .client_connections
@@ -165,7 +166,7 @@ impl Session {
                             let mut kept = self.held.take();
                             let release = match kept.as_mut() {
                                 Some(conn) if self.pins.holds_diagnostics() => {
-                                    Box::pin(diagnostics::keep_area_on_release(conn, &mut self.diagnostics)).await
+                                    in_heap(|| diagnostics::keep_area_on_release(conn, &mut self.diagnostics)).await
                                 }
                                 _ => true,
                             };
@@ -196,14 +197,14 @@ impl Session {
             }
             // The command's future lives on the heap while it runs: an idle session keeps only
             // this loop's small state (10,000 idle clients in well under 100 MB).
-            match Box::pin(self.dispatch(&payload)).await {
+            match in_heap(|| self.dispatch(&payload)).await {
                 // KILL CONNECTION from another session: the statement it interrupted has
                 // answered; the connection closes now, as MariaDB closes it.
                 _ if self.handle.is_killed() => return,
                 Ok(Next::Continue) if !self.fatal && !self.released => {}
                 Ok(_) => return,
                 Err(e) => {
-                    if !Box::pin(self.report(e)).await {
+                    if !in_heap(|| self.report(e)).await {
                         return;
                     }
                 }
@@ -239,24 +240,24 @@ impl Session {
             Command::Query(sql) => self.query(sql).await,
             // The statements of every command but the two hot ones run with their futures boxed:
             // a command's future is as large as its largest branch, and is moved once per command.
-            Command::StmtPrepare(sql) => Box::pin(self.stmt_prepare(sql)).await,
+            Command::StmtPrepare(sql) => in_heap(|| self.stmt_prepare(sql)).await,
             Command::StmtExecute { stmt_id, payload } => self.stmt_execute(stmt_id, payload).await,
             Command::StmtSendLongData { stmt_id, param, data } => self.stmt_long_data(stmt_id, param, data),
-            Command::StmtClose(id) => Box::pin(self.stmt_close(id)).await,
-            Command::StmtReset(id) => Box::pin(self.stmt_reset(id)).await,
-            Command::StmtFetch { stmt_id, rows } => Box::pin(self.stmt_fetch(stmt_id, rows, payload)).await,
+            Command::StmtClose(id) => in_heap(|| self.stmt_close(id)).await,
+            Command::StmtReset(id) => in_heap(|| self.stmt_reset(id)).await,
+            Command::StmtFetch { stmt_id, rows } => in_heap(|| self.stmt_fetch(stmt_id, rows, payload)).await,
             Command::Quit => Ok(Next::Close),
             Command::Ping | Command::Debug => {
                 self.last.row_count = 0;
                 self.ok().await
             }
-            Command::InitDb(db) => Box::pin(self.init_db(db, payload)).await,
-            Command::FieldList { .. } => Box::pin(self.field_list(payload)).await,
-            Command::Statistics => Box::pin(self.statistics(payload)).await,
-            Command::SetOption(option) => Box::pin(self.set_option(option)).await,
-            Command::ResetConnection => Box::pin(self.reset_connection()).await,
-            Command::ChangeUser(data) => Box::pin(self.change_user(data)).await,
-            Command::ProcessKill(id) => Box::pin(self.kill(u64::from(id), false)).await,
+            Command::InitDb(db) => in_heap(|| self.init_db(db, payload)).await,
+            Command::FieldList { .. } => in_heap(|| self.field_list(payload)).await,
+            Command::Statistics => in_heap(|| self.statistics(payload)).await,
+            Command::SetOption(option) => in_heap(|| self.set_option(option)).await,
+            Command::ResetConnection => in_heap(|| self.reset_connection()).await,
+            Command::ChangeUser(data) => in_heap(|| self.change_user(data)).await,
+            Command::ProcessKill(id) => in_heap(|| self.kill(u64::from(id), false)).await,
             Command::Unknown(_) => Err(ProxyError::UnknownCommand),
         }
     }

@@ -6,6 +6,7 @@
 use super::execute::{sync_scope, Stmt};
 use super::rewrite::{prepared_session_functions, FOUND_ROWS_VAR, ROW_COUNT_VAR};
 use super::{Next, Session};
+use crate::alloc::in_heap;
 use crate::backend::stmt_cache::{Remembered, SqlText};
 use crate::error::ProxyError;
 use crate::exec::Mode;
@@ -260,21 +261,21 @@ impl Session {
             let id = id
                 .or_else(|| first_param_as_id(&run))
                 .ok_or_else(|| ProxyError::Unsupported("KILL with an id that is not a number".into()))?;
-            return Box::pin(self.kill(id, query)).await;
+            return in_heap(|| self.kill(id, query)).await;
         }
         if matches!(run.plan.class.kind, tessera_sql::StatementKind::Set(_))
             && super::query::touches_tracking(&run.plan.text)
         {
             // The client's own session tracking, as for a text SET (never the backend's).
             let text = run.plan.text.clone();
-            return Box::pin(self.execute_tracking_set(&text)).await;
+            return in_heap(|| self.execute_tracking_set(&text)).await;
         }
         let stmts = [Stmt {
             sql: &run.plan.text,
             class: std::borrow::Cow::Borrowed(&run.plan.class),
         }];
         if let Some(sharded) = run.plan.sharded.clone() {
-            return Box::pin(self.execute_sharded(stmt_id, &run, &stmts, &sharded)).await;
+            return in_heap(|| self.execute_sharded(stmt_id, &run, &stmts, &sharded)).await;
         }
         if self.defer_transaction_edge(&stmts[0]) {
             self.ok().await?;
@@ -284,7 +285,7 @@ impl Session {
         // A cursor pins its connection: keep it on the primary, where the session can also write.
         let target = super::routing::pinned_target(self.plan_target([(stmts[0].sql, &*stmts[0].class)]), opens_cursor);
         if let Some(schema) = self.logical_schema() {
-            return Box::pin(self.execute_on_logical_schema(stmt_id, &run, &stmts, target, schema)).await;
+            return in_heap(|| self.execute_on_logical_schema(stmt_id, &run, &stmts, target, schema)).await;
         }
         if run.pipelinable && !opens_cursor {
             use super::pipelined::Pipelined;

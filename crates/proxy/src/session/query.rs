@@ -4,6 +4,7 @@
 use super::execute::{sync_scope, Stmt};
 use super::rewrite::{replace_session_functions, replace_terms};
 use super::{Next, Session};
+use crate::alloc::in_heap;
 use crate::error::ProxyError;
 use crate::exec::Mode;
 use crate::metrics::Metrics;
@@ -35,13 +36,13 @@ impl Session {
             }]
         };
         if let Some(s) = single(&stmts, is_set).filter(|s| touches_tracking(s.sql)) {
-            return Box::pin(self.query_tracking_set(s.sql)).await;
+            return in_heap(|| self.query_tracking_set(s.sql)).await;
         }
         let describe = |k: &StatementKind| *k == StatementKind::Describe;
         if let Some(statement) =
             single(&stmts, describe).and_then(|s| crate::route::sharded::explain::explained_statement(s.sql))
         {
-            return Box::pin(self.explain_route(statement)).await;
+            return in_heap(|| self.explain_route(statement)).await;
         }
         if let Some(next) = self.answer_locally(&stmts).await? {
             return Ok(next);
@@ -57,7 +58,7 @@ impl Session {
             Plan::Direct(target) => target,
             Plan::Sharded { schema } => {
                 let sql = rewritten.as_deref().unwrap_or(&text);
-                return Box::pin(self.query_sharded(sql, &stmts, schema)).await;
+                return in_heap(|| self.query_sharded(sql, &stmts, schema)).await;
             }
         };
         if let ([s], None, Cow::Borrowed(_)) = (stmts.as_slice(), &rewritten, &text) {
@@ -166,7 +167,7 @@ impl Session {
                 StatementKind::Kill { query, id } if stmts.len() == 1 => {
                     let id =
                         id.ok_or_else(|| ProxyError::Unsupported("KILL with an id that is not a number".into()))?;
-                    return Box::pin(self.kill(id, *query)).await.map(Some);
+                    return in_heap(|| self.kill(id, *query)).await.map(Some);
                 }
                 _ => {}
             }

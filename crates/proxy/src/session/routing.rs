@@ -3,6 +3,7 @@
 //! for read-your-writes), and which failures may be retried.
 
 use super::Session;
+use crate::alloc::in_heap;
 use crate::cluster::{Consistency, Group};
 use crate::error::ProxyError;
 use crate::exec::Outcome;
@@ -108,7 +109,7 @@ impl Session {
     ) -> Result<PooledConn, ProxyError> {
         let chosen = self.choose_server(group, target, exclude);
         if !group.read_your_writes_wait.is_zero() {
-            if let Some((replica, conn)) = Box::pin(self.replica_after_wait(group, target, exclude, chosen)).await {
+            if let Some((replica, conn)) = in_heap(|| self.replica_after_wait(group, target, exclude, chosen)).await {
                 self.routing.last_server = Some((target.group, replica));
                 return Ok(conn);
             }

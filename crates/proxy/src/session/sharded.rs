@@ -8,6 +8,7 @@
 
 use super::execute::Stmt;
 use super::{Next, Session};
+use crate::alloc::in_heap;
 use crate::error::ProxyError;
 use crate::pool::PooledConn;
 use crate::route::sharded::values::Values;
@@ -136,11 +137,11 @@ impl Session {
         let topology = self.ctx.topology.clone();
         let schema = &topology.schemas[index];
         if let Some(replaced) = logical_database_calls(sql, &schema.name, self.state.backslash_escapes()) {
-            let stmt = Stmt {
+            let stmts = [Stmt {
                 sql: &replaced,
                 class: std::borrow::Cow::Borrowed(&*stmt.class),
-            };
-            return Box::pin(self.query_sharded(&replaced, &[stmt], index)).await;
+            }];
+            return in_heap(|| self.query_sharded(&replaced, &stmts, index)).await;
         }
         if super::metadata::is_metadata(sql, &stmt.class) {
             return self.metadata_query(schema, sql).await;
