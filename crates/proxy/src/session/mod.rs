@@ -239,7 +239,7 @@ impl Session {
         match command {
             Command::Query(sql) => self.query(sql).await,
             // The statements of every command but the two hot ones run with their futures boxed:
-            // a command's future is as large as its largest branch, and is moved once per command.
+            // a command's future is as large as its largest branch, and so is its heap block.
             Command::StmtPrepare(sql) => in_heap(|| self.stmt_prepare(sql)).await,
             Command::StmtExecute { stmt_id, payload } => self.stmt_execute(stmt_id, payload).await,
             Command::StmtSendLongData { stmt_id, param, data } => self.stmt_long_data(stmt_id, param, data),
