@@ -26,6 +26,8 @@ done
 ulimit -n 20000
 
 BIN=${TESSERA_BIN:-./target/release/tessera}
+# The idle-connection measurement's client (crates/proxy/examples/idle_clients.rs).
+cargo build --release --quiet -p tessera-proxy --example idle_clients
 WORK=$(mktemp -d /tmp/tessera-bench.XXXXXX)
 PIDS=()
 # shellcheck source=scripts/lib/cluster.sh
