@@ -122,11 +122,11 @@ fn render(config: &str, schema: &str, file: &str) -> String {
     let mut out = String::from("# Golden plans (see crates/proxy/tests/golden_plans.rs). Statements start in column 0;\n# the indented lines are the plan: step | shard | group | database | detail.\n");
     for sql in statements(&current) {
         let fp = tessera_sql::fingerprint(&sql);
-        let plan = cache.get(&sql, &fp, schema);
+        let plan = cache.get(&sql, &fp, schema, true);
         out.push('\n');
         out.push_str(&sql);
         out.push('\n');
-        for row in explain::rows(&plan, schema, &names, &sql, &fp) {
+        for row in explain::rows(&plan, schema, &names, &sql, &fp, true) {
             let cells: Vec<&str> = row.iter().map(|c| c.as_deref().unwrap_or("-")).collect();
             out.push_str(&format!("    {}\n", cells.join(" | ")));
         }

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::shards::{crc32_shard, ShardedEnv};
+use common::shards::{crc32_shard, crc32_text_shard, ShardedEnv};
 use common::Client;
 
 /// The servers and Tessera, the shard databases of `shop` and its `orders` table on every
@@ -361,4 +361,77 @@ async fn a_scatter_execution_inlines_backslashes_as_the_sql_mode_reads_them() {
     assert_eq!(found, ids(&[1, 2]), "NO_BACKSLASH_ESCAPES");
     let found = c.execute(id, &[Some(r"x\\y")]).await.expect("scatter");
     assert_eq!(found, ids(&[]), "two backslashes are another value");
+}
+
+const NO_BACKSLASH_ESCAPES: &str = "SET SESSION sql_mode = CONCAT(@@sql_mode, ',NO_BACKSLASH_ESCAPES')";
+
+/// Under `NO_BACKSLASH_ESCAPES` a backslash in a string is itself: a string shard key holding
+/// one goes to the shard of the value the server stores, where a default-mode session and a
+/// prepared statement find it. A string the mode ends at a backslash, and a scatter that would
+/// merge with a separator read the default way, are refused rather than answered wrongly.
+#[tokio::test(flavor = "multi_thread")]
+async fn string_keys_with_backslashes_go_where_the_sql_mode_reads_them() {
+    let (env, mut c) = shop_with_orders().await;
+    c.query("CREATE TABLE labels (label VARCHAR(20) PRIMARY KEY, n INT)")
+        .await
+        .expect("ddl");
+    // A key whose default-mode reading (`\y` is `y`) hashes to another shard.
+    let key = (0..)
+        .map(|i| format!(r"k{i}\y"))
+        .find(|k| crc32_text_shard(k) != crc32_text_shard(&k.replace('\\', "")))
+        .expect("a key");
+    let mut d = env.client().await;
+    d.query("INSERT INTO labels (label, n) VALUES ('p', 2), ('q', 3), ('r', 4), ('s', 5)")
+        .await
+        .expect("default-mode rows");
+    c.query(NO_BACKSLASH_ESCAPES).await.expect("set mode");
+    c.query(&format!("INSERT INTO labels (label, n) VALUES ('{key}', 1)"))
+        .await
+        .expect("insert under the mode");
+    let home = crc32_text_shard(&key);
+    let find = format!("SELECT n FROM labels WHERE label = '{}'", key.replace('\\', r"\\"));
+    assert_eq!(env.on_shard(home, &find), "1", "on the shard of the stored value {key}");
+    let under_mode = format!("SELECT n FROM labels WHERE label = '{key}'");
+    assert_eq!(c.value(&under_mode).await.as_deref(), Some("1"), "read under the mode");
+    assert_eq!(d.value(&find).await.as_deref(), Some("1"), "read in the default mode");
+    let (id, _, _) = c
+        .prepare("SELECT CONCAT(n) FROM labels WHERE label = ?")
+        .await
+        .expect("prepare");
+    let found = c.execute(id, &[Some(&key)]).await.expect("execute");
+    assert_eq!(found, vec![vec![Some("1".to_string())]], "a bound parameter");
+
+    let e = c
+        .query(r"SELECT n FROM labels WHERE label = 'a\' OR n = 2")
+        .await
+        .expect_err("a string ending in a backslash");
+    assert_eq!(e.code, 1235, "{}", e.message);
+    assert!(e.message.contains("NO_BACKSLASH_ESCAPES"), "{}", e.message);
+
+    let concat = r"SELECT GROUP_CONCAT(label ORDER BY label SEPARATOR '\t') FROM labels WHERE n > 1";
+    assert_eq!(
+        d.value(concat).await.as_deref(),
+        Some("p\tq\tr\ts"),
+        "default mode: a tab between values"
+    );
+    let e = c
+        .query(concat)
+        .await
+        .expect_err("the mode reads the separator as two characters");
+    assert_eq!(e.code, 1235, "{}", e.message);
+}
+
+/// GROUP_CONCAT's separator belongs to the plan: two statements that differ only in it each
+/// merge with their own.
+#[tokio::test(flavor = "multi_thread")]
+async fn each_separator_merges_its_own_statement() {
+    let (_env, mut c) = shop_with_orders().await;
+    c.query("INSERT INTO orders (id, customer_id, note) VALUES (1, 1, 'a'), (2, 2, 'b'), (3, 3, 'c'), (4, 4, 'd')")
+        .await
+        .expect("rows on several shards");
+    for separator in [",", ";", " | ", ""] {
+        let sql = format!("SELECT GROUP_CONCAT(note ORDER BY note SEPARATOR '{separator}') FROM orders");
+        let want = ["a", "b", "c", "d"].join(separator);
+        assert_eq!(c.value(&sql).await.as_deref(), Some(want.as_str()), "{sql}");
+    }
 }

@@ -434,17 +434,24 @@ fn word_precedes_expression(word: &str) -> bool {
 /// Removes quotes from a quoted identifier or string and resolves its escapes
 /// (doubled quotes; backslash escapes in strings). Unquoted text is returned as is.
 pub fn unquote(text: &str) -> Cow<'_, str> {
+    unquote_as(text, true)
+}
+
+/// [`unquote`] as a session reads strings: `backslash_escapes` false is `NO_BACKSLASH_ESCAPES`,
+/// where a backslash in a string is itself and only doubled quotes are resolved.
+pub fn unquote_as(text: &str, backslash_escapes: bool) -> Cow<'_, str> {
     let Some(quote) = text.chars().next().filter(|c| matches!(c, '\'' | '"' | '`')) else {
         return Cow::Borrowed(text);
     };
+    let escapes = backslash_escapes && quote != '`';
     let inner = &text[1..];
-    let escaped = quote != '`' && ends_with_escape(inner);
+    let escaped = escapes && ends_with_escape(inner);
     let inner = if !inner.is_empty() && inner.ends_with(quote) && !escaped {
         &inner[..inner.len() - 1]
     } else {
         inner
     };
-    if !inner.contains(quote) && (quote == '`' || !inner.contains('\\')) {
+    if !inner.contains(quote) && (!escapes || !inner.contains('\\')) {
         return Cow::Borrowed(inner);
     }
     let mut out = String::with_capacity(inner.len());
@@ -453,7 +460,7 @@ pub fn unquote(text: &str) -> Cow<'_, str> {
         if c == quote {
             out.push(c);
             chars.next(); // the doubled quote
-        } else if c == '\\' && quote != '`' {
+        } else if c == '\\' && escapes {
             if let Some(e) = chars.next() {
                 out.push(unescape(e));
             }
@@ -482,6 +489,44 @@ fn unescape(c: char) -> char {
         'Z' => '\u{1a}',
         other => other,
     }
+}
+
+/// How the two ways of reading strings (with backslash escapes, the server's default, and
+/// `NO_BACKSLASH_ESCAPES`) compare on one statement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EscapeReading {
+    /// No string holds a backslash: both read the same tokens and the same values.
+    Alike,
+    /// The same tokens, but a string holds a backslash, so its value differs (`'a\nb'`).
+    ValuesDiffer,
+    /// A backslash before a quote ends a string in one mode and not in the other (`'a\'`).
+    TokensDiffer,
+}
+
+/// How `sql` reads under `NO_BACKSLASH_ESCAPES` compared with the default mode.
+pub fn escape_reading(sql: &str) -> EscapeReading {
+    if !sql.contains('\\') {
+        return EscapeReading::Alike;
+    }
+    let mut default = Lexer::new(sql);
+    let mut reading = EscapeReading::Alike;
+    for t in Lexer::with_backslash_escapes(sql, false) {
+        let same = default
+            .next()
+            .is_some_and(|d| d.kind == t.kind && d.offset == t.offset && d.text == t.text);
+        // The same text can still end differently: `'a\'` at the end is unterminated by default.
+        let escaped_end = t.kind == TokenKind::String && ends_with_escape(&t.text[1..]);
+        if !same || escaped_end {
+            return EscapeReading::TokensDiffer;
+        }
+        if matches!(t.kind, TokenKind::String | TokenKind::UserVar) && t.text.contains('\\') {
+            reading = EscapeReading::ValuesDiffer;
+        }
+    }
+    if default.next().is_some() {
+        return EscapeReading::TokensDiffer;
+    }
+    reading
 }
 
 /// Whether `sql` begins, after whitespace and comments, with the keyword `kw`
@@ -524,6 +569,19 @@ fn matches_words(sql: &str, form: &str) -> bool {
 mod tests {
     use super::*;
     use TokenKind as K;
+
+    #[test]
+    fn the_two_modes_read_backslashes_apart() {
+        assert_eq!(escape_reading("SELECT 'a' FROM t WHERE k = 1"), EscapeReading::Alike);
+        assert_eq!(escape_reading(r"SELECT 1 /* \ */"), EscapeReading::Alike);
+        assert_eq!(escape_reading(r"SELECT 'a\nb', 1"), EscapeReading::ValuesDiffer);
+        assert_eq!(escape_reading(r"SELECT 'a\' , 'b'"), EscapeReading::TokensDiffer);
+        assert_eq!(escape_reading(r"SELECT 'a\'"), EscapeReading::TokensDiffer);
+        assert_eq!(unquote_as(r"'a\nb'", false), r"a\nb");
+        assert_eq!(unquote_as(r"'a\'", false), r"a\");
+        assert_eq!(unquote_as(r"'it''s\'", false), r"it's\");
+        assert_eq!(unquote_as(r"'a\nb'", true), "a\nb");
+    }
 
     #[test]
     fn plain_words_are_only_words() {

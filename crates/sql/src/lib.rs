@@ -27,7 +27,10 @@ pub mod uservars;
 
 pub use classify::{classify, classify_with, Classification, RouteHint, SetKind, StatementKind};
 pub use flags::Flags;
-pub use lexer::{is_plain_words, quoted_end, starts_with_keyword, unquote, Lexer, Token, TokenKind};
+pub use lexer::{
+    escape_reading, is_plain_words, quoted_end, starts_with_keyword, unquote, unquote_as, EscapeReading, Lexer, Token,
+    TokenKind,
+};
 pub use split::{set_assignments, split_statements, split_statements_with};
 pub use txn_end::{completion_type_level, end_options, EndOptions};
 pub use uservars::{

@@ -68,6 +68,9 @@ pub struct ShardedStmt {
     pub schema: usize,
     pub plan: Arc<crate::route::sharded::ShardPlan>,
     pub fp: tessera_sql::Fingerprint,
+    /// How the session read the prepared text's strings when it prepared it (false:
+    /// `NO_BACKSLASH_ESCAPES`), as the server keeps them.
+    pub backslash_escapes: bool,
 }
 
 /// One execution of a client statement, ready for a backend.
@@ -509,7 +512,11 @@ impl Session {
             return Ok(None);
         }
         let fp = tessera_sql::fingerprint(text);
-        let plan = self.ctx.plans.get(text, &fp, &topology.schemas[schema]);
+        let backslash_escapes = self.state.backslash_escapes();
+        let plan = self
+            .ctx
+            .plans
+            .get(text, &fp, &topology.schemas[schema], backslash_escapes);
         if let crate::route::sharded::ShardPlan::Reject(m) = &*plan {
             return Err(ProxyError::NotSharded(m.clone()));
         }
@@ -520,6 +527,7 @@ impl Session {
             schema,
             plan,
             fp,
+            backslash_escapes,
         })))
     }
 
@@ -572,6 +580,7 @@ impl Session {
             sql: &run.plan.text,
             literals: &sharded.fp.literals,
             params: &keys,
+            backslash_escapes: sharded.backslash_escapes,
         };
         let shards = sharded
             .plan

@@ -67,11 +67,13 @@ impl Session {
         let topology = self.ctx.topology.clone();
         let schema = &topology.schemas[schema_index];
         let fp = tessera_sql::fingerprint(sql);
-        let plan = self.ctx.plans.get(sql, &fp, schema);
+        let escapes = self.state.backslash_escapes();
+        let plan = self.ctx.plans.get(sql, &fp, schema, escapes);
         let values = Values {
             sql,
             literals: &fp.literals,
             params: &[],
+            backslash_escapes: escapes,
         };
         match &*plan {
             ShardPlan::Reject(m) => Err(self.refusal(schema, sql, m).await),
@@ -962,8 +964,9 @@ impl Session {
                 let fp = tessera_sql::fingerprint(statement);
                 let class = tessera_sql::classify(statement);
                 if Self::is_sharded_kind(&class.kind) {
-                    let plan = self.ctx.plans.get(statement, &fp, schema);
-                    explain::rows(&plan, schema, &group_names, statement, &fp)
+                    let escapes = self.state.backslash_escapes();
+                    let plan = self.ctx.plans.get(statement, &fp, schema, escapes);
+                    explain::rows(&plan, schema, &group_names, statement, &fp, escapes)
                 } else {
                     let shard = self.held_shard.unwrap_or(schema.default_shard);
                     vec![[

@@ -1,7 +1,7 @@
 //! A sharded test environment: two sandbox MariaDB servers as groups g0 and g1 holding the
 //! four shards of `shop` (`orders` by `customer_id` and `items` by `id` with the default hash,
-//! `items` with Tessera's AUTO_INCREMENT keys, `products` broadcast), an in-process Tessera in
-//! front; helpers to read a shard's rows directly.
+//! `items` with Tessera's AUTO_INCREMENT keys, `labels` by the string `label`, `products`
+//! broadcast), an in-process Tessera in front; helpers to read a shard's rows directly.
 
 use super::Client;
 use tessera_proxy::server::{start, Running};
@@ -44,6 +44,10 @@ kind = "broadcast"
 name = "items"
 shard_key = "id"
 auto_increment = true
+[[schemas.tables]]
+name = "labels"
+shard_key = "label"
+key_type = "string"
 "#
     );
     tessera_config::parse_str(&text, "test").expect("valid sharded config")
@@ -102,8 +106,14 @@ impl ShardedEnv {
 
 /// The shard of a key under the documented hash: CRC32 of the decimal text, modulo 4.
 pub fn crc32_shard(k: i64) -> usize {
+    crc32_text_shard(&k.to_string())
+}
+
+/// The shard of a string key (lower-case ASCII, which the key's folding keeps as it is): CRC32
+/// of its bytes, modulo 4.
+pub fn crc32_text_shard(text: &str) -> usize {
     let mut crc = 0xffff_ffffu32;
-    for b in k.to_string().bytes() {
+    for b in text.bytes() {
         crc ^= u32::from(b);
         for _ in 0..8 {
             crc = if crc & 1 != 0 {

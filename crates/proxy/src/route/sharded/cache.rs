@@ -1,13 +1,14 @@
 //! The plan cache: plans by (schema, fingerprint), so a statement that differs from an earlier
 //! one only in literal values is not parsed again. A plan that depends on some literal values
 //! (LIMIT counts, ORDER BY positions, HAVING constants) is kept per those values. Bounded: when
-//! full, it is cleared (plans are cheap to rebuild; a hot set refills at once).
+//! full, it is cleared (plans are cheap to rebuild; a hot set refills at once). A statement
+//! whose strings read differently under the session's `NO_BACKSLASH_ESCAPES` is planned apart.
 
 use super::{plan, Planned, ShardPlan};
 use crate::topology::ShardedSchema;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use tessera_sql::Fingerprint;
+use tessera_sql::{EscapeReading, Fingerprint};
 
 /// Entries kept before the cache starts over.
 const CAPACITY: usize = 10_000;
@@ -18,16 +19,39 @@ struct Entry {
     plans: Vec<(Vec<String>, Arc<ShardPlan>)>,
 }
 
+/// A string that `NO_BACKSLASH_ESCAPES` ends at a backslash: the planner's parser reads it
+/// with backslash escapes, so it would see another statement.
+const QUOTE_AFTER_BACKSLASH: &str =
+    "a string with a backslash before a quote under sql_mode NO_BACKSLASH_ESCAPES on a sharded schema";
+
+/// A plan that evaluates or rewrites a string holding a backslash: its value was read with
+/// backslash escapes, the session reads it without.
+const BAKED_BACKSLASH: &str = "a string constant with a backslash that Tessera evaluates or rewrites across shards \
+     (SEPARATOR, an expression in ORDER BY, GROUP BY or an aggregate) under sql_mode NO_BACKSLASH_ESCAPES";
+
 /// Shared by every session (a topology change builds a new cache with the new snapshot).
 #[derive(Default)]
 pub struct PlanCache {
-    entries: Mutex<HashMap<(String, String), Entry>>,
+    /// (schema, fingerprint, whether a string's value needs `NO_BACKSLASH_ESCAPES`) -> plans.
+    entries: Mutex<HashMap<(String, String, bool), Entry>>,
 }
 
 impl PlanCache {
-    /// The plan for `sql` on `schema`, planned on a miss.
-    pub fn get(&self, sql: &str, fp: &Fingerprint, schema: &ShardedSchema) -> Arc<ShardPlan> {
-        let key = (schema.name.clone(), fp.key.clone());
+    /// The plan for `sql` on `schema`, planned on a miss; `backslash_escapes`: how the
+    /// session reads strings (false: `NO_BACKSLASH_ESCAPES`).
+    pub fn get(&self, sql: &str, fp: &Fingerprint, schema: &ShardedSchema, backslash_escapes: bool) -> Arc<ShardPlan> {
+        let reading = match backslash_escapes {
+            true => EscapeReading::Alike,
+            false => tessera_sql::escape_reading(sql),
+        };
+        if reading == EscapeReading::TokensDiffer {
+            return Arc::new(ShardPlan::Reject(QUOTE_AFTER_BACKSLASH.into()));
+        }
+        let key = (
+            schema.name.clone(),
+            fp.key.clone(),
+            reading == EscapeReading::ValuesDiffer,
+        );
         if let Ok(entries) = self.entries.lock() {
             if let Some(e) = entries.get(&key) {
                 let values = baked_values(sql, fp, &e.baked);
@@ -37,7 +61,10 @@ impl PlanCache {
             }
         }
         let Planned { plan: planned, baked } = plan(sql, fp, schema);
-        let planned = Arc::new(planned);
+        let planned = match key.2 && bakes_a_backslash(sql, fp, &baked) {
+            true => Arc::new(without_baked_strings(planned)),
+            false => Arc::new(planned),
+        };
         if let Ok(mut entries) = self.entries.lock() {
             if entries.len() >= CAPACITY {
                 entries.clear();
@@ -61,6 +88,29 @@ impl PlanCache {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+}
+
+/// A plan whose baked strings were read with backslash escapes, for a session that reads them
+/// without: a read still runs on one shard (its text passes through), nothing else does.
+fn without_baked_strings(plan: ShardPlan) -> ShardPlan {
+    match plan {
+        ShardPlan::Read {
+            shards, one, reason, ..
+        } => ShardPlan::Read {
+            shards,
+            one,
+            many: Err(BAKED_BACKSLASH.into()),
+            reason,
+        },
+        _ => ShardPlan::Reject(BAKED_BACKSLASH.into()),
+    }
+}
+
+/// Whether a literal the plan holds is a string with a backslash in it.
+fn bakes_a_backslash(sql: &str, fp: &Fingerprint, baked: &[usize]) -> bool {
+    baked_values(sql, fp, baked)
+        .iter()
+        .any(|v| v.starts_with(['\'', '"']) && v.contains('\\'))
 }
 
 fn baked_values(sql: &str, fp: &Fingerprint, baked: &[usize]) -> Vec<String> {

@@ -22,12 +22,20 @@ pub fn explained_statement(sql: &str) -> Option<&str> {
     Some(words.next().unwrap_or("").trim())
 }
 
-/// The rows for `plan` of `sql`.
-pub fn rows(plan: &ShardPlan, schema: &ShardedSchema, group_names: &[String], sql: &str, fp: &Fingerprint) -> Vec<Row> {
+/// The rows for `plan` of `sql`, whose strings read with `backslash_escapes` or not.
+pub fn rows(
+    plan: &ShardPlan,
+    schema: &ShardedSchema,
+    group_names: &[String],
+    sql: &str,
+    fp: &Fingerprint,
+    backslash_escapes: bool,
+) -> Vec<Row> {
     let values = Values {
         sql,
         literals: &fp.literals,
         params: &[],
+        backslash_escapes,
     };
     let mut out: Vec<Row> = Vec::new();
     let step = |s: &str, detail: String| -> Row { [Some(s.into()), None, None, None, Some(detail)] };

@@ -249,8 +249,30 @@ impl<'a> Planner<'a> {
     /// The plan depends on this literal's value.
     pub fn bake(&mut self, e: &Expr) {
         if let Some(i) = self.offsets.of(e).and_then(|r| self.literal_at(r.start)) {
-            if !self.baked.contains(&i) {
-                self.baked.push(i);
+            self.bake_literal(i);
+        }
+    }
+
+    fn bake_literal(&mut self, i: usize) {
+        if !self.baked.contains(&i) {
+            self.baked.push(i);
+        }
+    }
+
+    /// The plan depends on the string after every `SEPARATOR` (GROUP_CONCAT's, which the
+    /// merge puts between values; sqlparser gives it no place in the text).
+    pub fn bake_separators(&mut self) {
+        let mut after_separator = false;
+        let mut strings = Vec::new();
+        for t in tessera_sql::Lexer::new(self.sql).filter(|t| t.is_significant()) {
+            if after_separator && t.kind == tessera_sql::TokenKind::String {
+                strings.push(t.offset);
+            }
+            after_separator = t.is_word("SEPARATOR");
+        }
+        for offset in strings {
+            if let Some(i) = self.literal_at(offset) {
+                self.bake_literal(i);
             }
         }
     }

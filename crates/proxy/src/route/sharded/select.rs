@@ -590,6 +590,7 @@ impl<'p, 'a> ScatterBuilder<'p, 'a> {
                     order.extend(list.iter().map(|o| (o.expr.clone(), o.options.asc == Some(false))))
                 }
                 FunctionArgumentClause::Separator(v) => {
+                    self.p.bake_separators();
                     separator = match v {
                         Value::SingleQuotedString(t) | Value::DoubleQuotedString(t) => t.clone().into_bytes(),
                         other => return Err(format!("GROUP_CONCAT() SEPARATOR {other} across shards")),
