@@ -435,3 +435,21 @@ async fn each_separator_merges_its_own_statement() {
         assert_eq!(c.value(&sql).await.as_deref(), Some(want.as_str()), "{sql}");
     }
 }
+
+/// A UNION's ORDER BY position belongs to the plan: two statements that differ only in it
+/// each sort by their own column.
+#[tokio::test(flavor = "multi_thread")]
+async fn each_union_sorts_by_its_own_position() {
+    let (_env, mut c) = shop_with_orders().await;
+    c.query("INSERT INTO orders (id, customer_id, note) VALUES (1, 1, 'd'), (2, 2, 'c'), (3, 3, 'b'), (4, 4, 'a')")
+        .await
+        .expect("rows on several shards");
+    for (position, want) in [(1, "1,2,3,4"), (2, "4,3,2,1"), (1, "1,2,3,4")] {
+        let sql = format!(
+            "SELECT id, note FROM orders WHERE id <= 2 UNION ALL SELECT id, note FROM orders WHERE id > 2 ORDER BY {position}"
+        );
+        let rows = c.query(&sql).await.expect("union");
+        let got: Vec<String> = rows.iter().map(|r| r[0].clone().unwrap_or_default()).collect();
+        assert_eq!(got.join(","), want, "{sql}");
+    }
+}

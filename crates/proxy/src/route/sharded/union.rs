@@ -26,7 +26,7 @@ pub fn plan(p: &mut Planner, query: &Query) -> Result<Scatter, String> {
         add_weights(p, b)?;
         once_if_broadcast(p, b)?;
     }
-    let mut keys = order_keys(query, branches[0])?;
+    let mut keys = order_keys(p, query, branches[0])?;
     if distinct {
         for k in 0..width {
             if !keys.iter().any(|key| key.column == k) {
@@ -199,8 +199,9 @@ fn add_weights(p: &mut Planner, b: &Select) -> Result<(), String> {
     Ok(())
 }
 
-/// The union's ORDER BY as keys on result positions (a number, or a name of the first branch).
-fn order_keys(query: &Query, first: &Select) -> Result<Vec<SortKey>, String> {
+/// The union's ORDER BY as keys on result positions (a number, which the plan then holds, or
+/// a name of the first branch).
+fn order_keys(p: &mut Planner, query: &Query, first: &Select) -> Result<Vec<SortKey>, String> {
     let Some(order) = &query.order_by else {
         return Ok(Vec::new());
     };
@@ -211,7 +212,10 @@ fn order_keys(query: &Query, first: &Select) -> Result<Vec<SortKey>, String> {
     for o in list {
         let column = match &o.expr {
             Expr::Value(v) => match &v.value {
-                Value::Number(n, _) => n.parse::<usize>().ok().and_then(|n| n.checked_sub(1)),
+                Value::Number(n, _) => {
+                    p.bake(&o.expr);
+                    n.parse::<usize>().ok().and_then(|n| n.checked_sub(1))
+                }
                 _ => None,
             },
             Expr::Identifier(id) => first
