@@ -167,3 +167,94 @@ fn plans_match_the_reviewed_file() {
 fn tpcc_plans_match_the_reviewed_file() {
     check_golden(TPCC_CONFIG, "tpcc", TPCC_FILE);
 }
+
+/// The sharding differential test's corpus: one statement per line, its markers after the `;`.
+const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/difftest/corpus.sql");
+
+fn corpus_statements(text: &str) -> Vec<String> {
+    text.lines()
+        .filter(|l| !l.is_empty() && !l.starts_with("--"))
+        .map(|l| l.rsplit_once(';').map_or(l, |(statement, _)| statement).to_string())
+        .collect()
+}
+
+/// `sql` with other literals of the same length: the digits of numbers and the ASCII letters
+/// of strings moved on by one, digit by digit (`19` -> `20`, `'abz'` -> `'bca'`), and in
+/// strings `,` and `;` made `.` and `:`.
+fn shifted_literals(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len());
+    let mut at = 0;
+    for t in tessera_sql::Lexer::new(sql) {
+        let shift = match t.kind {
+            tessera_sql::TokenKind::Number => |c: char| match c {
+                '0'..='8' => char::from(c as u8 + 1),
+                '9' => '0',
+                other => other,
+            },
+            tessera_sql::TokenKind::String => |c: char| match c {
+                'a'..='y' | 'A'..='Y' => char::from(c as u8 + 1),
+                'z' => 'a',
+                'Z' => 'A',
+                ',' => '.',
+                ';' => ':',
+                other => other,
+            },
+            _ => continue,
+        };
+        out.push_str(&sql[at..t.offset]);
+        out.extend(t.text.chars().map(shift));
+        at = t.end();
+    }
+    out.push_str(&sql[at..]);
+    out
+}
+
+/// Plans are cached by fingerprint (literals as `?`): a plan made for one statement serves
+/// another that differs only in literal values unless the plan depends on them (LIMIT counts,
+/// ORDER BY positions, GROUP_CONCAT separators, HAVING constants are kept per value). Every
+/// statement of the golden files and the differential corpus, with its literals changed: the
+/// plan the warmed cache gives must be the plan made afresh.
+#[test]
+fn a_cached_plan_serves_other_literals_only_where_they_plan_alike() {
+    let sets = [
+        (CONFIG, "shop", vec![FILE, CORPUS]),
+        (TPCC_CONFIG, "tpcc", vec![TPCC_FILE]),
+    ];
+    let mut checked = 0;
+    let mut wrong = Vec::new();
+    for (config, schema, files) in sets {
+        let config = tessera_config::parse_str(config, "golden").expect("golden config");
+        let topology = Topology::from_config(&config).expect("golden topology");
+        let schema = topology.schema(schema).expect("golden schema");
+        for file in files {
+            let text = std::fs::read_to_string(file).expect("statements");
+            let list = if file == CORPUS {
+                corpus_statements(&text)
+            } else {
+                statements(&text)
+            };
+            for sql in list {
+                let variant = shifted_literals(&sql);
+                let (fp, variant_fp) = (tessera_sql::fingerprint(&sql), tessera_sql::fingerprint(&variant));
+                if variant == sql || fp.key != variant_fp.key {
+                    continue;
+                }
+                let warmed = PlanCache::default();
+                warmed.get(&sql, &fp, schema, true);
+                let cached = warmed.get(&variant, &variant_fp, schema, true);
+                let fresh = PlanCache::default().get(&variant, &variant_fp, schema, true);
+                checked += 1;
+                if cached != fresh {
+                    wrong.push(format!("{sql}\n  then: {variant}"));
+                }
+            }
+        }
+    }
+    eprintln!("{checked} statements with literals checked");
+    assert!(checked > 300, "only {checked} statements with literals");
+    assert!(
+        wrong.is_empty(),
+        "the cached plan of the first statement served the second, which plans otherwise:\n{}",
+        wrong.join("\n")
+    );
+}
