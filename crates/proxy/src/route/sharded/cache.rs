@@ -1,6 +1,7 @@
 //! The plan cache: plans by (schema, fingerprint), so a statement that differs from an earlier
 //! one only in literal values is not parsed again. A plan that depends on some literal values
-//! (LIMIT counts, ORDER BY positions, HAVING constants) is kept per those values. Bounded: when
+//! (LIMIT counts, ORDER BY positions, HAVING constants, GROUP_CONCAT separators, expressions
+//! the planner prints) is kept per those values. Bounded: when
 //! full, it is cleared (plans are cheap to rebuild; a hot set refills at once). A statement
 //! whose strings read differently under the session's `NO_BACKSLASH_ESCAPES` is planned apart.
 
