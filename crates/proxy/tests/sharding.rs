@@ -453,3 +453,39 @@ async fn each_union_sorts_by_its_own_position() {
         assert_eq!(got.join(","), want, "{sql}");
     }
 }
+
+/// Under `NO_BACKSLASH_ESCAPES` LOAD DATA's strings keep their backslashes: Tessera asks the
+/// client for the file it names and splits the records by the terminator the shards read.
+#[tokio::test(flavor = "multi_thread")]
+async fn load_data_reads_its_strings_under_no_backslash_escapes() {
+    let (env, _c) = shop_with_orders().await;
+    let mut loader = Client::connect_with(
+        env.proxy.addr.port(),
+        "app",
+        "app",
+        Some("shop"),
+        tessera_protocol::flags::CLIENT_LOCAL_FILES,
+    )
+    .await
+    .expect("login with LOCAL INFILE");
+    loader.query(NO_BACKSLASH_ESCAPES).await.expect("set mode");
+    let sql = r"LOAD DATA LOCAL INFILE 'C:\in\orders.csv' INTO TABLE orders FIELDS TERMINATED BY '\t' ESCAPED BY '' (id, customer_id, note)";
+    let mut command = vec![0x03u8];
+    command.extend_from_slice(sql.as_bytes());
+    let request = loader.raw(&command).await;
+    assert_eq!(
+        &request[..],
+        &b"\xfbC:\\in\\orders.csv"[..],
+        "the file the statement names"
+    );
+    let file: String = (5001..5021).map(|k| format!("{k}\\t{k}\\tn{k}\n")).collect();
+    loader.io.write_packet(file.as_bytes());
+    loader.io.write_packet(&[]);
+    loader.io.flush().await.expect("file sent");
+    let ok = loader.io.read_packet().await.expect("answer");
+    assert_eq!(ok[0], 0, "OK after the load: {ok:?}");
+    for k in 5001..5021i64 {
+        let note = env.on_shard(crc32_shard(k), &format!("SELECT note FROM orders WHERE id = {k}"));
+        assert_eq!(note, format!("n{k}"), "row {k} on its shard");
+    }
+}

@@ -22,14 +22,19 @@ pub struct LoadSpec {
     pub shard_sql: String,
 }
 
-fn string_value(text: &str) -> Vec<u8> {
-    tessera_sql::unquote(text).as_bytes().to_vec()
+/// A string option's bytes as the session reads strings (`backslash_escapes` false:
+/// `NO_BACKSLASH_ESCAPES`, where `'\t'` is a backslash and a `t`).
+fn string_value(text: &str, backslash_escapes: bool) -> Vec<u8> {
+    tessera_sql::unquote_as(text, backslash_escapes).as_bytes().to_vec()
 }
 
 impl LoadSpec {
-    /// Reads the options of `LOAD DATA LOCAL INFILE ...`; Err names what is not supported.
-    pub fn parse(sql: &str) -> Result<LoadSpec, String> {
-        let t: Vec<_> = Lexer::new(sql).filter(|t| t.is_significant()).collect();
+    /// Reads the options of `LOAD DATA LOCAL INFILE ...`, its strings as the session reads
+    /// them (`backslash_escapes`); Err names what is not supported.
+    pub fn parse(sql: &str, backslash_escapes: bool) -> Result<LoadSpec, String> {
+        let t: Vec<_> = Lexer::with_backslash_escapes(sql, backslash_escapes)
+            .filter(|t| t.is_significant())
+            .collect();
         let word = |i: usize, w: &str| t.get(i).is_some_and(|x| x.is_word(w));
         if !(word(0, "LOAD") && word(1, "DATA") && word(2, "LOCAL") && word(3, "INFILE")) {
             return Err("LOAD DATA INFILE of a server file into a sharded table (use LOCAL)".into());
@@ -58,11 +63,17 @@ impl LoadSpec {
             columns: None,
             shard_sql: sql.to_string(),
         };
-        spec.read_options(sql, &t, i)?;
+        spec.read_options(sql, &t, i, backslash_escapes)?;
         Ok(spec)
     }
 
-    fn read_options(&mut self, sql: &str, t: &[tessera_sql::Token<'_>], mut i: usize) -> Result<(), String> {
+    fn read_options(
+        &mut self,
+        sql: &str,
+        t: &[tessera_sql::Token<'_>],
+        mut i: usize,
+        escapes: bool,
+    ) -> Result<(), String> {
         let word = |i: usize, w: &str| t.get(i).is_some_and(|x| x.is_word(w));
         let text = |i: usize| t.get(i).map(|x| x.text).unwrap_or("");
         while i < t.len() {
@@ -74,7 +85,7 @@ impl LoadSpec {
                 let lines = (0..i)
                     .rev()
                     .find(|&k| word(k, "LINES") || word(k, "FIELDS") || word(k, "COLUMNS"));
-                let v = string_value(text(i + 2));
+                let v = string_value(text(i + 2), escapes);
                 if lines.is_some_and(|k| word(k, "LINES")) {
                     self.line_term = v;
                 } else {
@@ -84,10 +95,10 @@ impl LoadSpec {
             } else if word(i, "OPTIONALLY") {
                 i += 1;
             } else if word(i, "ENCLOSED") && word(i + 1, "BY") {
-                self.enclosed = string_value(text(i + 2)).first().copied();
+                self.enclosed = string_value(text(i + 2), escapes).first().copied();
                 i += 3;
             } else if word(i, "ESCAPED") && word(i + 1, "BY") {
-                self.escaped = string_value(text(i + 2)).first().copied();
+                self.escaped = string_value(text(i + 2), escapes).first().copied();
                 i += 3;
             } else if word(i, "STARTING") {
                 return Err("LOAD DATA with LINES STARTING BY into a sharded table".into());
@@ -289,6 +300,7 @@ mod tests {
     fn options_are_read() {
         let s = LoadSpec::parse(
             "LOAD DATA LOCAL INFILE '/tmp/x.csv' INTO TABLE shop.orders FIELDS TERMINATED BY ',' OPTIONALLY ENCLOSED BY '\"' LINES TERMINATED BY '\\r\\n' IGNORE 1 LINES (id, customer_id, @v) SET note = @v",
+            true,
         )
         .unwrap();
         assert_eq!(s.table, "orders");
@@ -301,13 +313,28 @@ mod tests {
             Some(&["id".to_string(), "customer_id".into(), "@v".into()][..])
         );
         assert!(!s.shard_sql.contains("IGNORE 1"), "{}", s.shard_sql);
-        assert!(LoadSpec::parse("LOAD DATA INFILE '/x' INTO TABLE t").is_err());
+        assert!(LoadSpec::parse("LOAD DATA INFILE '/x' INTO TABLE t", true).is_err());
+    }
+
+    #[test]
+    fn options_follow_no_backslash_escapes() {
+        let sql = r"LOAD DATA LOCAL INFILE 'C:\data\x.csv' INTO TABLE t FIELDS TERMINATED BY '\t' ESCAPED BY '\'";
+        let s = LoadSpec::parse(sql, false).unwrap();
+        assert_eq!(s.field_term, br"\t", "a backslash and a t");
+        assert_eq!(s.escaped, Some(b'\\'));
+        assert_eq!(file_name(sql, false).as_deref(), Some(&br"C:\data\x.csv"[..]));
+        let default = r"LOAD DATA LOCAL INFILE 'C:\\data' INTO TABLE t FIELDS TERMINATED BY '\t'";
+        assert_eq!(LoadSpec::parse(default, true).unwrap().field_term, b"\t");
+        assert_eq!(file_name(default, true).as_deref(), Some(&br"C:\data"[..]));
     }
 
     #[test]
     fn records_split_like_mariadb_reads_them() {
-        let spec = LoadSpec::parse("LOAD DATA LOCAL INFILE 'f' INTO TABLE t FIELDS TERMINATED BY ',' ENCLOSED BY '\"'")
-            .unwrap();
+        let spec = LoadSpec::parse(
+            "LOAD DATA LOCAL INFILE 'f' INTO TABLE t FIELDS TERMINATED BY ',' ENCLOSED BY '\"'",
+            true,
+        )
+        .unwrap();
         let mut s = RecordSplitter::new(&spec, 1);
         let mut got = s.feed(b"1,\"a,\nb\",x\n2,\\N,y\n3,\"q\"\"");
         assert_eq!(got.len(), 2);
@@ -367,11 +394,13 @@ impl LoadCounts {
     }
 }
 
-/// The file name a LOAD DATA LOCAL statement names.
-pub fn file_name(sql: &str) -> Option<Vec<u8>> {
-    let t: Vec<_> = Lexer::new(sql).filter(|t| t.is_significant()).collect();
+/// The file name a LOAD DATA LOCAL statement names, read as the session reads strings.
+pub fn file_name(sql: &str, backslash_escapes: bool) -> Option<Vec<u8>> {
+    let t: Vec<_> = Lexer::with_backslash_escapes(sql, backslash_escapes)
+        .filter(|t| t.is_significant())
+        .collect();
     let at = t.iter().position(|x| x.is_word("INFILE"))?;
     t.get(at + 1)
         .filter(|x| x.kind == TokenKind::String)
-        .map(|x| string_value(x.text))
+        .map(|x| string_value(x.text, backslash_escapes))
 }

@@ -174,7 +174,7 @@ impl Session {
                 return self.on_shard(schema, shard, role, sql, stmt).await;
             }
             StatementKind::LoadData { .. } => {
-                return match load_target(sql).map(|t| schema.table(&t)) {
+                return match load_target(sql, self.state.backslash_escapes()).map(|t| schema.table(&t)) {
                     Some(crate::topology::TablePlacement::Single(s)) => {
                         self.on_shard(schema, s, Role::Primary, sql, stmt).await
                     }
@@ -628,9 +628,12 @@ impl Session {
     }
 }
 
-/// The table of `LOAD DATA ... INTO TABLE t`.
-fn load_target(sql: &str) -> Option<String> {
-    let tokens: Vec<_> = tessera_sql::Lexer::new(sql).filter(|t| t.is_significant()).collect();
+/// The table of `LOAD DATA ... INTO TABLE t` (the file name before it read as the session
+/// reads strings).
+fn load_target(sql: &str, backslash_escapes: bool) -> Option<String> {
+    let tokens: Vec<_> = tessera_sql::Lexer::with_backslash_escapes(sql, backslash_escapes)
+        .filter(|t| t.is_significant())
+        .collect();
     let at = tokens
         .windows(2)
         .position(|w| w[0].is_word("INTO") && w[1].is_word("TABLE"))?;
@@ -1019,7 +1022,8 @@ impl Session {
                 "LOAD DATA INFILE of a server file into a sharded table (use LOCAL)",
             ));
         }
-        let spec = LoadSpec::parse(sql).map_err(|m| unsupported(&m))?;
+        let escapes = self.state.backslash_escapes();
+        let spec = LoadSpec::parse(sql, escapes).map_err(|m| unsupported(&m))?;
         let columns = match &spec.columns {
             Some(c) => c.clone(),
             None => self.table_columns(schema, &spec.table).await?,
@@ -1028,7 +1032,7 @@ impl Session {
             .iter()
             .position(|c| c.eq_ignore_ascii_case(key))
             .ok_or_else(|| unsupported("LOAD DATA that does not read the shard key from the file"))?;
-        let name = file_name(sql).ok_or_else(|| unsupported("LOAD DATA without a file name"))?;
+        let name = file_name(sql, escapes).ok_or_else(|| unsupported("LOAD DATA without a file name"))?;
         let implicit = !self.sharded_transaction_open() && self.autocommit();
         if implicit {
             // An autocommit LOAD DATA is a transaction of its own across the shards.
