@@ -19,6 +19,26 @@ async fn shop_with_orders() -> (ShardedEnv, Client) {
     (env, c)
 }
 
+/// A client on `shop` that takes LOAD DATA LOCAL INFILE file requests.
+async fn local_files_client(env: &ShardedEnv) -> Client {
+    Client::connect_with(
+        env.proxy.addr.port(),
+        "app",
+        "app",
+        Some("shop"),
+        tessera_protocol::flags::CLIENT_LOCAL_FILES,
+    )
+    .await
+    .expect("login with LOCAL INFILE")
+}
+
+/// A COM_QUERY packet's payload.
+fn com_query(sql: &str) -> Vec<u8> {
+    let mut command = vec![0x03u8];
+    command.extend_from_slice(sql.as_bytes());
+    command
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_sharded_schema_takes_ddl_writes_transactions_and_point_reads() {
     let (env, mut c) = shop_with_orders().await;
@@ -181,19 +201,9 @@ async fn a_sharded_schema_takes_ddl_writes_transactions_and_point_reads() {
     }
 
     // LOAD DATA LOCAL INFILE is split by key: every record on its shard, all or nothing.
-    let mut loader = Client::connect_with(
-        env.proxy.addr.port(),
-        "app",
-        "app",
-        Some("shop"),
-        tessera_protocol::flags::CLIENT_LOCAL_FILES,
-    )
-    .await
-    .expect("login with LOCAL INFILE");
+    let mut loader = local_files_client(&env).await;
     let sql = "LOAD DATA LOCAL INFILE 'orders.csv' INTO TABLE orders FIELDS TERMINATED BY ',' ENCLOSED BY '\"' IGNORE 1 LINES (id, customer_id, note)";
-    let mut command = vec![0x03u8];
-    command.extend_from_slice(sql.as_bytes());
-    let request = loader.raw(&command).await;
+    let request = loader.raw(&com_query(sql)).await;
     assert_eq!(request[0], 0xfb, "Tessera asks for the file");
     let file: String = std::iter::once("id,customer_id,note\n".to_string())
         .chain((3001..3041).map(|k| format!("{k},{k},\"n,{k}\"\n")))
@@ -211,9 +221,7 @@ async fn a_sharded_schema_takes_ddl_writes_transactions_and_point_reads() {
     assert_eq!((0..4).map(|i| env.count_on(i, "orders")).sum::<u64>(), 62);
     // A record no shard can take fails the whole load: no shard keeps any of its rows.
     let sql = "LOAD DATA LOCAL INFILE 'bad.csv' INTO TABLE orders FIELDS TERMINATED BY ',' (id, customer_id, note)";
-    let mut command = vec![0x03u8];
-    command.extend_from_slice(sql.as_bytes());
-    assert_eq!(loader.raw(&command).await[0], 0xfb);
+    assert_eq!(loader.raw(&com_query(sql)).await[0], 0xfb);
     loader.io.write_packet(b"4001,4001,x\n4002,4002,y\n4003,abc,z\n");
     loader.io.write_packet(&[]);
     loader.io.flush().await.expect("file sent");
@@ -459,20 +467,10 @@ async fn each_union_sorts_by_its_own_position() {
 #[tokio::test(flavor = "multi_thread")]
 async fn load_data_reads_its_strings_under_no_backslash_escapes() {
     let (env, _c) = shop_with_orders().await;
-    let mut loader = Client::connect_with(
-        env.proxy.addr.port(),
-        "app",
-        "app",
-        Some("shop"),
-        tessera_protocol::flags::CLIENT_LOCAL_FILES,
-    )
-    .await
-    .expect("login with LOCAL INFILE");
+    let mut loader = local_files_client(&env).await;
     loader.query(NO_BACKSLASH_ESCAPES).await.expect("set mode");
     let sql = r"LOAD DATA LOCAL INFILE 'C:\in\orders.csv' INTO TABLE orders FIELDS TERMINATED BY '\t' ESCAPED BY '' (id, customer_id, note)";
-    let mut command = vec![0x03u8];
-    command.extend_from_slice(sql.as_bytes());
-    let request = loader.raw(&command).await;
+    let request = loader.raw(&com_query(sql)).await;
     assert_eq!(
         &request[..],
         &b"\xfbC:\\in\\orders.csv"[..],
