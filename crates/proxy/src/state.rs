@@ -45,6 +45,55 @@ impl SyncScope {
     };
 }
 
+/// Variables under which a statement's text means something else: the server parses a
+/// prepared statement under the values they had at PREPARE and keeps that reading. Character
+/// sets come before the collation, which setting them resets.
+pub const PARSE_VARIABLES: [&str; 4] = [
+    "sql_mode",
+    "character_set_client",
+    "character_set_connection",
+    "collation_connection",
+];
+
+/// System variables as one state holds them, shared (see [`SessionVars::shared_vars`]).
+pub type SharedVars = Arc<BTreeMap<String, String>>;
+
+/// Whether two sets of system variables parse a statement alike (equal [`PARSE_VARIABLES`];
+/// a pointer compare when they are one copy).
+pub fn parse_alike(a: &SharedVars, b: &SharedVars) -> bool {
+    Arc::ptr_eq(a, b) || PARSE_VARIABLES.iter().all(|k| a.get(*k) == b.get(*k))
+}
+
+/// Whether `text` reads as the same statement under `a` and `b`, whose parse variables
+/// differ: changed character sets read non-ASCII text and string literals otherwise, and the
+/// `sql_mode`s must read it alike (see [`tessera_sql::reads_alike`]).
+pub fn text_reads_alike(text: &str, a: &SharedVars, b: &SharedVars) -> bool {
+    let charsets_differ = PARSE_VARIABLES[1..].iter().any(|k| a.get(*k) != b.get(*k));
+    if charsets_differ && (!text.is_ascii() || text.contains(['\'', '"'])) {
+        return false;
+    }
+    let mode = "sql_mode";
+    tessera_sql::reads_alike(text, a.get(mode).map(String::as_str), b.get(mode).map(String::as_str))
+}
+
+/// The SET that gives a connection holding `have` the parse variables of `want` (a variable
+/// `want` lacks is the server's default), parsed under `have`'s `sql_mode`; None when alike.
+/// When a character set differs, all three character set variables are set (setting one
+/// resets the collation on the server).
+pub fn parse_variables_set(want: &BTreeMap<String, String>, have: &BTreeMap<String, String>) -> Option<String> {
+    let escapes = !have.get("sql_mode").is_some_and(|m| has_no_backslash_escapes(m));
+    let charsets_differ = PARSE_VARIABLES[1..].iter().any(|k| want.get(*k) != have.get(*k));
+    let parts: Vec<String> = PARSE_VARIABLES
+        .iter()
+        .filter(|k| want.get(**k) != have.get(**k) || (charsets_differ && **k != "sql_mode"))
+        .map(|k| match want.get(*k) {
+            Some(v) => format!("SESSION {k} = {}", variable_literal(k, v, escapes)),
+            None => format!("SESSION {k} = DEFAULT"),
+        })
+        .collect();
+    (!parts.is_empty()).then(|| format!("SET {}", parts.join(", ")))
+}
+
 /// Whether an `sql_mode` value holds `NO_BACKSLASH_ESCAPES`.
 fn has_no_backslash_escapes(mode: &str) -> bool {
     mode.split(',')
@@ -160,6 +209,17 @@ impl SessionVars {
     /// The system variables (written only through [`SessionVars::set_var`] and the syncs, which
     /// keep the flags read from them with them).
     pub fn vars(&self) -> &BTreeMap<String, String> {
+        &self.vars
+    }
+
+    /// The system variables as one shared copy: what a prepared statement keeps of the state
+    /// it was parsed under (a later change copies the map, leaving this copy as it was).
+    pub fn shared_vars(&self) -> SharedVars {
+        self.vars.clone()
+    }
+
+    /// The system variables' shared copy itself (compared by pointer).
+    pub fn vars_copy(&self) -> &SharedVars {
         &self.vars
     }
 
@@ -353,5 +413,64 @@ mod tests {
         assert_eq!(value_literal("", true), "''");
         assert_eq!(value_literal("1.2.3", true), "'1.2.3'");
         assert_eq!(quote_ident("a`b"), "`a``b`");
+    }
+
+    fn vars(pairs: &[(&str, &str)]) -> SharedVars {
+        Arc::new(pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect())
+    }
+
+    #[test]
+    fn parse_variables_are_set_and_set_back_whole() {
+        let charsets = [
+            ("character_set_client", "utf8mb4"),
+            ("character_set_connection", "utf8mb4"),
+            ("collation_connection", "utf8mb4_unicode_ci"),
+        ];
+        let have = vars(&charsets);
+        let mut nbe = charsets.to_vec();
+        nbe.push(("sql_mode", r"NO_BACKSLASH_ESCAPES"));
+        let want = vars(&nbe);
+        assert_eq!(
+            parse_variables_set(&want, &have).as_deref(),
+            Some("SET SESSION sql_mode = 'NO_BACKSLASH_ESCAPES'")
+        );
+        assert_eq!(
+            parse_variables_set(&have, &want).as_deref(),
+            Some("SET SESSION sql_mode = DEFAULT"),
+            "a mode never set is the server's default"
+        );
+        assert_eq!(parse_variables_set(&have, &have), None);
+        let latin1 = vars(&[
+            ("character_set_client", "utf8mb4"),
+            ("character_set_connection", "latin1"),
+            ("collation_connection", "utf8mb4_unicode_ci"),
+        ]);
+        let set = parse_variables_set(&have, &latin1).expect("differs");
+        assert_eq!(
+            set,
+            "SET SESSION character_set_client = 'utf8mb4', SESSION character_set_connection = 'utf8mb4', \
+             SESSION collation_connection = 'utf8mb4_unicode_ci'",
+            "the collation is set after the character set that resets it"
+        );
+    }
+
+    #[test]
+    fn a_text_reads_alike_unless_a_changed_variable_reads_something_in_it() {
+        let base = vars(&[("character_set_connection", "utf8mb4")]);
+        let strict = vars(&[
+            ("character_set_connection", "utf8mb4"),
+            ("sql_mode", "STRICT_ALL_TABLES"),
+        ]);
+        assert!(text_reads_alike(r"SELECT 'a\nb', `é`", &base, &strict));
+        let nbe = vars(&[
+            ("character_set_connection", "utf8mb4"),
+            ("sql_mode", "NO_BACKSLASH_ESCAPES"),
+        ]);
+        assert!(text_reads_alike("SELECT c FROM t WHERE id = ?", &base, &nbe));
+        assert!(!text_reads_alike(r"SELECT 'a\nb'", &base, &nbe));
+        let latin1 = vars(&[("character_set_connection", "latin1")]);
+        assert!(text_reads_alike("SELECT c FROM t WHERE id = ?", &base, &latin1));
+        assert!(!text_reads_alike("SELECT 'c'", &base, &latin1));
+        assert!(!text_reads_alike("SELECT `é` FROM t", &base, &latin1));
     }
 }

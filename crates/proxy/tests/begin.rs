@@ -170,28 +170,41 @@ async fn a_queued_commit_is_sent_when_no_command_comes() {
 
 /// A client statement remembers its backend handle per connection, and forgets it when that
 /// connection's handles change: here the client's own SET of sql_mode drops the handles parsed
-/// under the old mode, in the middle of a transaction on the same connection.
+/// under the old mode, in the middle of a transaction on the same connection. A statement the
+/// new mode reads alike runs on a handle prepared again; one it reads otherwise keeps the
+/// reading of its PREPARE, as on the server (MariaDB answers `0` for it after the SET).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_remembered_backend_handle_follows_the_connections_handles() {
     let env = Env::start("pipeline_lanes = 0", "max_size = 1").await;
     let mut c = env.client_in_test().await;
-    let (id, _, _) = c.prepare("SELECT CAST(? || 'b' AS CHAR)").await.expect("prepare");
+    let (pipes, _, _) = c.prepare("SELECT CAST(? || 'b' AS CHAR)").await.expect("prepare");
+    let (concat, _, _) = c.prepare("SELECT CONCAT(?, 'b')").await.expect("prepare");
+    let one = |v: &str| vec![vec![Some(v.to_string())]];
     c.query("BEGIN").await.expect("begin");
     for _ in 0..2 {
-        let rows = c.execute(id, &[Some("a")]).await.expect("execute");
-        assert_eq!(rows, vec![vec![Some("0".to_string())]], "|| is OR by default");
+        assert_eq!(
+            c.execute(pipes, &[Some("a")]).await.expect("execute"),
+            one("0"),
+            "|| is OR by default"
+        );
+        assert_eq!(c.execute(concat, &[Some("a")]).await.expect("execute"), one("ab"));
     }
     c.query("SET sql_mode = 'PIPES_AS_CONCAT'").await.expect("set");
     for _ in 0..2 {
-        let rows = c.execute(id, &[Some("a")]).await.expect("execute");
-        assert_eq!(rows, vec![vec![Some("ab".to_string())]], "|| concatenates now");
+        assert_eq!(
+            c.execute(pipes, &[Some("a")]).await.expect("execute"),
+            one("0"),
+            "as at its PREPARE"
+        );
+        assert_eq!(
+            c.execute(concat, &[Some("a")]).await.expect("execute"),
+            one("ab"),
+            "a handle prepared again"
+        );
     }
     c.query("COMMIT").await.expect("commit");
-    let rows = c
-        .execute(id, &[Some("c")])
-        .await
-        .expect("execute after the transaction");
-    assert_eq!(rows, vec![vec![Some("cb".to_string())]]);
+    assert_eq!(c.execute(pipes, &[Some("c")]).await.expect("after"), one("0"));
+    assert_eq!(c.execute(concat, &[Some("c")]).await.expect("after"), one("cb"));
 }
 
 fn com_commits(env: &Env) -> u64 {

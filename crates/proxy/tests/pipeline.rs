@@ -107,7 +107,8 @@ async fn sessions_in_different_states_never_share_a_lane() {
 }
 
 /// Sessions whose reads went through one lane set share its copy of their variables; a SET
-/// in one of them afterwards changes that session only.
+/// in one of them afterwards changes that session only. (A statement keeps the parse of its
+/// PREPARE, as on the server: the sessions that change `sql_mode` prepare it again.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_that_changes_state_after_sharing_a_lane_set_changes_only_its_own() {
     let env = Env::start("pipeline_lanes = 1", "").await;
@@ -120,8 +121,11 @@ async fn a_session_that_changes_state_after_sharing_a_lane_set_changes_only_its_
     // 1 OR 0 by default, the concatenation '10' under PIPES_AS_CONCAT (no warning either way).
     for (round, want) in [["1", "1", "1", "1"], ["10", "1", "10", "1"]].iter().enumerate() {
         if round == 1 {
-            for (c, _) in cs.iter_mut().step_by(2) {
+            for (c, id) in cs.iter_mut().step_by(2) {
                 c.query("SET sql_mode = 'PIPES_AS_CONCAT'").await.expect("set");
+                let rows = c.execute(*id, &[Some("0")]).await.expect("execute");
+                assert_eq!(rows, vec![vec![Some("1".to_string())]], "parsed at its PREPARE");
+                *id = c.prepare("SELECT CAST(1 || ? AS CHAR)").await.expect("prepare").0;
             }
         }
         for _ in 0..10 {

@@ -355,3 +355,122 @@ async fn backslashes_in_session_variables_survive_any_sql_mode() {
     let mut proxied = clients(&env, 3).await;
     assert_eq!(backslash_values(&mut proxied).await, want);
 }
+
+/// Statements whose text the parse variables read differently: a backslash in a string
+/// (`NO_BACKSLASH_ESCAPES`), double quotes (`ANSI_QUOTES`), `||` (`PIPES_AS_CONCAT`) and a
+/// literal's character set (`character_set_connection`).
+const PARSE_SENSITIVE: [&str; 4] = [
+    r"SELECT CONCAT(LENGTH('a\nb'), ':', ?)",
+    r#"SELECT CONCAT("x", ?)"#,
+    r"SELECT CONCAT(('a' || 'b'), ?)",
+    r"SELECT CONCAT(CHARSET('c'), ?)",
+];
+
+const OTHER_PARSE: &str =
+    "SET SESSION sql_mode = CONCAT(@@sql_mode, ',NO_BACKSLASH_ESCAPES,ANSI_QUOTES,PIPES_AS_CONCAT'), \
+     character_set_connection = latin1";
+
+/// Client 0 prepares [`PARSE_SENSITIVE`] under the default parse variables, then changes them
+/// and prepares them again; both sets run after the change and after a change back, between
+/// statements of client 1 (which keeps the defaults). What each execution answers.
+async fn executions_across_parse_changes(cs: &mut [Client]) -> Vec<String> {
+    let mut before = Vec::new();
+    for sql in PARSE_SENSITIVE {
+        before.push(cs[0].prepare(sql).await.expect("prepare under the defaults").0);
+    }
+    cs[0].query(OTHER_PARSE).await.expect("other parse variables");
+    let mut after = Vec::new();
+    for sql in PARSE_SENSITIVE {
+        after.push(cs[0].prepare(sql).await.map(|p| p.0));
+    }
+    let mut seen = Vec::new();
+    for round in 0..4 {
+        if round == 2 {
+            cs[0]
+                .query("SET SESSION sql_mode = DEFAULT, character_set_connection = DEFAULT")
+                .await
+                .expect("back to the defaults");
+        }
+        for id in before.iter().map(|id| Ok(*id)).chain(after.iter().cloned()) {
+            let answer = match id {
+                Ok(id) => match cs[0].execute(id, &[Some("!")]).await {
+                    Ok(rows) => format!("{rows:?}"),
+                    Err(e) => format!("error {}", e.code),
+                },
+                Err(e) => format!("prepare error {}", e.code),
+            };
+            seen.push(format!("round {round}: {answer}"));
+            let other = cs[1].value("SELECT CONCAT(LENGTH('a\\nb'), \"x\")").await;
+            assert_eq!(
+                other.as_deref(),
+                Some("3x"),
+                "client 1 keeps the default parse variables"
+            );
+        }
+    }
+    seen
+}
+
+/// The server parses a prepared statement at PREPARE and keeps that reading when the session
+/// changes `sql_mode` or its connection character set later. Through Tessera the statement
+/// runs on whatever connection the pool gives (here one, which the other client's default
+/// variables change back and forth), so a handle parsed under the variables of its PREPARE is
+/// made there. The same steps directly against the server give the expected answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prepared_statements_keep_the_parse_of_their_prepare() {
+    let env = Env::start("", "max_size = 1").await;
+    let port = env.sandbox.servers()[0].port();
+    let mut direct = Vec::new();
+    for _ in 0..2 {
+        direct.push(
+            Client::connect(port, "tessera", "tessera", Some("test"))
+                .await
+                .expect("login"),
+        );
+    }
+    let want = executions_across_parse_changes(&mut direct).await;
+    assert!(
+        want.iter().any(|a| a.contains("3:!")) && want.iter().any(|a| a.contains("4:!")),
+        "both readings of the backslash: {want:?}"
+    );
+    let mut proxied = clients(&env, 2).await;
+    assert_eq!(executions_across_parse_changes(&mut proxied).await, want);
+}
+
+/// A cursor over a statement prepared under other parse variables than the session's now is
+/// refused with a clear error (its handle would be one fetches do not find); the statement
+/// runs without a cursor, and a cursor opens once the variables are back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cursor_over_a_statement_parsed_under_other_variables_is_refused() {
+    let env = Env::start("", "").await;
+    let mut c = env.client_in_test().await;
+    // Set explicitly (a variable never set is the server's default, which Tessera does not
+    // take to equal any value set later), and kept to be set back.
+    c.query("SET SESSION sql_mode = @@sql_mode").await.expect("sql_mode");
+    c.query("SET @m = @@sql_mode, @c = @@character_set_connection")
+        .await
+        .expect("keep");
+    let (id, _, _) = c.prepare(PARSE_SENSITIVE[0]).await.expect("prepare");
+    c.query(OTHER_PARSE).await.expect("other parse variables");
+    let cursor = |id: u32| {
+        let mut p = vec![0x17u8];
+        p.extend_from_slice(&id.to_le_bytes());
+        p.push(1); // CURSOR_TYPE_READ_ONLY
+        p.extend_from_slice(&1u32.to_le_bytes());
+        p.extend_from_slice(&[0, 1, 0xfd, 0, 1, b'!']);
+        p
+    };
+    let refused = c.raw(&cursor(id)).await;
+    let err = tessera_protocol::response::ErrPacket::parse(&refused).expect("an error");
+    assert_eq!(err.code, 1235, "{}", err.message);
+    assert!(err.message.contains("sql_mode"), "{}", err.message);
+    assert_eq!(
+        c.execute(id, &[Some("!")]).await.expect("without a cursor"),
+        vec![vec![Some("3:!".to_string())]]
+    );
+    c.query("SET SESSION sql_mode = @m, character_set_connection = @c")
+        .await
+        .expect("back");
+    let opened = c.raw(&cursor(id)).await;
+    assert_ne!(opened[0], 0xff, "a cursor opens under the variables of the PREPARE");
+}

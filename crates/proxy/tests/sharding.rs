@@ -373,6 +373,40 @@ async fn a_scatter_execution_inlines_backslashes_as_the_sql_mode_reads_them() {
 
 const NO_BACKSLASH_ESCAPES: &str = "SET SESSION sql_mode = CONCAT(@@sql_mode, ',NO_BACKSLASH_ESCAPES')";
 
+/// A prepared statement keeps the reading of its PREPARE after the session turns on
+/// `NO_BACKSLASH_ESCAPES`, as the server does: on one shard its handle is parsed under the
+/// variables of the PREPARE; over several shards, where its text would run under the new
+/// mode, it is refused with a clear error, unless its text reads alike in both modes.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_prepared_statement_keeps_its_reading_on_one_shard_and_is_refused_over_several() {
+    let (_env, mut c) = shop_with_orders().await;
+    c.query("INSERT INTO orders (id, customer_id, note) VALUES (1, 1, 'n1'), (2, 2, 'n2')")
+        .await
+        .expect("insert");
+    let (one, _, _) = c
+        .prepare(r"SELECT CONCAT(LENGTH('a\nb'), note) FROM orders WHERE customer_id = ?")
+        .await
+        .expect("prepare");
+    let (several, _, _) = c
+        .prepare(r"SELECT CONCAT(LENGTH('a\nb'), note) FROM orders WHERE customer_id IN (1, ?) ORDER BY id")
+        .await
+        .expect("prepare");
+    let (plain, _, _) = c
+        .prepare("SELECT note FROM orders WHERE customer_id IN (1, ?) ORDER BY id")
+        .await
+        .expect("prepare");
+    c.query(NO_BACKSLASH_ESCAPES).await.expect("set mode");
+    for _ in 0..2 {
+        let row = c.execute(one, &[Some("2")]).await.expect("one shard");
+        assert_eq!(row, vec![vec![Some("3n2".to_string())]], "read as at PREPARE");
+        let err = c.execute(several, &[Some("2")]).await.expect_err("refused");
+        assert_eq!(err.code, 1235, "{}", err.message);
+        assert!(err.message.contains("sql_mode"), "{}", err.message);
+        let rows = c.execute(plain, &[Some("2")]).await.expect("reads alike");
+        assert_eq!(rows, vec![vec![Some("n1".to_string())], vec![Some("n2".to_string())]]);
+    }
+}
+
 /// Under `NO_BACKSLASH_ESCAPES` a backslash in a string is itself: a string shard key holding
 /// one goes to the shard of the value the server stores, where a default-mode session and a
 /// prepared statement find it. A string the mode ends at a backslash, and a scatter that would

@@ -19,6 +19,7 @@ pub mod classify;
 mod flags;
 mod keyword;
 pub mod lexer;
+pub mod parse_modes;
 mod pure;
 mod scan;
 pub mod split;
@@ -31,6 +32,7 @@ pub use lexer::{
     escape_reading, is_plain_words, quoted_end, starts_with_keyword, unquote, unquote_as, EscapeReading, Lexer, Token,
     TokenKind,
 };
+pub use parse_modes::reads_alike;
 pub use split::{set_assignments, split_statements, split_statements_with};
 pub use txn_end::{completion_type_level, end_options, EndOptions};
 pub use uservars::{

@@ -7,8 +7,9 @@ use super::ServerRef;
 use crate::charset::BACKEND_COLLATION_ID;
 use crate::error::ProxyError;
 use crate::net::Stream;
-use crate::state::SessionVars;
+use crate::state::{parse_variables_set, SessionVars, PARSE_VARIABLES};
 use bytes::{Bytes, BytesMut};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 use tessera_protocol::command::{COM_INIT_DB, COM_QUERY, COM_RESET_CONNECTION};
@@ -23,14 +24,6 @@ const LAST_INSERT_ID_SQL: &str = "SELECT LAST_INSERT_ID()";
 
 /// A text result read by Tessera for its own use.
 pub type TextResult = (Vec<ColumnDefinition>, Vec<Vec<Option<Vec<u8>>>>);
-
-/// Variables under which a prepared statement's text means something else.
-const PARSE_VARIABLES: [&str; 4] = [
-    "sql_mode",
-    "character_set_client",
-    "character_set_connection",
-    "collation_connection",
-];
 
 /// An authenticated connection to one backend server.
 #[derive(Debug)]
@@ -239,6 +232,13 @@ impl BackendConn {
 
     /// Reads one OK/ERR answer; a result set here is a protocol surprise and breaks the connection.
     pub async fn read_ok(&mut self) -> Result<OkPacket, ProxyError> {
+        let ok = self.read_ok_packet().await?;
+        self.apply_changes(&ok.session_changes()?);
+        Ok(ok)
+    }
+
+    /// Reads one OK/ERR answer without taking the changes it reports.
+    async fn read_ok_packet(&mut self) -> Result<OkPacket, ProxyError> {
         let p = self.read().await?;
         if is_err(&p) {
             return Err(ProxyError::Backend(ErrPacket::parse(&p)?));
@@ -250,9 +250,7 @@ impl BackendConn {
                 reason: "unexpected result set for an internal statement".into(),
             });
         }
-        let ok = OkPacket::parse(&p, self.capabilities)?;
-        self.apply_changes(&ok.session_changes()?);
-        Ok(ok)
+        Ok(OkPacket::parse(&p, self.capabilities)?)
     }
 
     /// Changes the default schema with COM_INIT_DB.
@@ -449,12 +447,21 @@ impl BackendConn {
 
     /// Prepares `sql` on the backend and caches it (closing what makes room for it).
     async fn prepare_anew(&mut self, sql: &SqlText) -> Result<BackendStmt, ProxyError> {
-        let schema_epoch = self.schema_changes.current();
         // Close the least recently used handle in the same write, before the new one exists,
         // so the backend never holds more than `prepared_cache_size` of ours.
         if let Some(evicted) = self.stmts.make_room() {
             self.pending_closes.push(evicted.id);
         }
+        let stmt = self.prepare_on_server(sql).await?;
+        if let Some(evicted) = self.stmts.insert(sql.clone(), stmt.clone()) {
+            self.pending_closes.push(evicted.id);
+        }
+        Ok(stmt)
+    }
+
+    /// COM_STMT_PREPARE of `sql` and its answer (not cached).
+    async fn prepare_on_server(&mut self, sql: &SqlText) -> Result<BackendStmt, ProxyError> {
+        let schema_epoch = self.schema_changes.current();
         self.begin_command(|b| encode_prepare(b, sql));
         self.flush().await?;
         let first = self.read().await?;
@@ -463,17 +470,53 @@ impl BackendConn {
         }
         let ok = PrepareOk::parse(&first)?;
         let packets = self.read_prepare_metadata(ok).await?;
-        let stmt = BackendStmt {
+        Ok(BackendStmt {
             id: ok.stmt_id,
             num_params: ok.num_params,
             num_columns: ok.num_columns,
             metadata: Arc::from(packets),
             schema_epoch,
+        })
+    }
+
+    /// A handle for `sql` parsed as the server parses it under the parse variables of `want`
+    /// (a client statement's PREPARE), which differ from this connection's now: they are set
+    /// for the PREPARE and set back after it, so the connection's state and its cached handles
+    /// (parsed under its own variables) stay as they were. The handle is not cached: the
+    /// caller closes it after its execution ([`BackendConn::close_later`]).
+    pub async fn prepare_parsed_under(
+        &mut self,
+        sql: &SqlText,
+        want: &BTreeMap<String, String>,
+    ) -> Result<u32, ProxyError> {
+        let have = self.state.shared_vars();
+        let (Some(to_want), Some(back)) = (parse_variables_set(want, &have), parse_variables_set(&have, want)) else {
+            return Ok(self.prepare(sql).await?.id);
         };
-        if let Some(evicted) = self.stmts.insert(sql.clone(), stmt.clone()) {
-            self.pending_closes.push(evicted.id);
+        self.internal_set(&to_want).await?;
+        let prepared = self.prepare_on_server(sql).await;
+        if let Err(e) = self.internal_set(&back).await {
+            // The connection's parse variables are not known now.
+            self.broken = true;
+            return Err(e);
         }
-        Ok(stmt)
+        prepared.map(|stmt| stmt.id)
+    }
+
+    /// A SET of Tessera's own whose reported changes are not taken into the connection's
+    /// state (the caller sets everything back).
+    async fn internal_set(&mut self, sql: &str) -> Result<(), ProxyError> {
+        self.begin_command(|b| {
+            b.extend_from_slice(&[COM_QUERY]);
+            b.extend_from_slice(sql.as_bytes());
+        });
+        self.flush().await?;
+        self.read_ok_packet().await.map(drop)
+    }
+
+    /// Closes the handle `id` with the next command (after the one just begun).
+    pub fn close_later(&mut self, id: u32) {
+        self.pending_closes.push(id);
     }
 
     /// Reads parameter and column definitions (each block ends with an EOF on backends).

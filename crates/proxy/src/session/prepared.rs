@@ -11,7 +11,7 @@ use crate::backend::stmt_cache::{Remembered, SqlText};
 use crate::error::ProxyError;
 use crate::exec::Mode;
 use crate::metrics::Metrics;
-use crate::state::SyncScope;
+use crate::state::{SharedVars, SyncScope};
 use bytes::Bytes;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -37,6 +37,9 @@ pub struct PreparedPlan {
     pub sharded: Option<Arc<ShardedStmt>>,
     /// A pure read (see [`super::txn_edges::reads_only`]).
     pub reads_only: bool,
+    /// The session's system variables at PREPARE: the server keeps the statement as it parsed
+    /// it then, whatever `sql_mode` or connection character set the session changes to later.
+    pub parsed_under: SharedVars,
 }
 
 /// A statement prepared by the client: its plan, and what its executions leave behind.
@@ -56,6 +59,26 @@ pub struct ClientStmt {
     /// For a client with cached metadata: the column definitions it holds for this statement
     /// (frames numbered from 2), None when not known (see [`crate::exec::Metadata::Cached`]).
     pub columns_known: Option<Bytes>,
+    /// The last copy of the session's variables found to read the statement as its PREPARE
+    /// did (see [`parse_override`]): while the session holds that copy, no comparison.
+    pub reads_alike_under: SharedVars,
+}
+
+/// The variables an execution of `entry` must be prepared under: None when the session's
+/// variables `now` read its text as those of its PREPARE did (the usual case, a pointer
+/// compare once seen), else the PREPARE's.
+fn parse_override(entry: &mut ClientStmt, now: &SharedVars) -> Option<SharedVars> {
+    if Arc::ptr_eq(&entry.reads_alike_under, now) {
+        return None;
+    }
+    let plan = &entry.plan;
+    let alike = crate::state::parse_alike(now, &plan.parsed_under)
+        || crate::state::text_reads_alike(&String::from_utf8_lossy(&plan.sql), now, &plan.parsed_under);
+    if alike {
+        entry.reads_alike_under = now.clone();
+        return None;
+    }
+    Some(plan.parsed_under.clone())
 }
 
 /// A prepared statement's sharded plan.
@@ -87,6 +110,9 @@ struct Execution<'p> {
     backend_memo: Option<Remembered>,
     /// [`ClientStmt::columns_known`] when this execution began.
     columns_known: Option<Bytes>,
+    /// The variables the statement was prepared under, when the session's parse variables
+    /// differ from them now (see [`crate::backend::BackendConn::prepare_parsed_under`]).
+    parsed_under: Option<SharedVars>,
 }
 
 impl Execution<'_> {
@@ -103,6 +129,16 @@ pub struct StatementRegistry {
     stmts: crate::fasthash::FastMap<u32, ClientStmt>,
     next_id: u32,
 }
+
+/// Refused: a cursor over a statement prepared under other parse variables (its handle would
+/// be one of its own, which fetches do not find).
+const CHANGED_PARSE_CURSOR: &str = "a cursor over a prepared statement after the session changed sql_mode or the \
+     connection character set since its PREPARE (prepare it again)";
+
+/// Refused: a statement over several shards prepared under other parse variables (its text
+/// is run on the shards, which would read it under the session's variables of now).
+const CHANGED_PARSE_SCATTER: &str = "a prepared statement over several shards after the session changed sql_mode or \
+     the connection character set since its PREPARE (prepare it again)";
 
 /// Statements one client may keep prepared at once (MySQL's default max_prepared_stmt_count).
 pub const MAX_CLIENT_STATEMENTS: usize = 16_382;
@@ -207,9 +243,11 @@ impl Session {
             num_params: stmt.num_params,
             num_columns: stmt.num_columns,
             sharded,
+            parsed_under: self.state.shared_vars(),
         };
         let columns = stmt.metadata.get(usize::from(stmt.num_params)..).unwrap_or_default();
         let entry = ClientStmt {
+            reads_alike_under: plan.parsed_under.clone(),
             plan: Arc::new(plan),
             pipelinable,
             types: None,
@@ -285,6 +323,9 @@ impl Session {
             return Ok(Next::Continue);
         }
         let opens_cursor = run.request.flags & CURSOR_TYPE_READ_ONLY != 0;
+        if opens_cursor && run.parsed_under.is_some() {
+            return Err(ProxyError::Unsupported(CHANGED_PARSE_CURSOR.into()));
+        }
         // A cursor pins its connection: keep it on the primary, where the session can also write.
         let target = super::routing::pinned_target(self.plan_target([(stmts[0].sql, &*stmts[0].class)]), opens_cursor);
         if let Some(schema) = self.logical_schema() {
@@ -377,7 +418,14 @@ impl Session {
             }
         }
         let mut memo = run.backend_memo;
-        let backend_id = match conn.prepare_remembered(run.backend_sql(), &mut memo).await {
+        let prepared = match &run.parsed_under {
+            Some(vars) => {
+                memo = None;
+                conn.prepare_parsed_under(run.backend_sql(), vars).await
+            }
+            None => conn.prepare_remembered(run.backend_sql(), &mut memo).await,
+        };
+        let backend_id = match prepared {
             Ok(id) => id,
             Err(e @ ProxyError::Backend(_)) => {
                 self.handle.set_running(None);
@@ -400,7 +448,9 @@ impl Session {
         conn.begin_command(|b| {
             run.request.encode_for_backend(b, backend_id, types);
         });
-        if memo != run.backend_memo {
+        if run.parsed_under.is_some() {
+            conn.close_later(backend_id);
+        } else if memo != run.backend_memo {
             // Remembered only for the client statement's own text (not a shard's rewrite).
             if let Some(entry) = self
                 .stmts
@@ -490,9 +540,12 @@ impl Session {
         if entry.plan.sharded.is_some() {
             entry.columns_known = None;
         }
+        let parsed_under = parse_override(entry, self.state.vars_copy());
         Ok(Execution {
             columns_known: entry.columns_known.clone(),
-            pipelinable: entry.pipelinable && long_data.is_empty(),
+            // A lane's connection prepares under its own variables.
+            pipelinable: entry.pipelinable && long_data.is_empty() && parsed_under.is_none(),
+            parsed_under,
             reads_only: entry.plan.reads_only,
             backend_memo: entry.backend_memo,
             request,
@@ -587,6 +640,9 @@ impl Session {
             .shards_for(schema, &values)
             .map_err(super::sharded::key_error)?;
         let [shard] = shards.as_slice() else {
+            if run.parsed_under.is_some() {
+                return Err(ProxyError::Unsupported(CHANGED_PARSE_SCATTER.into()));
+            }
             let params = super::params::decode(run.request.null_bitmap, &run.types, run.request.values, &run.long_data)
                 .unwrap_or_default();
             let text = super::params::inline(&run.plan.text, &params, self.state.backslash_escapes());
@@ -635,6 +691,7 @@ impl Session {
             // The shard's text, not the client statement's: nothing remembered applies.
             backend_memo: None,
             columns_known: run.columns_known.clone(),
+            parsed_under: run.parsed_under.clone(),
         };
         self.execute_with_schema(stmt_id, &local, stmts, target, (*shard, &s.database))
             .await
