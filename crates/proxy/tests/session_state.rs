@@ -13,6 +13,20 @@ fn backend_connections(env: &Env) -> usize {
     n.trim().parse().expect("count")
 }
 
+/// `n` clients straight to the server (no Tessera), for the expected answers.
+async fn direct_clients(env: &Env, n: usize) -> Vec<Client> {
+    let port = env.sandbox.servers()[0].port();
+    let mut out = Vec::new();
+    for _ in 0..n {
+        out.push(
+            Client::connect(port, "tessera", "tessera", Some("test"))
+                .await
+                .expect("login"),
+        );
+    }
+    out
+}
+
 async fn clients(env: &Env, n: usize) -> Vec<Client> {
     let mut out = Vec::new();
     for _ in 0..n {
@@ -335,15 +349,7 @@ async fn backslash_values(cs: &mut [Client]) -> Vec<Option<String>> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn backslashes_in_session_variables_survive_any_sql_mode() {
     let env = Env::start("", "max_size = 1").await;
-    let port = env.sandbox.servers()[0].port();
-    let mut direct = Vec::new();
-    for _ in 0..3 {
-        direct.push(
-            Client::connect(port, "tessera", "tessera", Some("test"))
-                .await
-                .expect("login"),
-        );
-    }
+    let mut direct = direct_clients(&env, 3).await;
     let server = backslash_values(&mut direct).await;
     let want: Vec<Option<String>> = ["3:a\\b", "4:c\\d\\", "3:e\\f"]
         .iter()
@@ -419,15 +425,7 @@ async fn executions_across_parse_changes(cs: &mut [Client]) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prepared_statements_keep_the_parse_of_their_prepare() {
     let env = Env::start("", "max_size = 1").await;
-    let port = env.sandbox.servers()[0].port();
-    let mut direct = Vec::new();
-    for _ in 0..2 {
-        direct.push(
-            Client::connect(port, "tessera", "tessera", Some("test"))
-                .await
-                .expect("login"),
-        );
-    }
+    let mut direct = direct_clients(&env, 2).await;
     let want = executions_across_parse_changes(&mut direct).await;
     assert!(
         want.iter().any(|a| a.contains("3:!")) && want.iter().any(|a| a.contains("4:!")),
