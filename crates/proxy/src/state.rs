@@ -55,7 +55,7 @@ pub const PARSE_VARIABLES: [&str; 4] = [
     "collation_connection",
 ];
 
-/// System variables as one state holds them, shared (see [`SessionVars::shared_vars`]).
+/// System variables as one state holds them, shared (see [`SessionVars::vars_copy`]).
 pub type SharedVars = Arc<BTreeMap<String, String>>;
 
 /// Whether two sets of system variables parse a statement alike (equal [`PARSE_VARIABLES`];
@@ -212,13 +212,8 @@ impl SessionVars {
         &self.vars
     }
 
-    /// The system variables as one shared copy: what a prepared statement keeps of the state
-    /// it was parsed under (a later change copies the map, leaving this copy as it was).
-    pub fn shared_vars(&self) -> SharedVars {
-        self.vars.clone()
-    }
-
-    /// The system variables' shared copy itself (compared by pointer).
+    /// The system variables' shared copy itself: compared by pointer, and cloned by what keeps
+    /// the state it was parsed under (a later change copies the map, leaving this copy as it was).
     pub fn vars_copy(&self) -> &SharedVars {
         &self.vars
     }

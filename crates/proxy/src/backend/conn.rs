@@ -489,7 +489,7 @@ impl BackendConn {
         sql: &SqlText,
         want: &BTreeMap<String, String>,
     ) -> Result<u32, ProxyError> {
-        let have = self.state.shared_vars();
+        let have = self.state.vars_copy().clone();
         let (Some(to_want), Some(back)) = (parse_variables_set(want, &have), parse_variables_set(&have, want)) else {
             return Ok(self.prepare(sql).await?.id);
         };

@@ -243,7 +243,7 @@ impl Session {
             num_params: stmt.num_params,
             num_columns: stmt.num_columns,
             sharded,
-            parsed_under: self.state.shared_vars(),
+            parsed_under: self.state.vars_copy().clone(),
         };
         let columns = stmt.metadata.get(usize::from(stmt.num_params)..).unwrap_or_default();
         let entry = ClientStmt {
