@@ -64,12 +64,16 @@ pub fn parse_alike(a: &SharedVars, b: &SharedVars) -> bool {
     Arc::ptr_eq(a, b) || PARSE_VARIABLES.iter().all(|k| a.get(*k) == b.get(*k))
 }
 
+/// Whether the character set variables among [`PARSE_VARIABLES`] differ.
+fn charsets_differ(a: &BTreeMap<String, String>, b: &BTreeMap<String, String>) -> bool {
+    PARSE_VARIABLES[1..].iter().any(|k| a.get(*k) != b.get(*k))
+}
+
 /// Whether `text` reads as the same statement under `a` and `b`, whose parse variables
 /// differ: changed character sets read non-ASCII text and string literals otherwise, and the
 /// `sql_mode`s must read it alike (see [`tessera_sql::reads_alike`]).
 pub fn text_reads_alike(text: &str, a: &SharedVars, b: &SharedVars) -> bool {
-    let charsets_differ = PARSE_VARIABLES[1..].iter().any(|k| a.get(*k) != b.get(*k));
-    if charsets_differ && (!text.is_ascii() || text.contains(['\'', '"'])) {
+    if charsets_differ(a, b) && (!text.is_ascii() || text.contains(['\'', '"'])) {
         return false;
     }
     let mode = "sql_mode";
@@ -82,7 +86,7 @@ pub fn text_reads_alike(text: &str, a: &SharedVars, b: &SharedVars) -> bool {
 /// resets the collation on the server).
 pub fn parse_variables_set(want: &BTreeMap<String, String>, have: &BTreeMap<String, String>) -> Option<String> {
     let escapes = !have.get("sql_mode").is_some_and(|m| has_no_backslash_escapes(m));
-    let charsets_differ = PARSE_VARIABLES[1..].iter().any(|k| want.get(*k) != have.get(*k));
+    let charsets_differ = charsets_differ(want, have);
     let parts: Vec<String> = PARSE_VARIABLES
         .iter()
         .filter(|k| want.get(**k) != have.get(**k) || (charsets_differ && **k != "sql_mode"))
