@@ -147,6 +147,14 @@ impl Client {
         self.read_outcome(first, RowFormat::Binary).await
     }
 
+    /// COM_STMT_EXECUTE without the parameter types (new-params-bound flag 0), as drivers send
+    /// a re-execution whose types are those of the statement's previous execution.
+    pub async fn stmt_execute_again(&mut self, stmt: &Prepared, params: &[Param]) -> Result<Outcome, StmtError> {
+        let packet = execute_packet_with(stmt.id, params, false);
+        let first = self.send_command(&packet).await?;
+        self.read_outcome(first, RowFormat::Binary).await
+    }
+
     /// COM_STMT_CLOSE (the server sends no answer).
     pub async fn stmt_close(&mut self, stmt: &Prepared) -> Result<(), StmtError> {
         let mut p = vec![COM_STMT_CLOSE];
@@ -258,6 +266,11 @@ fn server_error(p: &[u8]) -> StmtError {
 
 /// The COM_STMT_EXECUTE packet: no cursor, one iteration, types always sent.
 pub fn execute_packet(id: u32, params: &[Param]) -> Vec<u8> {
+    execute_packet_with(id, params, true)
+}
+
+/// The COM_STMT_EXECUTE packet: no cursor, one iteration, the types only when `send_types`.
+pub fn execute_packet_with(id: u32, params: &[Param], send_types: bool) -> Vec<u8> {
     let mut p = BytesMut::new();
     p.extend_from_slice(&[COM_STMT_EXECUTE]);
     p.extend_from_slice(&id.to_le_bytes());
@@ -273,8 +286,8 @@ pub fn execute_packet(id: u32, params: &[Param]) -> Vec<u8> {
         }
     }
     p.extend_from_slice(&bitmap);
-    p.extend_from_slice(&[1]);
-    for v in params {
+    p.extend_from_slice(&[u8::from(send_types)]);
+    for v in params.iter().filter(|_| send_types) {
         p.extend_from_slice(&v.wire_type());
     }
     for v in params {

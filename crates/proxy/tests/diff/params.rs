@@ -60,6 +60,19 @@ pub fn parameterize(sql: &str) -> (String, Vec<Param>) {
 
 /// A number's parameter: integers that fit i64 as LONGLONG, exponents as DOUBLE, the rest
 /// (a decimal point, or beyond i64) as DECIMAL text.
+/// The parameters with every integer moved by one (up, or down from `i64::MAX`), the types
+/// unchanged: a second literal set for the same statement. None when there is no integer.
+pub fn shifted(params: &[Param]) -> Option<Vec<Param>> {
+    let shift = |p: &Param| match p {
+        Param::Int(n) => Param::Int(n.checked_add(1).unwrap_or(n - 1)),
+        other => other.clone(),
+    };
+    params
+        .iter()
+        .any(|p| matches!(p, Param::Int(_)))
+        .then(|| params.iter().map(shift).collect())
+}
+
 fn number_param(n: &str) -> Param {
     if n.contains(['e', 'E']) {
         return Param::Double(n.parse().expect("numeric literal"));
@@ -333,6 +346,29 @@ fn unescape(c: char) -> char {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_second_literal_set_moves_every_integer_and_keeps_the_types() {
+        let params = [
+            Param::Int(4),
+            Param::Text("7".into()),
+            Param::Int(i64::MAX),
+            Param::Null,
+            Param::Decimal("1.5".into()),
+        ];
+        let again = shifted(&params).expect("has integers");
+        assert_eq!(
+            again,
+            [
+                Param::Int(5),
+                Param::Text("7".into()),
+                Param::Int(i64::MAX - 1),
+                Param::Null,
+                Param::Decimal("1.5".into()),
+            ]
+        );
+        assert_eq!(shifted(&[Param::Text("a".into())]), None);
+    }
 
     #[test]
     fn literals_become_parameters_where_sql_allows() {

@@ -4,13 +4,15 @@
 
 use super::compare::{compare, refusal, render, well_formed_refusal, Mode as CompareMode, REFUSAL_PREFIX};
 use super::corpus::Statement;
-use super::params::parameterize;
+use super::params::{parameterize, shifted};
 use super::setup::{Mode, Topology};
 use super::side::{abbreviate, Answer, Side};
 use crate::common::stmt::{Param, StmtError};
 
 /// Mismatches printed with both answers (unless DIFFTEST_SHOW says otherwise).
 pub const SHOWN_MISMATCHES: usize = 20;
+/// The protocol label of a prepared statement's second execution, with other literals.
+const BINARY_AGAIN: &str = "binary again";
 /// Rows shown per answer.
 const SHOWN_ROWS: usize = 8;
 
@@ -44,6 +46,8 @@ pub struct Stats {
     pub statements: usize,
     pub text_executions: usize,
     pub binary_executions: usize,
+    /// Binary executions that were a prepared statement's second, with other literals.
+    pub second_executions: usize,
     pub matched: usize,
     pub mismatches: Vec<Failure>,
     pub expected_refusals: usize,
@@ -77,10 +81,11 @@ impl Stats {
         }
         println!("  statements: {}", self.statements);
         println!(
-            "  compared: {} ({} text, {} binary); matched: {}",
+            "  compared: {} ({} text, {} binary, {} of them a prepared statement's second execution); matched: {}",
             self.text_executions + self.binary_executions,
             self.text_executions,
             self.binary_executions,
+            self.second_executions,
             self.matched
         );
         println!("  mismatches: {}", self.mismatches.len());
@@ -174,16 +179,28 @@ impl<'a> Runner<'a> {
         }
     }
 
-    /// A read runs over the text protocol, and over the binary one when marked prepared.
+    /// A read runs over the text protocol, and over the binary one when marked prepared: with
+    /// integer literals, the prepared statement is executed a second time with each of them
+    /// moved by one (a plan kept from the first execution must not answer the second).
     async fn run_read(&mut self, st: &Statement) {
         let a = self.reference.text(&st.sql).await;
         let b = self.under_test.text(&st.sql).await;
         self.judge(st, "text", &st.sql, &[], a, b);
-        if st.marks.prepared {
-            let (sql, params) = parameterize(&st.sql);
+        if !st.marks.prepared {
+            return;
+        }
+        let (sql, params) = parameterize(&st.sql);
+        let Some(again) = shifted(&params) else {
             let a = self.reference.binary(&sql, &params).await;
             let b = self.under_test.binary(&sql, &params).await;
             self.judge(st, "binary", &sql, &params, a, b);
+            return;
+        };
+        let (a, a_again) = self.reference.binary_twice(&sql, &params, &again).await;
+        let (b, b_again) = self.under_test.binary_twice(&sql, &params, &again).await;
+        self.judge(st, "binary", &sql, &params, a, b);
+        if let (Some(a), Some(b)) = (a_again, b_again) {
+            self.judge(st, BINARY_AGAIN, &sql, &again, a, b);
         }
     }
 
@@ -254,6 +271,10 @@ impl<'a> Runner<'a> {
     fn count(&mut self, protocol: &str) {
         match protocol {
             "binary" => self.stats.binary_executions += 1,
+            BINARY_AGAIN => {
+                self.stats.binary_executions += 1;
+                self.stats.second_executions += 1;
+            }
             _ => self.stats.text_executions += 1,
         }
     }
@@ -302,7 +323,8 @@ impl<'a> Runner<'a> {
             self.refused(st, failure(format!("refused: {message}")), well_formed);
             return;
         }
-        if let Some(problem) = marker_problem(st, &a) {
+        // The markers describe the statement's own literals, not the second set.
+        if let Some(problem) = marker_problem(st, &a).filter(|_| protocol != BINARY_AGAIN) {
             self.stats.corpus_errors.push(failure(problem));
             return;
         }
@@ -314,7 +336,7 @@ impl<'a> Runner<'a> {
         match compare(&a, &b, mode) {
             Ok(()) => {
                 self.stats.matched += 1;
-                if st.marks.refuse.is_some() && protocol != "binary" {
+                if st.marks.refuse.is_some() && protocol == "text" {
                     self.stats
                         .refusable_answered
                         .push(format!("{} {}", st.origin, abbreviate(&st.sql, 120)));

@@ -86,6 +86,35 @@ impl Side {
         self.settle(answer)
     }
 
+    /// `sql` over the binary protocol on one prepared statement: executed with `params`, then
+    /// with `again` (same parameter types, sent without them as drivers do), then closed. The
+    /// second answer is None when the first execution left no usable connection.
+    pub async fn binary_twice(&mut self, sql: &str, params: &[Param], again: &[Param]) -> (Answer, Option<Answer>) {
+        let client = match self.client().await {
+            Ok(c) => c,
+            Err(e) => return (self.settle(Err(e)), None),
+        };
+        let twice = tokio::time::timeout(STATEMENT_TIMEOUT, async {
+            let stmt = client.stmt_prepare(sql).await?;
+            let first = client.stmt_execute(&stmt, params).await;
+            if matches!(first, Err(StmtError::Io(_))) {
+                return Ok((first, None));
+            }
+            let second = client.stmt_execute_again(&stmt, again).await;
+            if !matches!(second, Err(StmtError::Io(_))) {
+                client.stmt_close(&stmt).await?;
+            }
+            Ok((first, Some(second)))
+        })
+        .await
+        .unwrap_or_else(|_| Err(StmtError::Io("statement timed out".into())));
+        match twice {
+            Ok((first, None)) => (self.settle(first), None),
+            Ok((first, Some(second))) => (first, Some(self.settle(second))),
+            Err(e) => (self.settle(Err(e)), None),
+        }
+    }
+
     /// Runs `sql` (setup and checks): panics with the statement on any error.
     pub async fn must(&mut self, sql: &str) -> Outcome {
         match self.text(sql).await {
