@@ -153,6 +153,17 @@ async fn clients_get_the_session_tracking_they_asked_for() {
     assert!(mode.contains("TRADITIONAL"), "{mode}");
 }
 
+/// Waits until no session is pinned to a connection (an idle one gave its connection back).
+async fn wait_until_unpinned(env: &Env) {
+    for _ in 0..200 {
+        if env.metric_sum("tessera_pool_pinned{") == 0 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the session never gave its connection back");
+}
+
 /// Waits until the pool has no connection in use (the session gave its one back).
 async fn wait_until_released(env: &Env) {
     for _ in 0..200 {
@@ -190,6 +201,80 @@ async fn the_diagnostics_area_is_the_previous_statements_after_the_connection_we
     b.query("SELECT CAST('zz' AS SIGNED)").await.expect("b's own warning");
     assert!(a.query("SHOW WARNINGS").await.expect("empty").is_empty());
     assert_eq!(a.value("SELECT @@warning_count").await.as_deref(), Some("0"));
+}
+
+/// SHOW WARNINGS statements the backend has run (the client's own and Tessera's).
+fn show_warnings_run(env: &Env) -> u64 {
+    let out = env.backend_sql("SHOW GLOBAL STATUS LIKE 'Com_show_warnings'");
+    out.split_whitespace()
+        .last()
+        .and_then(|n| n.parse().ok())
+        .expect("a count")
+}
+
+/// A write in a transaction leaves notes (decimals rounded), then COMMIT and BEGIN, neither of
+/// which clears them on MariaDB: the client reads them after each, and Tessera does not read
+/// the area back at those edges (the connection stays with the session until a statement
+/// clears it, or the session goes idle).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transactions_notes_stay_readable_past_its_edges_without_being_read_back() {
+    let env = Env::start("", "max_size = 2").await;
+    let mut a = env.client().await;
+    a.query("CREATE TABLE test.notes (id INT PRIMARY KEY, amount DECIMAL(6,2))")
+        .await
+        .expect("table");
+    let before = show_warnings_run(&env);
+    a.query("BEGIN").await.expect("begin");
+    a.query("INSERT INTO test.notes VALUES (1, 1.005), (2, 2.005)")
+        .await
+        .expect("insert with notes");
+    a.query("COMMIT").await.expect("commit");
+    a.query("START TRANSACTION").await.expect("start");
+    a.query("SELECT * FROM test.notes").await.expect("reads a table");
+    a.query("COMMIT").await.expect("commit");
+    assert_eq!(show_warnings_run(&env), before, "no SHOW WARNINGS at the edges");
+
+    a.query("BEGIN").await.expect("begin");
+    a.query("INSERT INTO test.notes VALUES (3, 3.005), (4, 4.005)")
+        .await
+        .expect("insert with notes");
+    a.query("COMMIT").await.expect("commit");
+    let notes = |rows: &[Vec<Option<String>>]| rows.iter().filter(|r| r[1].as_deref() == Some("1265")).count();
+    assert_eq!(notes(&a.query("SHOW WARNINGS").await.expect("after commit")), 2);
+    a.query("START TRANSACTION").await.expect("start");
+    assert_eq!(notes(&a.query("SHOW WARNINGS").await.expect("after begin")), 2);
+    assert_eq!(a.value("SELECT @@warning_count").await.as_deref(), Some("2"));
+    a.query("ROLLBACK").await.expect("rollback");
+
+    // Autocommit, then statements that do not clear the area: still readable, and the
+    // connection goes back once the session is idle.
+    a.query("INSERT INTO test.notes VALUES (5, 5.005), (6, 6.005)")
+        .await
+        .expect("insert with notes");
+    a.query("SELECT 1").await.expect("keeps the area");
+    a.query("DO 1").await.expect("keeps the area");
+    assert_eq!(notes(&a.query("SHOW WARNINGS").await.expect("after two")), 2);
+    a.query("SELECT COUNT(*) FROM test.notes").await.expect("clears");
+    wait_until_released(&env).await;
+    assert!(a.query("SHOW WARNINGS").await.expect("empty").is_empty());
+}
+
+/// LAST_INSERT_ID(expr) with a warning keeps the connection for SHOW WARNINGS; when the
+/// session then goes idle and the connection goes back, the value set is still the session's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn last_insert_id_set_beside_a_warning_survives_the_idle_release() {
+    // One backend connection: the other client changes the very connection the first gave back.
+    let env = Env::start("", "max_size = 1").await;
+    let mut a = env.client().await;
+    let mut b = env.client().await;
+    a.query("SELECT LAST_INSERT_ID(42), CAST('zz' AS SIGNED)")
+        .await
+        .expect("a warning");
+    assert_eq!(env.metric_sum("tessera_pool_pinned{"), 1, "kept for SHOW WARNINGS");
+    wait_until_unpinned(&env).await;
+    b.query("SELECT LAST_INSERT_ID(7)").await.expect("b's own");
+    assert_eq!(a.value("SELECT LAST_INSERT_ID()").await.as_deref(), Some("42"));
+    assert_eq!(b.value("SELECT LAST_INSERT_ID()").await.as_deref(), Some("7"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -289,7 +289,19 @@ impl Session {
         }
         if stmts.iter().any(|s| clears_area(s.sql, &s.class)) {
             self.diagnostics = Diagnostics::Kept(Vec::new());
-        } else if area_was_here && !conn.broken {
+            return;
+        }
+        if !area_was_here || conn.broken {
+            return;
+        }
+        // The area is still on this connection. A connection that stays with the session (a
+        // transaction, another pin) keeps it unread; one about to go back keeps it for one
+        // more statement once (COMMIT then BEGIN after a write with notes: no read at all),
+        // else it is read now so the connection can go back.
+        let releasing = !conn.in_transaction && !self.pins.is_pinned();
+        if !releasing || self.pins.may_carry_diagnostics() {
+            self.pins.carry_diagnostics(releasing);
+        } else {
             self.keep_diagnostics_of(conn).await;
         }
     }
@@ -332,32 +344,13 @@ impl Session {
     /// LAST_INSERT_ID() may have changed on this connection (an OK's insert id is not always
     /// it: explicit ids, LAST_INSERT_ID(expr)); read it before the connection is shared again.
     async fn learn_last_insert_id(&mut self, conn: &mut PooledConn) {
-        conn.queue_last_insert_id_query();
-        let known = match conn.flush().await {
-            Ok(()) => self.adopt_last_insert_id(conn).await,
-            Err(_) => false,
-        };
+        let known = learn_last_insert_id(conn, &mut self.state.last_insert_id, self.id).await;
         self.last_insert_id_dirty = !known;
     }
 
-    /// Reads the queued `SELECT LAST_INSERT_ID()` answer. Tessera knows the value the
-    /// connection had before (every change is read back before release), so only a change
-    /// belongs to this session. Returns whether the value is known.
+    /// Reads the queued `SELECT LAST_INSERT_ID()` answer (see [`adopt_last_insert_id`]).
     async fn adopt_last_insert_id(&mut self, conn: &mut PooledConn) -> bool {
-        let before = conn.state.last_insert_id;
-        match conn.read_last_insert_id().await {
-            Ok(id) => {
-                if id != before {
-                    self.state.last_insert_id = id;
-                }
-                true
-            }
-            Err(e) => {
-                tracing::warn!(session = self.id, error = %e, "could not read LAST_INSERT_ID()");
-                conn.broken = true;
-                false
-            }
-        }
+        adopt_last_insert_id(conn, &mut self.state.last_insert_id, self.id).await
     }
 
     pub(super) fn record_last(&mut self, outcome: &Outcome) {
@@ -448,6 +441,36 @@ impl Session {
             self.held = Some(conn);
         } else if conn.in_transaction {
             self.held = Some(conn);
+        }
+    }
+}
+
+/// Reads LAST_INSERT_ID() from a connection about to go back into the session's value
+/// `session_value` (`session` names it in logs). Returns whether the value is known.
+pub async fn learn_last_insert_id(conn: &mut PooledConn, session_value: &mut u64, session: u32) -> bool {
+    conn.queue_last_insert_id_query();
+    match conn.flush().await {
+        Ok(()) => adopt_last_insert_id(conn, session_value, session).await,
+        Err(_) => false,
+    }
+}
+
+/// Reads the queued `SELECT LAST_INSERT_ID()` answer. Tessera knows the value the connection
+/// had before (every change is read back before release), so only a change belongs to this
+/// session. Returns whether the value is known.
+async fn adopt_last_insert_id(conn: &mut PooledConn, session_value: &mut u64, session: u32) -> bool {
+    let before = conn.state.last_insert_id;
+    match conn.read_last_insert_id().await {
+        Ok(id) => {
+            if id != before {
+                *session_value = id;
+            }
+            true
+        }
+        Err(e) => {
+            tracing::warn!(session, error = %e, "could not read LAST_INSERT_ID()");
+            conn.broken = true;
+            false
         }
     }
 }

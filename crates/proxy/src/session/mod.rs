@@ -170,6 +170,12 @@ impl Session {
                                 }
                                 _ => true,
                             };
+                            if let (true, Some(conn)) = (release && self.last_insert_id_dirty, kept.as_mut()) {
+                                // LAST_INSERT_ID(expr) may have changed it: read before sharing.
+                                let (value, id) = (&mut self.state.last_insert_id, self.id);
+                                let known = in_heap(|| execute::learn_last_insert_id(conn, value, id)).await;
+                                self.last_insert_id_dirty = !known;
+                            }
                             if release {
                                 self.pins.end_short_lived();
                             } else {

@@ -22,6 +22,9 @@ pub struct Pins {
     handlers: u32,
     /// The last statement left warnings or an error: SHOW WARNINGS must see them.
     diagnostics_next: bool,
+    /// The diagnostics area was kept on its connection, unread, past one statement after
+    /// which the connection would otherwise have gone back (see [`Pins::carry_diagnostics`]).
+    diagnostics_carried: bool,
 }
 
 impl Pins {
@@ -153,6 +156,21 @@ impl Pins {
     /// @@warning_count read the diagnostics of the statement that produced them.
     pub fn keep_for_diagnostics(&mut self) {
         self.diagnostics_next = true;
+        self.diagnostics_carried = false;
+    }
+
+    /// Keeps the connection, with the area the statement before left on it, for one more
+    /// statement; `releasing` when the connection would have gone back without this pin (the
+    /// area is then read at the next release instead: see [`Pins::may_carry_diagnostics`]).
+    pub fn carry_diagnostics(&mut self, releasing: bool) {
+        self.diagnostics_next = true;
+        self.diagnostics_carried |= releasing;
+    }
+
+    /// Whether an area may be carried unread past one more release point: once, so that a
+    /// client whose statements never clear it does not keep its connection for good.
+    pub fn may_carry_diagnostics(&self) -> bool {
+        !self.diagnostics_carried
     }
 
     /// True while the held connection is kept for the previous statement's diagnostics.
