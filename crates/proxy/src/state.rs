@@ -36,12 +36,17 @@ pub struct SessionVars {
 pub struct SyncScope {
     pub user_vars: bool,
     pub last_insert_id: bool,
+    /// The statement may assign LAST_INSERT_ID() (an insert, LAST_INSERT_ID(expr), a
+    /// procedure): the connection's value is made the session's first, in the same write, so
+    /// that the value read back afterwards tells whether it assigned one.
+    pub writes_last_insert_id: bool,
 }
 
 impl SyncScope {
     pub const ALL: SyncScope = SyncScope {
         user_vars: true,
         last_insert_id: true,
+        writes_last_insert_id: true,
     };
 }
 

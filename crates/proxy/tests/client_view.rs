@@ -259,6 +259,44 @@ async fn a_transactions_notes_stay_readable_past_its_edges_without_being_read_ba
     assert!(a.query("SHOW WARNINGS").await.expect("empty").is_empty());
 }
 
+/// Two sessions on one backend connection assign the same LAST_INSERT_ID() value in turn (two
+/// tables' first ids, the same LAST_INSERT_ID(expr)): each session's LAST_INSERT_ID() is what it
+/// assigned, as on its own MariaDB connection, though the connection's value did not change.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn last_insert_id_is_the_sessions_own_when_it_repeats_another_sessions_value() {
+    let env = Env::start("", "max_size = 1").await;
+    let mut a = env.client().await;
+    let mut b = env.client().await;
+    for t in ["t1", "t2"] {
+        a.query(&format!(
+            "CREATE TABLE test.{t} (id INT AUTO_INCREMENT PRIMARY KEY, v INT)"
+        ))
+        .await
+        .expect("table");
+    }
+    let lii = "SELECT LAST_INSERT_ID()";
+    a.query("INSERT INTO test.t1 (v) VALUES (1)").await.expect("a: id 1");
+    b.query("INSERT INTO test.t2 (v) VALUES (1)")
+        .await
+        .expect("b: id 1 too");
+    assert_eq!(b.value(lii).await.as_deref(), Some("1"), "an insert's id");
+    a.query("SELECT LAST_INSERT_ID(9)").await.expect("a: 9");
+    b.query("SELECT LAST_INSERT_ID(9)").await.expect("b: 9 too");
+    assert_eq!(b.value(lii).await.as_deref(), Some("9"), "LAST_INSERT_ID(expr)");
+    a.query("INSERT INTO test.t2 (v) VALUES (2)").await.expect("a: id 2");
+    b.query("BEGIN").await.expect("begin");
+    b.query("INSERT INTO test.t1 (v) VALUES (2)")
+        .await
+        .expect("b: id 2 too");
+    b.query("COMMIT").await.expect("commit");
+    assert_eq!(b.value(lii).await.as_deref(), Some("2"), "in a transaction");
+    assert_eq!(a.value(lii).await.as_deref(), Some("2"));
+    b.query("INSERT INTO test.t1 (id, v) VALUES (50, 3)")
+        .await
+        .expect("an explicit id assigns nothing");
+    assert_eq!(b.value(lii).await.as_deref(), Some("2"));
+}
+
 /// LAST_INSERT_ID(expr) with a warning keeps the connection for SHOW WARNINGS; when the
 /// session then goes idle and the connection goes back, the value set is still the session's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -279,6 +279,17 @@ impl BackendConn {
         Ok(())
     }
 
+    /// Queues `SET SESSION last_insert_id = value` ahead of the next command, its OK checked
+    /// before that command's answer (no round trip of its own).
+    pub fn queue_last_insert_id_set(&mut self, value: u64) {
+        self.begin_command(|b| {
+            b.extend_from_slice(&[COM_QUERY]);
+            b.extend_from_slice(format!("SET SESSION last_insert_id = {value}").as_bytes());
+        });
+        self.pending_oks += 1;
+        self.state.last_insert_id = value;
+    }
+
     /// Queues `SELECT LAST_INSERT_ID()` behind the command already queued (pipelined).
     pub fn queue_last_insert_id_query(&mut self) {
         self.begin_command(|b| {

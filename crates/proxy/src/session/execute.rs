@@ -74,6 +74,7 @@ impl Session {
         // While LAST_INSERT_ID() is only known to the held connection, it is the truth.
         let scope = SyncScope {
             last_insert_id: scope.last_insert_id && !self.last_insert_id_dirty,
+            writes_last_insert_id: scope.writes_last_insert_id && !self.last_insert_id_dirty,
             ..scope
         };
         if let Err(e) = self.sync(&mut conn, scope).await {
@@ -89,6 +90,11 @@ impl Session {
         } else {
             // Anything but a pure read (or a command of Tessera's own) ends the claim.
             self.txn_reads_only &= reads_only;
+        }
+        if scope.writes_last_insert_id && conn.state.last_insert_id != self.state.last_insert_id {
+            // Else a statement that assigned the value the connection already had (another
+            // session's) would look as if it assigned nothing.
+            conn.queue_last_insert_id_set(self.state.last_insert_id);
         }
         self.handle.set_running(Some((&conn.server, conn.thread_id)));
         Ok((conn, on_held))
@@ -538,6 +544,9 @@ pub fn sync_scope(stmts: &[Stmt<'_>]) -> SyncScope {
         let opaque = matches!(s.class.kind, K::Call | K::Execute | K::Prepare);
         scope.user_vars |= opaque || f.contains(Flags::USER_VAR_READ);
         scope.last_insert_id |= opaque || f.contains(Flags::LAST_INSERT_ID);
+        scope.writes_last_insert_id |= opaque
+            || f.contains(Flags::LAST_INSERT_ID_SET)
+            || matches!(s.class.kind, K::Insert | K::Replace | K::LoadData { .. });
     }
     scope
 }
