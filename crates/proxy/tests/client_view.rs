@@ -155,24 +155,23 @@ async fn clients_get_the_session_tracking_they_asked_for() {
 
 /// Waits until no session is pinned to a connection (an idle one gave its connection back).
 async fn wait_until_unpinned(env: &Env) {
-    for _ in 0..200 {
-        if env.metric_sum("tessera_pool_pinned{") == 0 {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("the session never gave its connection back");
+    wait_until_zero(env, "tessera_pool_pinned{").await;
 }
 
 /// Waits until the pool has no connection in use (the session gave its one back).
 async fn wait_until_released(env: &Env) {
+    wait_until_zero(env, "tessera_pool_in_use{").await;
+}
+
+/// Waits until the metrics starting with `prefix` add up to 0 (at most 20 s).
+async fn wait_until_zero(env: &Env, prefix: &str) {
     for _ in 0..200 {
-        if env.metric_sum("tessera_pool_in_use{") == 0 {
+        if env.metric_sum(prefix) == 0 {
             return;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    panic!("the session never gave its connection back");
+    panic!("the session never gave its connection back ({prefix} stayed above 0)");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

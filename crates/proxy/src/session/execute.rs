@@ -344,7 +344,7 @@ impl Session {
 
     /// Reads the answer of a `SELECT LAST_INSERT_ID()` pipelined behind the statement.
     pub async fn read_pipelined_last_insert_id(&mut self, conn: &mut PooledConn, outcome: &mut Outcome) {
-        outcome.last_insert_id_known = self.adopt_last_insert_id(conn).await;
+        outcome.last_insert_id_known = adopt_last_insert_id(conn, &mut self.state.last_insert_id, self.id).await;
     }
 
     /// LAST_INSERT_ID() may have changed on this connection (an OK's insert id is not always
@@ -352,11 +352,6 @@ impl Session {
     async fn learn_last_insert_id(&mut self, conn: &mut PooledConn) {
         let known = learn_last_insert_id(conn, &mut self.state.last_insert_id, self.id).await;
         self.last_insert_id_dirty = !known;
-    }
-
-    /// Reads the queued `SELECT LAST_INSERT_ID()` answer (see [`adopt_last_insert_id`]).
-    async fn adopt_last_insert_id(&mut self, conn: &mut PooledConn) -> bool {
-        adopt_last_insert_id(conn, &mut self.state.last_insert_id, self.id).await
     }
 
     pub(super) fn record_last(&mut self, outcome: &Outcome) {
