@@ -284,7 +284,7 @@ impl Session {
     ) {
         use super::diagnostics::{clears_area, Diagnostics};
         if outcome.warnings > 0 || outcome.error.is_some() {
-            self.pins.keep_for_diagnostics();
+            self.pins.keep_new_diagnostics(conn.in_transaction);
             self.diagnostics = Diagnostics::OnConnection;
             return;
         }
@@ -301,9 +301,9 @@ impl Session {
             return;
         }
         // The area is still on this connection. A connection that stays with the session (a
-        // transaction, another pin) keeps it unread; one about to go back keeps it for one
-        // more statement once (COMMIT then BEGIN after a write with notes: no read at all),
-        // else it is read now so the connection can go back.
+        // transaction, another pin) keeps it unread; one about to go back keeps an area raised
+        // inside the transaction for one more statement (COMMIT then BEGIN after a write with
+        // notes: no read at all), else the area is read now so the connection can go back.
         let releasing = !conn.in_transaction && !self.pins.is_pinned();
         if !releasing || self.pins.may_carry_diagnostics() {
             self.pins.carry_diagnostics(releasing);

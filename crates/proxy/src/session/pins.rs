@@ -22,9 +22,10 @@ pub struct Pins {
     handlers: u32,
     /// The last statement left warnings or an error: SHOW WARNINGS must see them.
     diagnostics_next: bool,
-    /// The diagnostics area was kept on its connection, unread, past one statement after
-    /// which the connection would otherwise have gone back (see [`Pins::carry_diagnostics`]).
-    diagnostics_carried: bool,
+    /// The diagnostics area may stay on its connection, unread, past one point where the
+    /// connection would otherwise go back: it was raised inside a transaction and has not
+    /// been carried past one yet (see [`Pins::carry_diagnostics`]).
+    diagnostics_carriable: bool,
 }
 
 impl Pins {
@@ -156,21 +157,30 @@ impl Pins {
     /// @@warning_count read the diagnostics of the statement that produced them.
     pub fn keep_for_diagnostics(&mut self) {
         self.diagnostics_next = true;
-        self.diagnostics_carried = false;
+        self.diagnostics_carriable = false;
+    }
+
+    /// [`Pins::keep_for_diagnostics`] for an area a statement just raised; one raised inside a
+    /// transaction may be carried unread past the transaction's end (COMMIT, then BEGIN).
+    pub fn keep_new_diagnostics(&mut self, in_transaction: bool) {
+        self.diagnostics_next = true;
+        self.diagnostics_carriable = in_transaction;
     }
 
     /// Keeps the connection, with the area the statement before left on it, for one more
     /// statement; `releasing` when the connection would have gone back without this pin (the
-    /// area is then read at the next release instead: see [`Pins::may_carry_diagnostics`]).
+    /// area is then read at the next release point: see [`Pins::may_carry_diagnostics`]).
     pub fn carry_diagnostics(&mut self, releasing: bool) {
         self.diagnostics_next = true;
-        self.diagnostics_carried |= releasing;
+        self.diagnostics_carriable &= !releasing;
     }
 
-    /// Whether an area may be carried unread past one more release point: once, so that a
-    /// client whose statements never clear it does not keep its connection for good.
+    /// Whether an area may be carried unread past a release point: one raised inside a
+    /// transaction, once. An autocommit statement's area keeps its connection for one
+    /// statement only, and a client whose statements never clear it does not keep its
+    /// connection for good.
     pub fn may_carry_diagnostics(&self) -> bool {
-        !self.diagnostics_carried
+        self.diagnostics_carriable
     }
 
     /// True while the held connection is kept for the previous statement's diagnostics.
