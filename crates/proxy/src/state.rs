@@ -40,6 +40,9 @@ pub struct SyncScope {
     /// procedure): the connection's value is made the session's first, in the same write, so
     /// that the value read back afterwards tells whether it assigned one.
     pub writes_last_insert_id: bool,
+    /// The statement is one insert or replace that neither reads nor sets LAST_INSERT_ID():
+    /// it can assign it only by generating an id, never 0.
+    pub generates_ids_only: bool,
 }
 
 impl SyncScope {
@@ -47,6 +50,7 @@ impl SyncScope {
         user_vars: true,
         last_insert_id: true,
         writes_last_insert_id: true,
+        generates_ids_only: false,
     };
 }
 

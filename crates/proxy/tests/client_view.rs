@@ -8,7 +8,7 @@ mod common;
 
 use common::{Client, Env};
 use std::time::Duration;
-use tessera_protocol::flags::{CLIENT_SESSION_TRACK, SERVER_SESSION_STATE_CHANGED};
+use tessera_protocol::flags::{CLIENT_SESSION_TRACK, SERVER_MORE_RESULTS_EXISTS, SERVER_SESSION_STATE_CHANGED};
 use tessera_protocol::response::{OkPacket, SessionChange};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -204,7 +204,12 @@ async fn the_diagnostics_area_is_the_previous_statements_after_the_connection_we
 
 /// SHOW WARNINGS statements the backend has run (the client's own and Tessera's).
 fn show_warnings_run(env: &Env) -> u64 {
-    let out = env.backend_sql("SHOW GLOBAL STATUS LIKE 'Com_show_warnings'");
+    global_status(env, "Com_show_warnings")
+}
+
+/// A counter of the backend's global status.
+fn global_status(env: &Env, name: &str) -> u64 {
+    let out = env.backend_sql(&format!("SHOW GLOBAL STATUS LIKE '{name}'"));
     out.split_whitespace()
         .last()
         .and_then(|n| n.parse().ok())
@@ -294,6 +299,101 @@ async fn last_insert_id_is_the_sessions_own_when_it_repeats_another_sessions_val
         .await
         .expect("an explicit id assigns nothing");
     assert_eq!(b.value(lii).await.as_deref(), Some("2"));
+}
+
+/// Inserts of two sessions taking turns on one backend connection: the value read back after
+/// each leaves the connection at 0, so no insert needs a SET first; each session reads its
+/// own value, and an insert that generates nothing keeps it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inserts_of_sessions_sharing_a_connection_need_no_set_and_keep_their_own_ids() {
+    let env = Env::start("", "max_size = 1").await;
+    let mut a = env.client().await;
+    let mut b = env.client().await;
+    a.query("CREATE TABLE test.t (id INT AUTO_INCREMENT PRIMARY KEY, v INT)")
+        .await
+        .expect("table");
+    let sets_before = global_status(&env, "Com_set_option");
+    for round in 0..3 {
+        a.query(&format!("INSERT INTO test.t (v) VALUES ({round})"))
+            .await
+            .expect("a");
+        b.query(&format!("INSERT INTO test.t (id, v) VALUES (0, {round}), (NULL, 9)"))
+            .await
+            .expect("b: two generated ids");
+    }
+    assert_eq!(
+        global_status(&env, "Com_set_option"),
+        sets_before,
+        "no SET before inserts"
+    );
+    let lii = "SELECT LAST_INSERT_ID()";
+    assert_eq!(a.value(lii).await.as_deref(), Some("7"), "a's last insert");
+    assert_eq!(
+        b.value(lii).await.as_deref(),
+        Some("8"),
+        "b's: the first of its two rows"
+    );
+    b.query("INSERT INTO test.t (id, v) VALUES (100, 1)")
+        .await
+        .expect("an explicit id generates nothing");
+    b.query("INSERT IGNORE INTO test.t (id, v) VALUES (1, 1)")
+        .await
+        .expect("an ignored row generates nothing");
+    assert_eq!(b.value(lii).await.as_deref(), Some("8"));
+    a.query("INSERT INTO test.t (v) VALUES (LAST_INSERT_ID())")
+        .await
+        .expect("an insert that reads the value");
+    assert_eq!(
+        a.value("SELECT v FROM test.t WHERE id = 101").await.as_deref(),
+        Some("7")
+    );
+    assert_eq!(a.value(lii).await.as_deref(), Some("101"));
+    assert_eq!(b.value(lii).await.as_deref(), Some("8"));
+}
+
+/// An insert's LAST_INSERT_ID() is read by a statement appended to the client's query (one
+/// answer from the server, no second wake-up): the client gets only its own OK, without
+/// "more results", with and without session tracking; a failing insert runs nothing
+/// appended; the insert's notes stay readable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_inserts_appended_read_stays_out_of_the_clients_answer() {
+    let env = Env::start("", "max_size = 1").await;
+    env.backend_sql("SET GLOBAL log_output = 'TABLE'; SET GLOBAL general_log = ON");
+    let port = env.port();
+    let mut a = Client::connect_with(port, "app", "app", Some("test"), CLIENT_SESSION_TRACK)
+        .await
+        .expect("login");
+    let mut b = env.client().await;
+    a.query("CREATE TABLE test.t (id INT AUTO_INCREMENT PRIMARY KEY, v INT UNIQUE, d DECIMAL(5,1))")
+        .await
+        .expect("table");
+    let answer = a.raw(b"\x03INSERT INTO test.t (v) VALUES (1)").await;
+    let ok = OkPacket::parse(&answer, CLIENT_SESSION_TRACK).expect("an OK");
+    assert_eq!((ok.last_insert_id, ok.status & SERVER_MORE_RESULTS_EXISTS), (1, 0));
+    b.query("INSERT INTO test.t (v) VALUES (2)").await.expect("b: id 2");
+    let err = a
+        .query("INSERT INTO test.t (v) VALUES (2)")
+        .await
+        .expect_err("a duplicate");
+    assert!(err.to_string().contains("Duplicate"), "{err}");
+    let lii = "SELECT LAST_INSERT_ID()";
+    assert_eq!(
+        a.value(lii).await.as_deref(),
+        Some("1"),
+        "a failed insert assigns nothing"
+    );
+    assert_eq!(b.value(lii).await.as_deref(), Some("2"));
+    b.query("INSERT INTO test.t (v, d) VALUES (3, 1.25)")
+        .await
+        .expect("a note");
+    let notes = b.query("SHOW WARNINGS").await.expect("notes");
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert_eq!(b.value(lii).await.as_deref(), Some("4"));
+    let appended = env.backend_sql(
+        "SELECT COUNT(*) FROM mysql.general_log WHERE argument LIKE 'INSERT INTO test.t%;SELECT LAST_INSERT_ID(%'",
+    );
+    let count = appended.split_whitespace().last().and_then(|n| n.parse::<u64>().ok());
+    assert_eq!(count, Some(4), "read in each insert's own query: {appended}");
 }
 
 /// LAST_INSERT_ID(expr) with a warning keeps the connection for SHOW WARNINGS; when the

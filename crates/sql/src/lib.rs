@@ -33,7 +33,7 @@ pub use lexer::{
     TokenKind,
 };
 pub use parse_modes::reads_alike;
-pub use split::{set_assignments, split_statements, split_statements_with};
+pub use split::{ends_in_parenthesis, set_assignments, split_statements, split_statements_with};
 pub use txn_end::{completion_type_level, end_options, EndOptions};
 pub use uservars::{
     assigned_user_variables, assigned_user_variables_with, references_user_variables, references_user_variables_with,

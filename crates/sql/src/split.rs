@@ -73,9 +73,62 @@ fn trim(piece: &str) -> &str {
     piece.trim_matches(|c: char| c.is_ascii() && is_space(c as u8))
 }
 
+/// Whether a statement of its own may have `;` and a statement of Tessera's appended, the
+/// server then reading exactly the client's statement first: it ends with `)` outside any
+/// string or quoted name, holds no comment (`#`, `--`, `/*` anywhere, even inside a string:
+/// the check stays simple) and no `;`, and returns no rows (no `RETURNING`).
+pub fn ends_in_parenthesis(sql: &str, backslash_escapes: bool) -> bool {
+    let bytes = sql.as_bytes();
+    if bytes.contains(&b'#') || bytes.contains(&b';') || has_pair(bytes, b"--") || has_pair(bytes, b"/*") {
+        return false;
+    }
+    let mut last = None;
+    for t in Lexer::with_backslash_escapes(sql, backslash_escapes) {
+        if t.is_word("RETURNING") || !t.is_significant() {
+            return false;
+        }
+        last = Some(t.kind);
+    }
+    last == Some(TokenKind::RParen)
+}
+
+fn has_pair(bytes: &[u8], pair: &[u8; 2]) -> bool {
+    bytes.windows(2).any(|w| w == pair)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_statements_ending_plainly_in_a_parenthesis_take_an_appended_one() {
+        let yes = [
+            "INSERT INTO t (id, c) VALUES (0, '59-24-08')",
+            "insert into t values (1, 'a)'), (2, \"b\")  \n",
+            "REPLACE INTO `a``b` (x) VALUES ('it''s')",
+        ];
+        for sql in yes {
+            assert!(ends_in_parenthesis(sql, true), "{sql}");
+        }
+        let no = [
+            "INSERT INTO t VALUES (1) -- note",
+            "INSERT INTO t VALUES (1) # note",
+            "INSERT INTO t VALUES (1) /* note */",
+            "INSERT /*! IGNORE */ INTO t VALUES (1)",
+            "INSERT INTO t VALUES ('a--b')",
+            "INSERT INTO t VALUES (1);",
+            "INSERT INTO t VALUES (1) RETURNING f(id)",
+            "INSERT INTO t SELECT * FROM u",
+            "INSERT INTO t VALUES (1) ON DUPLICATE KEY UPDATE a = 1",
+            "INSERT INTO t VALUES ('x)",
+            "INSERT INTO t VALUES ('x\\')",
+        ];
+        for sql in no {
+            assert!(!ends_in_parenthesis(sql, true), "{sql}");
+        }
+        // Without backslash escapes the backslash is itself: the string ends there.
+        assert!(ends_in_parenthesis("INSERT INTO t VALUES ('x\\')", false));
+    }
 
     #[test]
     fn no_backslash_escapes_splits_after_a_string_ending_in_a_backslash() {

@@ -20,7 +20,9 @@ use tessera_protocol::stmt::{encode_close, encode_prepare, PrepareOk};
 use tessera_protocol::PacketStream;
 
 /// Reads LAST_INSERT_ID() without touching the diagnostics area (no table is used).
-const LAST_INSERT_ID_SQL: &str = "SELECT LAST_INSERT_ID()";
+/// Reads LAST_INSERT_ID() and leaves 0 behind (the select list is evaluated in order), so
+/// the next insert on the connection needs no SET before its own value is read back.
+pub const LAST_INSERT_ID_SQL: &str = "SELECT LAST_INSERT_ID(), LAST_INSERT_ID(0)";
 
 /// A text result read by Tessera for its own use.
 pub type TextResult = (Vec<ColumnDefinition>, Vec<Vec<Option<Vec<u8>>>>);
@@ -58,6 +60,9 @@ pub struct BackendConn {
     pub response_started: bool,
     /// Backend statements evicted from the cache, closed with the next request.
     pending_closes: Vec<u32>,
+    /// A statement of Tessera's own appended to the client's query (`;SELECT ...`): its
+    /// result follows the client's, which the forwarder ends before it.
+    pub own_tail: OwnTail,
     /// Answers of commands queued ahead of the next one (a deferred BEGIN), read and checked
     /// before its response.
     pending_oks: u8,
@@ -65,6 +70,17 @@ pub struct BackendConn {
     /// next command (see [`BackendConn::queue_end_of_reads`]): where its packet starts and
     /// ends there.
     queued_end: Option<std::ops::Range<usize>>,
+}
+
+/// Where a statement of Tessera's own appended to a client's query stands.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum OwnTail {
+    #[default]
+    None,
+    /// Sent behind the client's statement; the server runs it only if that one succeeds.
+    Appended,
+    /// The client's statement succeeded: the appended statement's result is next on the wire.
+    Due,
 }
 
 impl BackendConn {
@@ -96,6 +112,7 @@ impl BackendConn {
             server_extended_capabilities: 0,
             response_started: false,
             pending_closes: Vec::new(),
+            own_tail: OwnTail::None,
             pending_oks: 0,
             queued_end: None,
         }
@@ -308,7 +325,7 @@ impl BackendConn {
             .flatten()
             .unwrap_or_default();
         let id = String::from_utf8_lossy(&value).parse().unwrap_or(0);
-        self.state.last_insert_id = id;
+        self.state.last_insert_id = 0;
         Ok(id)
     }
 

@@ -448,7 +448,12 @@ impl<'a, S: ResponseSource, C: AsyncRead + SendBuffer> Forwarder<'a, S, C> {
 
     /// Forwards an OK packet; returns whether more results follow.
     fn ok(&mut self, p: &[u8]) -> Result<bool, ProxyError> {
-        let ok = OkPacket::parse(p, self.backend.capabilities())?;
+        let mut ok = OkPacket::parse(p, self.backend.capabilities())?;
+        // The client's last result when a statement of Tessera's own follows it.
+        let ends_before_own_tail = ok.status & SERVER_MORE_RESULTS_EXISTS != 0 && self.own_tail_follows();
+        if ends_before_own_tail {
+            ok.status &= !SERVER_MORE_RESULTS_EXISTS;
+        }
         let changes = ok.session_changes()?;
         if let Some((newest, gtid)) = self.acknowledged.zip(crate::gtid::written_gtid(&changes)) {
             newest.note(gtid);
@@ -464,20 +469,33 @@ impl<'a, S: ResponseSource, C: AsyncRead + SendBuffer> Forwarder<'a, S, C> {
             self.out.last_insert_id = ok.last_insert_id;
         }
         self.out.result_rows = None;
-        if self.client_caps & CLIENT_SESSION_TRACK != 0 {
-            if ok.session_state.is_empty() || self.tracking.wants_everything() {
-                self.client.write_packet(p);
-            } else {
-                let filtered = OkPacket {
-                    session_state: self.tracking.filter(&ok.session_state)?,
-                    ..ok
-                };
-                self.client.write_with(|b| filtered.encode(b, self.client_caps));
-            }
+        let tracked = self.client_caps & CLIENT_SESSION_TRACK != 0;
+        let state_as_is = ok.session_state.is_empty() || self.tracking.wants_everything();
+        if tracked && state_as_is && !ends_before_own_tail {
+            self.client.write_packet(p);
+        } else if tracked && !state_as_is {
+            let filtered = OkPacket {
+                session_state: self.tracking.filter(&ok.session_state)?,
+                ..ok
+            };
+            self.client.write_with(|b| filtered.encode(b, self.client_caps));
         } else {
             self.client.write_with(|b| ok.encode(b, self.client_caps));
         }
         Ok(ok.status & SERVER_MORE_RESULTS_EXISTS != 0)
+    }
+
+    /// Whether the backend connection's next result is a statement Tessera appended (marking
+    /// it due: the caller reads it after the client's response).
+    fn own_tail_follows(&mut self) -> bool {
+        use crate::backend::conn::OwnTail;
+        match self.backend.connection() {
+            Some(conn) if conn.own_tail == OwnTail::Appended => {
+                conn.own_tail = OwnTail::Due;
+                true
+            }
+            _ => false,
+        }
     }
 
     fn err(&mut self, p: &[u8]) -> Result<bool, ProxyError> {

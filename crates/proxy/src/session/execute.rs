@@ -72,9 +72,12 @@ impl Session {
             }
         }
         // While LAST_INSERT_ID() is only known to the held connection, it is the truth.
+        let last_insert_id = self
+            .last_insert_id_needed(scope, on_held)
+            .filter(|_| !self.last_insert_id_dirty);
         let scope = SyncScope {
-            last_insert_id: scope.last_insert_id && !self.last_insert_id_dirty,
-            writes_last_insert_id: scope.writes_last_insert_id && !self.last_insert_id_dirty,
+            last_insert_id: false,
+            writes_last_insert_id: false,
             ..scope
         };
         if let Err(e) = self.sync(&mut conn, scope).await {
@@ -91,13 +94,27 @@ impl Session {
             // Anything but a pure read (or a command of Tessera's own) ends the claim.
             self.txn_reads_only &= reads_only;
         }
-        if scope.writes_last_insert_id && conn.state.last_insert_id != self.state.last_insert_id {
-            // Else a statement that assigned the value the connection already had (another
-            // session's) would look as if it assigned nothing.
-            conn.queue_last_insert_id_set(self.state.last_insert_id);
+        if let Some(value) = last_insert_id.filter(|v| *v != conn.state.last_insert_id) {
+            conn.queue_last_insert_id_set(value);
         }
         self.handle.set_running(Some((&conn.server, conn.thread_id)));
         Ok((conn, on_held))
+    }
+
+    /// The LAST_INSERT_ID() a connection must hold before the statement, if it matters. A
+    /// statement that reads it needs the session's. One that may assign it needs a value its
+    /// assignment is told from by the value read back afterwards: the session's (assigning the
+    /// same value changes nothing), or 0 for an insert read back at once on a connection from
+    /// the pool, which can only assign generated ids (never 0). The read-back leaves 0 there,
+    /// so inserts of many sessions over few connections need no SET.
+    fn last_insert_id_needed(&self, scope: SyncScope, on_held: bool) -> Option<u64> {
+        if scope.writes_last_insert_id && scope.generates_ids_only && !on_held {
+            Some(0)
+        } else if scope.last_insert_id || scope.writes_last_insert_id {
+            Some(self.state.last_insert_id)
+        } else {
+            None
+        }
     }
 
     /// The database a backend connection must have selected for the next statement: a shard's
@@ -349,7 +366,7 @@ impl Session {
 
     /// LAST_INSERT_ID() may have changed on this connection (an OK's insert id is not always
     /// it: explicit ids, LAST_INSERT_ID(expr)); read it before the connection is shared again.
-    async fn learn_last_insert_id(&mut self, conn: &mut PooledConn) {
+    pub(super) async fn learn_last_insert_id(&mut self, conn: &mut PooledConn) {
         let known = learn_last_insert_id(conn, &mut self.state.last_insert_id, self.id).await;
         self.last_insert_id_dirty = !known;
     }
@@ -543,5 +560,7 @@ pub fn sync_scope(stmts: &[Stmt<'_>]) -> SyncScope {
             || f.contains(Flags::LAST_INSERT_ID_SET)
             || matches!(s.class.kind, K::Insert | K::Replace | K::LoadData { .. });
     }
+    scope.generates_ids_only = matches!(stmts, [s] if matches!(s.class.kind, K::Insert | K::Replace)
+        && !s.class.flags.intersects(Flags::LAST_INSERT_ID | Flags::LAST_INSERT_ID_SET));
     scope
 }

@@ -5,9 +5,12 @@ use super::execute::{sync_scope, Stmt};
 use super::rewrite::{replace_session_functions, replace_terms};
 use super::{Next, Session};
 use crate::alloc::in_heap;
+use crate::backend::conn::OwnTail;
 use crate::error::ProxyError;
 use crate::exec::Mode;
+use crate::exec::Outcome;
 use crate::metrics::Metrics;
+use crate::pool::PooledConn;
 use crate::route::Plan;
 use std::borrow::Cow;
 use tessera_protocol::command::COM_QUERY;
@@ -117,23 +120,46 @@ impl Session {
                 return Err(self.failed(conn, was_held, e));
             }
         }
+        let read_last_insert_id = !was_held && is_plain_insert(stmts);
+        // Appended to the insert, the read comes back in the same write as its answer.
+        let appended = read_last_insert_id && appendable(sql, conn.state.backslash_escapes());
         conn.begin_command(|b| {
             b.extend_from_slice(&[COM_QUERY]);
             b.extend_from_slice(sql);
+            if appended {
+                b.extend_from_slice(b";");
+                b.extend_from_slice(crate::backend::conn::LAST_INSERT_ID_SQL.as_bytes());
+            }
         });
-        let pipeline_last_insert_id = !was_held && is_plain_insert(stmts);
-        if pipeline_last_insert_id {
+        if appended {
+            conn.own_tail = OwnTail::Appended;
+        } else if read_last_insert_id {
             conn.queue_last_insert_id_query();
         }
         let mut outcome = match self.forward(&mut conn, Mode::Text).await {
             Ok(o) => o,
-            Err(e) => return Err(self.failed(conn, was_held, e)),
+            Err(e) => {
+                // An appended statement's result may still be on its way.
+                conn.broken |= conn.own_tail != OwnTail::None;
+                return Err(self.failed(conn, was_held, e));
+            }
         };
-        if pipeline_last_insert_id {
-            self.read_pipelined_last_insert_id(&mut conn, &mut outcome).await;
+        if read_last_insert_id {
+            self.read_insert_last_insert_id(&mut conn, &mut outcome).await;
         }
         self.finish(conn, &outcome, stmts).await;
         Ok(())
+    }
+
+    /// Reads the LAST_INSERT_ID() read queued with an insert: appended to its query or sent
+    /// behind it.
+    async fn read_insert_last_insert_id(&mut self, conn: &mut PooledConn, outcome: &mut Outcome) {
+        match std::mem::take(&mut conn.own_tail) {
+            OwnTail::Due | OwnTail::None => self.read_pipelined_last_insert_id(conn, outcome).await,
+            // The insert failed, so the server skipped the read. The connection may hold 0 for
+            // the insert rather than the session's value: read it now (a round trip).
+            OwnTail::Appended => self.learn_last_insert_id(conn).await,
+        }
     }
 
     /// Statements Tessera answers or refuses itself; None when the backend must run them.
@@ -223,6 +249,15 @@ pub(crate) fn answers_session_info(kind: &StatementKind) -> bool {
                 | StatementKind::Call
         ),
     }
+}
+
+/// Whether the client's query may have Tessera's read of LAST_INSERT_ID() appended (see
+/// [`tessera_sql::ends_in_parenthesis`]); long queries are left alone, so that the server's
+/// packet size limit answers exactly as it would without it.
+fn appendable(sql: &[u8], backslash_escapes: bool) -> bool {
+    const LONGEST: usize = 64 * 1024;
+    sql.len() <= LONGEST
+        && std::str::from_utf8(sql).is_ok_and(|s| tessera_sql::ends_in_parenthesis(s, backslash_escapes))
 }
 
 /// One INSERT or REPLACE (not LOAD DATA: its LOCAL exchange must not be interleaved), after
