@@ -19,9 +19,9 @@ use tessera_protocol::resultset::{parse_text_row, ColumnDefinition};
 use tessera_protocol::stmt::{encode_close, encode_prepare, PrepareOk};
 use tessera_protocol::PacketStream;
 
-/// Reads LAST_INSERT_ID() without touching the diagnostics area (no table is used).
-/// Reads LAST_INSERT_ID() and leaves 0 behind (the select list is evaluated in order), so
-/// the next insert on the connection needs no SET before its own value is read back.
+/// Reads LAST_INSERT_ID() without touching the diagnostics area (no table is used), and
+/// leaves 0 behind (the select list is evaluated in order), so the next insert on the
+/// connection needs no SET before its own value is read back.
 pub const LAST_INSERT_ID_SQL: &str = "SELECT LAST_INSERT_ID(), LAST_INSERT_ID(0)";
 
 /// A text result read by Tessera for its own use.
@@ -307,7 +307,8 @@ impl BackendConn {
         self.state.last_insert_id = value;
     }
 
-    /// Queues `SELECT LAST_INSERT_ID()` behind the command already queued (pipelined).
+    /// Queues the read of LAST_INSERT_ID() ([`LAST_INSERT_ID_SQL`]) behind the command already
+    /// queued (pipelined).
     pub fn queue_last_insert_id_query(&mut self) {
         self.begin_command(|b| {
             b.extend_from_slice(&[COM_QUERY]);
@@ -315,7 +316,8 @@ impl BackendConn {
         });
     }
 
-    /// Reads the answer of a queued `SELECT LAST_INSERT_ID()`.
+    /// Reads the answer of a queued or appended [`LAST_INSERT_ID_SQL`]: the value, leaving the
+    /// connection at 0.
     pub async fn read_last_insert_id(&mut self) -> Result<u64, ProxyError> {
         let (_, rows) = self.read_text_result().await?;
         let value = rows
