@@ -275,6 +275,38 @@ mod tests {
         assert_eq!(p.reasons(), vec!["temporary_table"]);
     }
 
+    /// The order `Session::finish` follows: the statement's own pins, then where its
+    /// diagnostics area goes.
+    #[test]
+    fn only_an_area_raised_inside_a_transaction_is_carried_past_one_release_point() {
+        let mut p = Pins::default();
+        p.keep_new_diagnostics(true);
+        assert!(
+            p.holds_diagnostics() && p.may_carry_diagnostics(),
+            "raised inside a transaction"
+        );
+        p.after_statement("SELECT 1", &classify("SELECT 1"), true, true);
+        p.carry_diagnostics(false);
+        assert!(p.may_carry_diagnostics(), "still inside: the connection stays anyway");
+        p.after_statement("COMMIT", &classify("COMMIT"), true, false);
+        p.carry_diagnostics(true);
+        assert!(p.holds_diagnostics(), "kept past the COMMIT, unread");
+        assert!(!p.may_carry_diagnostics(), "but only past one release point");
+
+        let mut p = Pins::default();
+        p.keep_new_diagnostics(false);
+        assert!(
+            p.holds_diagnostics() && !p.may_carry_diagnostics(),
+            "an autocommit statement's area"
+        );
+        p.keep_new_diagnostics(true);
+        p.keep_for_diagnostics();
+        assert!(
+            !p.may_carry_diagnostics(),
+            "an area read back and kept is never carried"
+        );
+    }
+
     #[test]
     fn failed_statements_pin_nothing() {
         let mut p = Pins::default();

@@ -217,8 +217,9 @@ impl Session {
         let stmt = match prepared {
             Ok(s) => s,
             Err(e @ ProxyError::Backend(_)) => {
-                // The failed PREPARE's error is the client's diagnostics area now.
-                self.pins.keep_for_diagnostics();
+                // The failed PREPARE's error is the client's diagnostics area now (carried
+                // past a transaction's end like any statement's, see `follow_diagnostics`).
+                self.pins.keep_new_diagnostics(conn.in_transaction);
                 self.diagnostics = super::diagnostics::Diagnostics::OnConnection;
                 self.keep_or_release(conn, 0);
                 return Err(e);
