@@ -55,6 +55,8 @@ pub struct Metrics {
     /// Of those, the ones a deferred BEGIN on the same connection made unneeded (a BEGIN
     /// commits the open transaction itself).
     pub transaction_ends_folded: AtomicU64,
+    /// LAST_INSERT_ID() reads that cost a round trip of their own.
+    pub last_insert_id_round_trips: AtomicU64,
 }
 
 impl Metrics {
@@ -161,6 +163,13 @@ pub fn render(ctx: &Context) -> String {
         "Queued COMMIT/ROLLBACK of pure reads never sent: the next BEGIN on the connection ended the transaction itself.",
         "counter",
         get(&m.transaction_ends_folded),
+    );
+    line(
+        &mut out,
+        "tessera_last_insert_id_round_trips_total",
+        "LAST_INSERT_ID() reads with a round trip of their own (a connection going back after statements that may have changed it); reads behind an insert or a transaction's end travel in its write.",
+        "counter",
+        get(&m.last_insert_id_round_trips),
     );
     line(
         &mut out,

@@ -351,6 +351,41 @@ async fn inserts_of_sessions_sharing_a_connection_need_no_set_and_keep_their_own
     assert_eq!(b.value(lii).await.as_deref(), Some("8"));
 }
 
+/// A transaction whose insert names its id (as sysbench's writes do) may have changed
+/// LAST_INSERT_ID(): the value is read behind the COMMIT or ROLLBACK, in its write, not by a
+/// round trip of its own when the connection goes back (text and prepared statements).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transactions_last_insert_id_is_read_behind_its_end() {
+    let env = Env::start("", "max_size = 1").await;
+    let mut a = env.client().await;
+    let mut b = env.client().await;
+    a.query("CREATE TABLE test.t (id INT AUTO_INCREMENT PRIMARY KEY, v INT)")
+        .await
+        .expect("table");
+    for sql in [
+        "BEGIN",
+        "INSERT INTO test.t VALUES (10, 1)",
+        "INSERT INTO test.t (v) VALUES (2)",
+        "COMMIT",
+    ] {
+        a.query(sql).await.expect(sql);
+    }
+    b.query("BEGIN").await.expect("begin");
+    let (insert, _, _) = b.prepare("INSERT INTO test.t VALUES (?, 3)").await.expect("prepare");
+    b.execute(insert, &[Some("20")]).await.expect("an explicit id");
+    let (rollback, _, _) = b.prepare("ROLLBACK").await.expect("prepare");
+    b.execute(rollback, &[]).await.expect("rollback");
+    let round_trips = "tessera_last_insert_id_round_trips_total";
+    assert_eq!(env.metric_sum(round_trips), 0, "read behind the transactions' ends");
+    let lii = "SELECT LAST_INSERT_ID()";
+    assert_eq!(a.value(lii).await.as_deref(), Some("11"));
+    assert_eq!(
+        b.value(lii).await.as_deref(),
+        Some("0"),
+        "an explicit id assigns nothing"
+    );
+}
+
 /// An insert's LAST_INSERT_ID() is read by a statement appended to the client's query (one
 /// answer from the server, no second wake-up): the client gets only its own OK, without
 /// "more results", with and without session tracking; a failing insert runs nothing

@@ -359,14 +359,31 @@ impl Session {
         }
     }
 
-    /// Reads the answer of a `SELECT LAST_INSERT_ID()` pipelined behind the statement.
+    /// Whether LAST_INSERT_ID() is read right behind the statement, in the same write: after
+    /// one INSERT or REPLACE on a connection from the pool (not LOAD DATA: its LOCAL exchange
+    /// must not be interleaved), and after the end of a transaction whose
+    /// statements may have changed it (else it costs a round trip when the connection goes
+    /// back: an explicit id in a transaction's insert, as in sysbench's writes, is enough).
+    pub fn reads_last_insert_id_behind(&self, stmts: &[Stmt<'_>], was_held: bool) -> bool {
+        use tessera_sql::StatementKind as K;
+        match stmts {
+            [s] if !was_held => matches!(s.class.kind, K::Insert | K::Replace),
+            [s] => self.last_insert_id_dirty && matches!(s.class.kind, K::Commit | K::Rollback),
+            _ => false,
+        }
+    }
+
+    /// Reads the answer of a LAST_INSERT_ID() read pipelined behind the statement.
     pub async fn read_pipelined_last_insert_id(&mut self, conn: &mut PooledConn, outcome: &mut Outcome) {
-        outcome.last_insert_id_known = adopt_last_insert_id(conn, &mut self.state.last_insert_id, self.id).await;
+        let known = adopt_last_insert_id(conn, &mut self.state.last_insert_id, self.id).await;
+        outcome.last_insert_id_known = known;
+        self.last_insert_id_dirty &= !known;
     }
 
     /// LAST_INSERT_ID() may have changed on this connection (an OK's insert id is not always
     /// it: explicit ids, LAST_INSERT_ID(expr)); read it before the connection is shared again.
     pub(super) async fn learn_last_insert_id(&mut self, conn: &mut PooledConn) {
+        Metrics::inc(&self.ctx.metrics.last_insert_id_round_trips);
         let known = learn_last_insert_id(conn, &mut self.state.last_insert_id, self.id).await;
         self.last_insert_id_dirty = !known;
     }

@@ -172,6 +172,7 @@ impl Session {
                             };
                             if let (true, Some(conn)) = (release && self.last_insert_id_dirty, kept.as_mut()) {
                                 // LAST_INSERT_ID(expr) may have changed it: read before sharing.
+                                Metrics::inc(&self.ctx.metrics.last_insert_id_round_trips);
                                 let (value, id) = (&mut self.state.last_insert_id, self.id);
                                 let known = in_heap(|| execute::learn_last_insert_id(conn, value, id)).await;
                                 self.last_insert_id_dirty = !known;

@@ -462,7 +462,7 @@ impl Session {
                 entry.backend_memo = memo;
             }
         }
-        let pipeline_last_insert_id = !was_held && is_insert(&stmts[0].class);
+        let pipeline_last_insert_id = self.reads_last_insert_id_behind(stmts, was_held);
         if pipeline_last_insert_id {
             conn.queue_last_insert_id_query();
         }
@@ -885,13 +885,6 @@ fn whole(x: f64) -> Option<u64> {
 fn reads_session_functions(class: &Classification) -> bool {
     use tessera_sql::Flags;
     class.flags.contains(Flags::ROW_COUNT) || class.flags.contains(Flags::FOUND_ROWS)
-}
-
-fn is_insert(class: &Classification) -> bool {
-    matches!(
-        class.kind,
-        tessera_sql::StatementKind::Insert | tessera_sql::StatementKind::Replace
-    )
 }
 
 /// True when the NULL bitmap marks all `n` parameters NULL.

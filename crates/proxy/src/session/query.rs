@@ -120,9 +120,9 @@ impl Session {
                 return Err(self.failed(conn, was_held, e));
             }
         }
-        let read_last_insert_id = !was_held && is_plain_insert(stmts);
+        let read_last_insert_id = self.reads_last_insert_id_behind(stmts, was_held);
         // Appended to the insert, the read comes back in the same write as its answer.
-        let appended = read_last_insert_id && appendable(sql, conn.state.backslash_escapes());
+        let appended = read_last_insert_id && !was_held && appendable(sql, conn.state.backslash_escapes());
         conn.begin_command(|b| {
             b.extend_from_slice(&[COM_QUERY]);
             b.extend_from_slice(sql);
@@ -258,12 +258,6 @@ fn appendable(sql: &[u8], backslash_escapes: bool) -> bool {
     const LONGEST: usize = 64 * 1024;
     sql.len() <= LONGEST
         && std::str::from_utf8(sql).is_ok_and(|s| tessera_sql::ends_in_parenthesis(s, backslash_escapes))
-}
-
-/// One INSERT or REPLACE (not LOAD DATA: its LOCAL exchange must not be interleaved), after
-/// which LAST_INSERT_ID() is read in the same round trip.
-fn is_plain_insert(stmts: &[Stmt<'_>]) -> bool {
-    single(stmts, |k| matches!(k, StatementKind::Insert | StatementKind::Replace)).is_some()
 }
 
 /// The query's statement when it is its only one and of a kind `is` accepts.
