@@ -384,6 +384,15 @@ async fn a_transactions_last_insert_id_is_read_behind_its_end() {
         Some("0"),
         "an explicit id assigns nothing"
     );
+    // COMMIT RELEASE: the server closes the connection after its OK, nothing is read behind.
+    for sql in ["BEGIN", "INSERT INTO test.t VALUES (30, 1)"] {
+        a.query(sql).await.expect(sql);
+    }
+    a.query("COMMIT RELEASE").await.expect("the commit's OK");
+    assert_eq!(
+        b.value("SELECT COUNT(*) FROM test.t WHERE id = 30").await.as_deref(),
+        Some("1")
+    );
 }
 
 /// An insert's LAST_INSERT_ID() is read by a statement appended to the client's query (one

@@ -368,7 +368,10 @@ impl Session {
         use tessera_sql::StatementKind as K;
         match stmts {
             [s] if !was_held => matches!(s.class.kind, K::Insert | K::Replace),
-            [s] => self.last_insert_id_dirty && matches!(s.class.kind, K::Commit | K::Rollback),
+            // Not after COMMIT RELEASE: the server closes the connection after its OK.
+            [s] => {
+                self.last_insert_id_dirty && matches!(s.class.kind, K::Commit | K::Rollback) && !self.releases(stmts)
+            }
             _ => false,
         }
     }
