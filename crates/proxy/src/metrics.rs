@@ -188,14 +188,14 @@ pub fn render(ctx: &Context) -> String {
             "tessera_io_uring_sends_total",
             "Socket sends queued on the io_uring (server.io).",
             "counter",
-            get(&ring.sends),
+            ring.sends(),
         );
         line(
             &mut out,
             "tessera_io_uring_submissions_total",
             "System calls that submitted them (sends per call = sends / submissions).",
             "counter",
-            get(&ring.submissions),
+            ring.submissions(),
         );
     }
     render_transactions(m, &mut out);

@@ -1,5 +1,7 @@
-//! Sends through io_uring (`server.io`: "auto", the default, or "uring"): one ring per process,
-//! with an eventfd in tokio's epoll. A packet stream's flush hands its whole write buffer to
+//! Sends through io_uring (`server.io`: "auto", the default, or "uring"): one ring per worker
+//! thread of the runtime (a thread queues its streams' sends on its own), each with an eventfd
+//! in tokio's epoll. A ring's lock covers queueing and reaping, never the `io_uring_enter` that
+//! submits (the kernel runs the sends in that call). A packet stream's flush hands its whole write buffer to
 //! the ring, which owns it until the kernel has taken every byte, and takes the stream's spare
 //! buffer in exchange (a plain write copies its bytes into that spare); a flush returns at once (the
 //! ring sends every byte on its own, the rest of a short send included), so a session is not
@@ -12,15 +14,17 @@
 //!
 //! On a runtime built by [`runtime_with_park`] the sends of a whole turn of the runtime go
 //! out together: the park hook of its threads ([`ParkHook`]) submits what is queued just
-//! before a thread sleeps, so the driver is not woken per turn. A runtime that
+//! before a thread sleeps, so the driver is not woken per turn; a parking thread also submits
+//! another thread's ring that has sends waiting, unless that ring is locked. A runtime that
 //! stays busy still sends: the driver is kicked once [`PARK_BATCH`] sends are queued, once a
 //! stream waits for its own send, or once the ring's streams have read [`STALE_READS`] times
 //! since the oldest queued send (the runtime runs on without parking).
 
+use std::cell::Cell;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::task::{ready, Context, Poll, Waker};
 
@@ -33,6 +37,8 @@ use tokio::sync::Notify;
 
 /// Submission queue entries (completions: twice as many, and never dropped by the kernel).
 const ENTRIES: u32 = 4096;
+/// The same for each ring of a runtime with several worker threads (one ring per thread).
+const SHARD_ENTRIES: u32 = 1024;
 /// The most bytes one send copies from a write; a longer write is taken in turns.
 const MAX_SEND: usize = 256 << 10;
 /// The user data of cancellations (no slot has this index).
@@ -50,21 +56,40 @@ pub const PARK_BATCH: usize = 16;
 /// no batch fills: a task streams a large input while a lone answer waits).
 pub const STALE_READS: u32 = 64;
 
-/// The process's ring, shared by every stream that sends through it.
-pub struct Ring {
+/// One worker thread's io_uring: the sends its thread queues, submitted at its park or by its
+/// driver task.
+struct Shard {
+    /// Submitted without the lock; queued on and reaped under it (see [`Inner`]).
+    ring: Arc<IoUring>,
     inner: Mutex<Inner>,
     /// Wakes the driver when a send is queued.
     kick: Notify,
-    /// Sends queued, and the system calls that submitted them (sends per submission =
-    /// `sends / submissions`).
-    pub sends: AtomicU64,
-    pub submissions: AtomicU64,
+    /// Sends queued, and the system calls that submitted them.
+    sends: AtomicU64,
+    submissions: AtomicU64,
     /// Sends are submitted by the runtime's park hook ([`ParkHook`]), not at each first send.
     at_park: bool,
     /// At park: a send is queued (mirrors `queued > 0` for the reads' check, without the lock).
     deferred: AtomicBool,
     /// At park: reads on the ring's streams since the oldest queued send.
     reads_deferred: AtomicU32,
+}
+
+/// The process's io_uring sends: one ring ([`Shard`]) per worker thread of the runtime. A
+/// thread queues its streams' sends on its own ring and submits them at its park, so that no
+/// other thread waits for that ring's lock, which a submission holds across `io_uring_enter`
+/// (the kernel runs the sends in it). A send in flight stays with the ring it was queued on.
+pub struct Ring {
+    shards: Box<[Arc<Shard>]>,
+    /// Worker threads given a shard so far (at their first park).
+    threads: AtomicUsize,
+    /// Sends are submitted by the runtime's park hook ([`ParkHook`]).
+    at_park: bool,
+}
+
+thread_local! {
+    /// The shard of this worker thread (taken at its first park; see [`Ring::local`]).
+    static THREAD_SHARD: Cell<Option<usize>> = const { Cell::new(None) };
 }
 
 /// Submits the ring's queued sends when a thread of its runtime is about to park, so that
@@ -102,7 +127,8 @@ pub fn runtime_with_park(workers: usize) -> io::Result<(tokio::runtime::Runtime,
 }
 
 struct Inner {
-    ring: IoUring,
+    /// Also the shard's, which submits without the lock.
+    ring: Arc<IoUring>,
     slots: Vec<Slot>,
     free: Vec<usize>,
     /// Entries queued since the driver's last submission (the first one kicks the driver).
@@ -133,24 +159,99 @@ struct Slot {
 }
 
 impl Ring {
-    /// Sets up the ring and spawns its driver on the current tokio runtime. On a current_thread
-    /// runtime completions may wait for the driver's next submission instead of interrupting
-    /// the thread (IORING_SETUP_COOP_TASKRUN). `park`: the runtime's park hook (from
+    /// Sets up one ring per worker thread of the current tokio runtime (one on a current_thread
+    /// runtime) and spawns their drivers on it. `park`: the runtime's park hook (from
     /// [`runtime_with_park`]), which then submits the sends; only for a runtime whose streams
     /// that read all go through this ring (what keeps a busy runtime sending counts their reads).
     pub fn start(park: Option<&ParkHook>) -> io::Result<Arc<Ring>> {
         let runtime = tokio::runtime::Handle::try_current()
             .map_err(|_| io::Error::other("no tokio runtime to drive the ring"))?;
         let park = park.filter(|p| p.0.get().is_none());
+        let count = match runtime.runtime_flavor() {
+            tokio::runtime::RuntimeFlavor::CurrentThread => 1,
+            _ => runtime.metrics().num_workers().max(1),
+        };
+        let entries = if count == 1 { ENTRIES } else { SHARD_ENTRIES };
+        let shards = (0..count)
+            .map(|_| Shard::start(&runtime, park.is_some(), entries))
+            .collect::<io::Result<Vec<_>>>()?;
+        let ring = Arc::new(Ring {
+            shards: shards.into(),
+            threads: AtomicUsize::new(0),
+            at_park: park.is_some(),
+        });
+        if let Some(park) = park {
+            // Cannot fail: the hook was checked unset above, on this thread.
+            let _ = park.0.set(Arc::clone(&ring));
+        }
+        Ok(ring)
+    }
+
+    /// The calling thread's shard and its index: a worker thread's own (taken at its first
+    /// park), shard 0 for any other thread.
+    #[inline]
+    fn local(&self) -> (usize, &Shard) {
+        let index = match self.shards.len() {
+            1 => 0,
+            n => THREAD_SHARD.with(Cell::get).map_or(0, |i| i % n),
+        };
+        (index, &self.shards[index])
+    }
+
+    /// The park hook's work: submit the parking thread's sends, then those of any other shard
+    /// with sends waiting that no thread holds (its own thread may be busy for a while).
+    fn submit_at_park(&self) {
+        let n = self.shards.len();
+        if n == 1 {
+            return self.shards[0].submit_at_park();
+        }
+        let own = THREAD_SHARD.with(|t| match t.get() {
+            Some(index) => index,
+            None => {
+                let index = self.threads.fetch_add(1, Ordering::Relaxed);
+                t.set(Some(index));
+                index
+            }
+        }) % n;
+        self.shards[own].submit_at_park();
+        for (i, shard) in self.shards.iter().enumerate() {
+            if i != own && shard.deferred.load(Ordering::Relaxed) {
+                shard.submit_if_free();
+            }
+        }
+    }
+
+    /// Sends queued on the rings so far.
+    pub fn sends(&self) -> u64 {
+        self.shards.iter().map(|s| s.sends.load(Ordering::Relaxed)).sum()
+    }
+
+    /// The system calls that submitted them (sends per submission = `sends / submissions`).
+    pub fn submissions(&self) -> u64 {
+        self.shards.iter().map(|s| s.submissions.load(Ordering::Relaxed)).sum()
+    }
+
+    /// Whether the runtime's park submits the sends (see [`ParkHook`]).
+    pub fn sends_wait_for_park(&self) -> bool {
+        self.at_park
+    }
+}
+
+impl Shard {
+    /// Sets up a ring and spawns its driver on `runtime`. On a current_thread runtime
+    /// completions may wait for the driver's next submission instead of interrupting the thread
+    /// (IORING_SETUP_COOP_TASKRUN). `at_park`: the runtime's park hook submits the sends.
+    fn start(runtime: &tokio::runtime::Handle, at_park: bool, entries: u32) -> io::Result<Arc<Shard>> {
         let mut builder = IoUring::builder();
         if runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread {
             builder.setup_coop_taskrun();
         }
-        let ring = builder.build(ENTRIES)?;
+        let ring = Arc::new(builder.build(entries)?);
         // The eventfd tells the driver of completions it did not reap itself (see `turn`).
         let events = EventFd::new()?;
         ring.submitter().register_eventfd(events.0.as_raw_fd())?;
-        let ring = Arc::new(Ring {
+        let shard = Arc::new(Shard {
+            ring: Arc::clone(&ring),
             inner: Mutex::new(Inner {
                 ring,
                 slots: Vec::new(),
@@ -161,19 +262,18 @@ impl Ring {
             kick: Notify::new(),
             sends: AtomicU64::new(0),
             submissions: AtomicU64::new(0),
-            at_park: park.is_some(),
+            at_park,
             deferred: AtomicBool::new(false),
             reads_deferred: AtomicU32::new(0),
         });
-        if let Some(park) = park {
-            // Cannot fail: the hook was checked unset above, on this thread.
-            let _ = park.0.set(Arc::clone(&ring));
-        }
         // SAFETY: the AsyncFd owns the eventfd, which stays open as long as it does.
-        let events = unsafe { AsyncFd::register_with_interest(events, tokio::io::Interest::READABLE) }
-            .map_err(|e| io::Error::other(e.to_string()))?;
-        tokio::spawn(drive(Arc::clone(&ring), events));
-        Ok(ring)
+        let events = {
+            let _entered = runtime.enter();
+            unsafe { AsyncFd::register_with_interest(events, tokio::io::Interest::READABLE) }
+                .map_err(|e| io::Error::other(e.to_string()))?
+        };
+        runtime.spawn(drive(Arc::clone(&shard), events));
+        Ok(shard)
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -218,11 +318,6 @@ impl Ring {
         Ok(slot)
     }
 
-    /// Whether the runtime's park submits the sends (see [`ParkHook`]).
-    pub fn sends_wait_for_park(&self) -> bool {
-        self.at_park
-    }
-
     /// A read on one of the ring's streams: with sends waiting for the park, counts towards
     /// kicking the driver (a runtime that keeps reading without parking still sends).
     #[inline]
@@ -234,8 +329,27 @@ impl Ring {
 
     /// One turn of the ring (see [`Inner::turn`]), counted when it entered the kernel.
     fn turn(&self, signalled: Option<&EventFd>, wake: &mut Vec<Waker>, close: &mut Vec<TcpStream>) -> io::Result<bool> {
+        self.turn_locked(self.lock(), signalled, wake, close)
+    }
+
+    /// [`Shard::turn`] with the lock taken.
+    fn turn_locked(
+        &self,
+        mut inner: MutexGuard<'_, Inner>,
+        signalled: Option<&EventFd>,
+        wake: &mut Vec<Waker>,
+        close: &mut Vec<TcpStream>,
+    ) -> io::Result<bool> {
+        let queued = inner.begin_turn(signalled);
+        drop(inner);
+        // Outside the lock: the kernel runs the sends in this call, and the streams of other
+        // threads may meanwhile queue sends or take results.
+        let submitted = match queued {
+            0 => Ok(()),
+            _ => self.ring.submit().map(drop),
+        };
         let mut inner = self.lock();
-        let turned = inner.turn(signalled, wake, close);
+        let turned = inner.end_turn(queued, submitted, wake, close);
         if self.at_park {
             // What is still queued (the rest of a short send) waits for the next park.
             self.deferred.store(inner.queued > 0, Ordering::Relaxed);
@@ -261,6 +375,25 @@ impl Ring {
                 tracing::debug!(error = %e, "io_uring submission at park failed; the driver retries");
                 break;
             }
+        }
+        if self.deferred.load(Ordering::Relaxed) {
+            self.kick.notify_one();
+        }
+        wake.into_iter().for_each(Waker::wake);
+        drop(close);
+    }
+
+    /// Another thread's park: one turn if no thread holds the lock (never waits for it); what
+    /// it leaves is the driver's.
+    fn submit_if_free(&self) {
+        let inner = match self.inner.try_lock() {
+            Ok(inner) => inner,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return,
+        };
+        let (mut wake, mut close) = (Vec::new(), Vec::new());
+        if let Err(e) = self.turn_locked(inner, None, &mut wake, &mut close) {
+            tracing::debug!(error = %e, "io_uring submission at park failed; the driver retries");
         }
         if self.deferred.load(Ordering::Relaxed) {
             self.kick.notify_one();
@@ -369,8 +502,10 @@ impl Inner {
     fn push(&mut self, entry: &squeue::Entry) -> io::Result<()> {
         for _ in 0..2 {
             // SAFETY: the entry's buffer is a slot's `bytes`, which the ring keeps (never moved
-            // or freed) until the entry's completion has been reaped.
-            if unsafe { self.ring.submission().push(entry) }.is_ok() {
+            // or freed) until the entry's completion has been reaped; under the shard's lock
+            // this is the only submission queue view (a submission outside the lock only reads
+            // the published tail).
+            if unsafe { self.ring.submission_shared().push(entry) }.is_ok() {
                 self.queued += 1;
                 return Ok(());
             }
@@ -380,41 +515,45 @@ impl Inner {
         Err(io::Error::other("the io_uring submission queue stays full"))
     }
 
-    /// Submits what is queued and hands every completion to its slot; returns the streams to
-    /// wake and the abandoned sockets to close (after the lock is released), and whether it
-    /// entered the kernel. The rest of a send that stopped short is queued again (the caller
-    /// turns again while anything is queued). `signalled`: the eventfd woke the driver; reset it. Completions
-    /// posted while this turn is in the kernel (a send to a socket with room, nearly every one)
-    /// are reaped by the turn itself, so the eventfd is kept quiet meanwhile. It tells of the
-    /// others: a send that found its socket full completes when the peer has read, through
-    /// the kernel's deferred work, outside any submission. A signal comes after its completion
-    /// was posted, so it needs no entry into the kernel, only the reap.
-    fn turn(
-        &mut self,
-        signalled: Option<&EventFd>,
-        wake: &mut Vec<Waker>,
-        close: &mut Vec<TcpStream>,
-    ) -> io::Result<bool> {
-        let entered = self.queued > 0;
-        self.ring.completion().disable_eventfd();
+    /// The start of a turn (see [`Shard::turn`]): quiets the eventfd (completions posted while
+    /// the turn is in the kernel, a send to a socket with room, nearly every one, are reaped by
+    /// the turn itself) and resets it when it woke the driver; returns the entries to submit.
+    fn begin_turn(&mut self, signalled: Option<&EventFd>) -> usize {
+        self.completions().disable_eventfd();
         if let Some(events) = signalled {
             events.drain();
         }
-        let submitted = match entered {
-            true => self.ring.submit().map(|_| self.queued = 0),
-            false => Ok(()),
-        };
+        std::mem::take(&mut self.queued)
+    }
+
+    /// The end of a turn, after the submission of `queued` entries (`submitted`): hands every
+    /// completion to its slot; returns the streams to wake and the abandoned sockets to close
+    /// (after the lock is released), and whether it entered the kernel. The rest of a send that
+    /// stopped short is queued again (the caller turns again while anything is queued). The
+    /// eventfd tells of the other completions: a send that found its socket full completes
+    /// when the peer has read, through the kernel's deferred work, outside any submission. A
+    /// signal comes after its completion was posted, so it needs no entry into the kernel,
+    /// only the reap.
+    fn end_turn(
+        &mut self,
+        queued: usize,
+        submitted: io::Result<()>,
+        wake: &mut Vec<Waker>,
+        close: &mut Vec<TcpStream>,
+    ) -> io::Result<bool> {
         // Re-enabled before reaping: a completion posted after the reap below signals.
-        self.ring.completion().enable_eventfd();
-        submitted?;
+        self.completions().enable_eventfd();
+        if let Err(e) = submitted {
+            // Still in the submission queue: the next turn submits them.
+            self.queued += queued;
+            return Err(e);
+        }
+        // SAFETY: under the shard's lock, the only completion queue view.
+        let completions = unsafe { self.ring.completion_shared() };
         let Inner {
-            ring,
-            slots,
-            free,
-            resend,
-            ..
+            slots, free, resend, ..
         } = self;
-        for cqe in ring.completion() {
+        for cqe in completions {
             let slot = cqe.user_data() as usize;
             let Some(s) = slots.get_mut(slot) else {
                 continue;
@@ -435,7 +574,13 @@ impl Inner {
             }
         }
         self.resend_rests(wake);
-        Ok(entered)
+        Ok(queued > 0)
+    }
+
+    /// The completion queue (under the shard's lock, the only view of it).
+    fn completions(&self) -> io_uring::CompletionQueue<'_> {
+        // SAFETY: the caller holds the shard's lock: no other completion queue view exists.
+        unsafe { self.ring.completion_shared() }
     }
 
     /// Queues the rest of every send that stopped short. A rest that cannot be queued (the
@@ -498,7 +643,7 @@ impl AsRawFd for EventFd {
 
 /// Submits the queued sends and delivers completions whenever a send is queued or the
 /// eventfd tells of a completion posted outside a submission. Runs as long as the runtime.
-async fn drive(ring: Arc<Ring>, events: AsyncFd<EventFd>) {
+async fn drive(ring: Arc<Shard>, events: AsyncFd<EventFd>) {
     let (mut wake, mut close, mut signalled) = (Vec::new(), Vec::new(), true);
     let mut failing = false;
     loop {
@@ -539,9 +684,10 @@ async fn drive(ring: Arc<Ring>, events: AsyncFd<EventFd>) {
 /// Where a stream's sending stands.
 enum Sending {
     Idle,
-    /// Queued, in the kernel, or complete with its result not yet taken, in this slot;
-    /// `lent`: the bytes were lent (nothing to keep once sent).
+    /// Queued, in the kernel, or complete with its result not yet taken, in this slot of this
+    /// shard; `lent`: the bytes were lent (nothing to keep once sent).
     Posted {
+        shard: usize,
         slot: usize,
         lent: bool,
     },
@@ -593,7 +739,7 @@ impl UringTcp {
     pub fn try_write_now(&self, bytes: &[u8]) -> io::Result<usize> {
         let idle = match self.sending {
             Sending::Idle => true,
-            Sending::Posted { slot, .. } => self.ring.is_complete(slot),
+            Sending::Posted { shard, slot, .. } => self.ring.shards[shard].is_complete(slot),
         };
         match &self.tcp {
             Some(tcp) if idle => tcp.try_write(bytes),
@@ -603,19 +749,19 @@ impl UringTcp {
 
     /// Drives the current send to its end: Ready once idle.
     fn poll_sent(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let Sending::Posted { slot, lent } = self.sending else {
+        let Sending::Posted { shard, slot, lent } = self.sending else {
             return Poll::Ready(Ok(()));
         };
-        let (result, bytes) = ready!(self.ring.poll_send(slot, cx));
+        let (result, bytes) = ready!(self.ring.shards[shard].poll_send(slot, cx));
         Poll::Ready(self.sent(result, bytes, lent))
     }
 
     /// Takes in the result of the current send if it is complete, without waiting.
     fn settle(&mut self) -> io::Result<()> {
-        let Sending::Posted { slot, lent } = self.sending else {
+        let Sending::Posted { shard, slot, lent } = self.sending else {
             return Ok(());
         };
-        match self.ring.try_send_result(slot) {
+        match self.ring.shards[shard].try_send_result(slot) {
             Some((result, bytes)) => self.sent(result, bytes, lent),
             None => Ok(()),
         }
@@ -653,9 +799,7 @@ impl UringTcp {
         }
         let fd = self.tcp()?.as_raw_fd();
         let bytes = std::mem::replace(buf, std::mem::take(&mut self.spare));
-        let slot = self.ring.post_send(fd, bytes, false)?;
-        self.sending = Sending::Posted { slot, lent: false };
-        Poll::Ready(Ok(()))
+        self.post(fd, bytes, false)
     }
 
     /// Takes lent bytes (a part of another stream's read buffer) whole to send, once the
@@ -666,8 +810,16 @@ impl UringTcp {
             return Poll::Ready(Ok(()));
         }
         let fd = self.tcp()?.as_raw_fd();
-        let slot = self.ring.post_send(fd, std::mem::take(buf), true)?;
-        self.sending = Sending::Posted { slot, lent: true };
+        self.post(fd, std::mem::take(buf), true)
+    }
+}
+
+impl UringTcp {
+    /// Queues a send of `bytes` on the calling thread's ring.
+    fn post(&mut self, fd: RawFd, bytes: BytesMut, lent: bool) -> Poll<io::Result<()>> {
+        let (shard, ring) = self.ring.local();
+        let slot = ring.post_send(fd, bytes, lent)?;
+        self.sending = Sending::Posted { shard, slot, lent };
         Poll::Ready(Ok(()))
     }
 }
@@ -678,8 +830,8 @@ fn gone() -> io::Error {
 
 impl Drop for UringTcp {
     fn drop(&mut self) {
-        if let (Sending::Posted { slot, .. }, Some(tcp)) = (&self.sending, self.tcp.take()) {
-            self.ring.abandon(*slot, tcp);
+        if let (Sending::Posted { shard, slot, .. }, Some(tcp)) = (&self.sending, self.tcp.take()) {
+            self.ring.shards[*shard].abandon(*slot, tcp);
         }
     }
 }
@@ -687,7 +839,7 @@ impl Drop for UringTcp {
 impl AsyncRead for UringTcp {
     fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        this.ring.note_read();
+        this.ring.local().1.note_read();
         match this.tcp.as_mut() {
             Some(tcp) => Pin::new(tcp).poll_read(cx, buf),
             None => Poll::Ready(Err(gone())),
@@ -708,8 +860,7 @@ impl AsyncWrite for UringTcp {
         let n = buf.len().min(MAX_SEND);
         let mut bytes = std::mem::take(&mut this.spare);
         bytes.extend_from_slice(&buf[..n]);
-        let slot = this.ring.post_send(fd, bytes, false)?;
-        this.sending = Sending::Posted { slot, lent: false };
+        ready!(this.post(fd, bytes, false))?;
         Poll::Ready(Ok(n))
     }
 
@@ -771,10 +922,7 @@ mod tests {
         let got = reader.await.expect("reader");
         assert_eq!(got.len(), sent.len());
         assert!(got == sent, "bytes differ");
-        let (sends, calls) = (
-            ring.sends.load(Ordering::Relaxed),
-            ring.submissions.load(Ordering::Relaxed),
-        );
+        let (sends, calls) = (ring.sends(), ring.submissions());
         assert!(sends >= 20 && calls >= 1, "sends {sends}, submissions {calls}");
     }
 
@@ -808,11 +956,11 @@ mod tests {
                 .await
                 .expect("send");
             assert!(wbuf.is_empty(), "the buffer went to the ring");
-            let Sending::Posted { slot, .. } = uring.sending else {
+            let Sending::Posted { shard, slot, .. } = uring.sending else {
                 panic!("a send is posted")
             };
             assert_eq!(
-                ring.lock().slots[slot].bytes.as_ptr(),
+                ring.shards[shard].lock().slots[slot].bytes.as_ptr(),
                 at,
                 "the ring holds the same allocation"
             );
@@ -864,13 +1012,22 @@ mod tests {
         let mut got = vec![0; expected.len()];
         far.read_exact(&mut got).await.expect("read");
         assert!(got == expected, "bytes differ");
-        let Sending::Posted { slot, lent: true } = near.sending else {
+        let Sending::Posted {
+            shard,
+            slot,
+            lent: true,
+        } = near.sending
+        else {
             panic!("a lent send is posted")
         };
-        while !ring.is_complete(slot) {
+        while !ring.shards[shard].is_complete(slot) {
             tokio::task::yield_now().await;
         }
-        assert_eq!(ring.lock().slots[slot].bytes.capacity(), 0, "released on completion");
+        assert_eq!(
+            ring.shards[shard].lock().slots[slot].bytes.capacity(),
+            0,
+            "released on completion"
+        );
         near.drained().await.expect("drained");
         assert!(near.spare.capacity() >= 1000, "the spare stays");
         parent.clear();
@@ -967,7 +1124,7 @@ mod tests {
     fn a_rest_that_cannot_be_queued_fails_its_send_and_wakes_the_stream() {
         let ring = IoUring::builder().setup_r_disabled().build(4).expect("io_uring");
         let mut inner = Inner {
-            ring,
+            ring: Arc::new(ring),
             slots: Vec::new(),
             free: Vec::new(),
             queued: 0,
@@ -1042,30 +1199,19 @@ mod tests {
             for _ in 0..3 {
                 pairs.push(pair(&ring).await);
             }
-            let (sends, submissions) = (
-                ring.sends.load(Ordering::Relaxed),
-                ring.submissions.load(Ordering::Relaxed),
-            );
+            let (sends, submissions) = (ring.sends(), ring.submissions());
             for (i, (near, _)) in pairs.iter_mut().enumerate() {
                 near.write_all(&[i as u8; 5]).await.expect("write");
                 near.flush().await.expect("flush");
             }
-            assert_eq!(
-                ring.submissions.load(Ordering::Relaxed),
-                submissions,
-                "nothing before the park"
-            );
+            assert_eq!(ring.submissions(), submissions, "nothing before the park");
             for (i, (_, far)) in pairs.iter_mut().enumerate() {
                 let mut got = [0u8; 5];
                 far.read_exact(&mut got).await.expect("read");
                 assert_eq!(got, [i as u8; 5]);
             }
-            assert_eq!(ring.sends.load(Ordering::Relaxed) - sends, 3);
-            assert_eq!(
-                ring.submissions.load(Ordering::Relaxed) - submissions,
-                1,
-                "one system call for the three"
-            );
+            assert_eq!(ring.sends() - sends, 3);
+            assert_eq!(ring.submissions() - submissions, 1, "one system call for the three");
         });
     }
 
@@ -1097,6 +1243,77 @@ mod tests {
     #[test]
     fn on_several_threads_packet_flushes_hand_their_buffer_over_when_sends_wait_for_the_parks() {
         at_park_on(2, packet_flushes_hand_their_buffer_over);
+    }
+
+    /// Spins (holding the worker thread: no park, no read) until `flag` is set; false after
+    /// 30 s instead of hanging.
+    fn hold_thread_until(flag: &AtomicBool) -> bool {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !flag.load(Ordering::Acquire) && std::time::Instant::now() < deadline {
+            std::hint::spin_loop();
+        }
+        flag.load(Ordering::Acquire)
+    }
+
+    #[test]
+    fn on_several_threads_each_worker_queues_its_sends_on_a_ring_of_its_own() {
+        at_park_on(2, |ring| async move {
+            assert_eq!(ring.shards.len(), 2, "one ring per worker thread");
+            let arrived = Arc::new(AtomicUsize::new(0));
+            let mut tasks = Vec::new();
+            for _ in 0..2 {
+                let (mut near, far) = pair(&ring).await;
+                let arrived = Arc::clone(&arrived);
+                tasks.push(tokio::spawn(async move {
+                    // Both tasks at once: each holds a worker thread of its own.
+                    arrived.fetch_add(1, Ordering::AcqRel);
+                    let both = std::time::Instant::now() + std::time::Duration::from_secs(30);
+                    while arrived.load(Ordering::Acquire) < 2 && std::time::Instant::now() < both {
+                        std::hint::spin_loop();
+                    }
+                    near.write_all(b"x").await.expect("write");
+                    let Sending::Posted { shard, .. } = near.sending else {
+                        panic!("a send is posted")
+                    };
+                    drop(near);
+                    (shard, far)
+                }));
+            }
+            let mut shards = Vec::new();
+            for task in tasks {
+                let (shard, far) = task.await.expect("task");
+                assert_eq!(within("the send", read_all(far)).await, b"x");
+                shards.push(shard);
+            }
+            assert_ne!(shards[0], shards[1], "two threads, two rings: {shards:?}");
+        });
+    }
+
+    /// A thread busy with other work (no park, no read) does not hold up a send it queued:
+    /// another worker's park submits it.
+    #[test]
+    fn on_several_threads_a_busy_threads_send_goes_out_at_another_threads_park() {
+        at_park_on(2, |ring| async move {
+            let (mut near, mut far) = pair(&ring).await;
+            let got = Arc::new(AtomicBool::new(false));
+            let seen = Arc::clone(&got);
+            let reader = tokio::spawn(async move {
+                let mut bytes = [0u8; 5];
+                far.read_exact(&mut bytes).await.expect("read");
+                seen.store(true, Ordering::Release);
+                bytes
+            });
+            let busy = tokio::spawn(async move {
+                near.write_all(b"hello").await.expect("write");
+                near.flush().await.expect("flush");
+                hold_thread_until(&got)
+            });
+            assert!(
+                busy.await.expect("busy task"),
+                "the send waited for its own thread's park"
+            );
+            assert_eq!(reader.await.expect("reader"), *b"hello");
+        });
     }
 
     #[test]
