@@ -22,16 +22,20 @@ pub fn is_metadata(sql: &str, class: &Classification) -> bool {
     }
 }
 
-/// `sql` with the logical schema's name (as an identifier or a string) replaced by `physical`.
-pub fn to_physical(sql: &str, logical: &str, physical: &str) -> String {
+/// `sql` with the logical schema's name (as an identifier or a string) replaced by `physical`;
+/// strings read and written as the session reads them (`backslash_escapes` false:
+/// `NO_BACKSLASH_ESCAPES`).
+pub fn to_physical(sql: &str, logical: &str, physical: &str, backslash_escapes: bool) -> String {
     let mut out = String::with_capacity(sql.len() + 8);
     let mut pos = 0;
-    for t in Lexer::new(sql) {
+    for t in Lexer::with_backslash_escapes(sql, backslash_escapes) {
         let replacement = match t.kind {
             TokenKind::Word | TokenKind::QuotedIdent if tessera_sql::unquote(t.text) == logical => {
                 Some(crate::state::quote_ident(physical))
             }
-            TokenKind::String if tessera_sql::unquote(t.text) == logical => Some(crate::state::quote_string(physical)),
+            TokenKind::String if tessera_sql::unquote_as(t.text, backslash_escapes) == logical => {
+                Some(crate::state::quote_string_as(physical, backslash_escapes))
+            }
             _ => None,
         };
         if let Some(r) = replacement {
@@ -48,7 +52,7 @@ impl Session {
     /// Runs a metadata statement on the default shard and answers with logical names.
     pub async fn metadata_query(&mut self, schema: &ShardedSchema, sql: &str) -> Result<Next, ProxyError> {
         let shard = &schema.shards[schema.default_shard];
-        let text = to_physical(sql, &schema.name, &shard.database);
+        let text = to_physical(sql, &schema.name, &shard.database, self.state.backslash_escapes());
         let held = self.held.take();
         self.target_schema = Some(shard.database.clone());
         let acquired = self
@@ -99,16 +103,37 @@ mod tests {
     #[test]
     fn the_logical_name_becomes_the_shards_database() {
         assert_eq!(
-            to_physical("SHOW FULL TABLES FROM `shop` LIKE '%'", "shop", "shop_0"),
+            to_physical("SHOW FULL TABLES FROM `shop` LIKE '%'", "shop", "shop_0", true),
             "SHOW FULL TABLES FROM `shop_0` LIKE '%'"
         );
         assert_eq!(
             to_physical(
                 "SELECT * FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = 'shop' AND x = 'shopping'",
                 "shop",
-                "shop_0"
+                "shop_0",
+                true
             ),
             "SELECT * FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = 'shop_0' AND x = 'shopping'"
+        );
+    }
+
+    #[test]
+    fn names_in_strings_are_read_and_written_as_the_session_reads_strings() {
+        let sql = r"SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'a\\b'";
+        // Backslash escapes: the string holds one backslash, and so does the name written.
+        assert_eq!(
+            to_physical(sql, r"a\b", r"a\b_0", true),
+            r"SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'a\\b_0'"
+        );
+        // NO_BACKSLASH_ESCAPES: the same text holds two backslashes, written as they are.
+        assert_eq!(
+            to_physical(sql, r"a\\b", r"a\\b_0", false),
+            r"SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'a\\b_0'"
+        );
+        assert_eq!(
+            to_physical(sql, r"a\b", "x", false),
+            sql,
+            "not that name under NO_BACKSLASH_ESCAPES"
         );
     }
 }

@@ -51,7 +51,8 @@ pub async fn reserve(
     max_key: i128,
 ) -> Result<i128, ProxyError> {
     let db = crate::state::quote_ident(&schema.shards[schema.default_shard].database);
-    let quoted = crate::state::quote_string(name);
+    // Written as the connection reads strings (it has the session's sql_mode).
+    let quoted = crate::state::quote_string_as(name, conn.state.backslash_escapes());
     conn.simple_command(&format!(
         "CREATE TABLE IF NOT EXISTS {db}.tessera_sequences (name VARCHAR(190) PRIMARY KEY, next_id BIGINT NOT NULL) ENGINE=InnoDB"
     ))
