@@ -203,6 +203,9 @@ pub struct Group {
     pub read_your_writes_wait: Duration,
     /// The newest write acknowledged to any client (for `global` reads).
     pub acknowledged: crate::gtid::NewestGtid,
+    /// How the group's servers define `SELECT LAST_INSERT_ID()`'s column, as sent to Tessera
+    /// (learned on first use; see `session::last_insert_id`).
+    pub last_insert_id_column: std::sync::OnceLock<bytes::Bytes>,
 }
 
 impl Group {
@@ -216,6 +219,7 @@ impl Group {
             read_only_procedures: read_only_procedures.iter().map(|p| p.to_ascii_lowercase()).collect(),
             read_your_writes_wait: Duration::ZERO,
             acknowledged: Default::default(),
+            last_insert_id_column: std::sync::OnceLock::new(),
         }
     }
 

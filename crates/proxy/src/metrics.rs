@@ -57,6 +57,8 @@ pub struct Metrics {
     pub transaction_ends_folded: AtomicU64,
     /// LAST_INSERT_ID() reads that cost a round trip of their own.
     pub last_insert_id_round_trips: AtomicU64,
+    /// Plain `SELECT LAST_INSERT_ID()` answered from the session's known value.
+    pub last_insert_id_answered: AtomicU64,
 }
 
 impl Metrics {
@@ -170,6 +172,13 @@ pub fn render(ctx: &Context) -> String {
         "LAST_INSERT_ID() reads with a round trip of their own (a connection going back after statements that may have changed it); reads behind an insert or a transaction's end travel in its write.",
         "counter",
         get(&m.last_insert_id_round_trips),
+    );
+    line(
+        &mut out,
+        "tessera_last_insert_id_answered_total",
+        "Plain SELECT LAST_INSERT_ID() statements answered from the session's known value, with no backend round trip.",
+        "counter",
+        get(&m.last_insert_id_answered),
     );
     line(
         &mut out,

@@ -581,3 +581,122 @@ async fn a_client_without_eof_packets_gets_the_servers_own_framing() {
     }
     assert_eq!(executes[1], executes[0], "a prepared statement's binary rows");
 }
+
+/// Every frame (sequence id, payload) of the answer to a COM_QUERY that returns one result
+/// set (or an error), whatever the client negotiated about EOF and metadata.
+async fn result_frames(c: &mut Client, sql: &str, deprecate_eof: bool, cached: bool) -> Vec<(u8, Vec<u8>)> {
+    c.io.reset_seq();
+    c.io.send(&[&[3u8][..], sql.as_bytes()].concat()).await.expect("send");
+    let mut frames = Vec::new();
+    let mut next = async || {
+        let (seq, p) = c.io.read_packet_with_seq().await.expect("frame");
+        frames.push((seq, p.to_vec()));
+        p.to_vec()
+    };
+    let first = next().await;
+    if first[0] == 0xff {
+        return frames;
+    }
+    let mut r = tessera_protocol::codec::Reader::new(&first);
+    let columns = r.lenenc_int().expect("column count");
+    let follows = !cached || r.u8().expect("the metadata follows byte") == 1;
+    for _ in 0..if follows { columns } else { 0 } {
+        next().await;
+    }
+    if !deprecate_eof {
+        assert_eq!(next().await[0], 0xfe, "EOF after the definitions");
+    }
+    loop {
+        let p = next().await;
+        if p[0] == 0xff || (p[0] == 0xfe && (p.len() < 9 || deprecate_eof)) {
+            break;
+        }
+    }
+    frames
+}
+
+/// A plain `SELECT LAST_INSERT_ID()` is answered by Tessera from the session's value, frame
+/// for frame as MariaDB answers it, in every dialect a client may negotiate; FOUND_ROWS(),
+/// ROW_COUNT() and the diagnostics area after it are the server's too. Any other form, and a
+/// session that holds a connection (here: after a warning), still goes to the server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_select_last_insert_id_is_answered_from_the_sessions_value_as_the_server_would() {
+    use tessera_protocol::flags::{
+        CLIENT_DEPRECATE_EOF, MARIADB_CLIENT_CACHE_METADATA, MARIADB_CLIENT_EXTENDED_METADATA,
+    };
+    let env = Env::start("", "").await;
+    let server = env.sandbox.servers()[0].port();
+    let mut setup = env.client_in_test().await;
+    setup
+        .query("CREATE TABLE lii_answer (id INT AUTO_INCREMENT PRIMARY KEY, v INT)")
+        .await
+        .expect("table");
+    let answered = || env.metric_sum("tessera_last_insert_id_answered_total");
+    let dialects = [
+        (0, 0),
+        (CLIENT_DEPRECATE_EOF, 0),
+        (0, MARIADB_CLIENT_CACHE_METADATA),
+        (
+            CLIENT_DEPRECATE_EOF,
+            MARIADB_CLIENT_CACHE_METADATA | MARIADB_CLIENT_EXTENDED_METADATA,
+        ),
+    ];
+    for (extra, extended) in dialects {
+        let (eof, cached) = (
+            extra & CLIENT_DEPRECATE_EOF != 0,
+            extended & MARIADB_CLIENT_CACHE_METADATA != 0,
+        );
+        let mut direct = Client::connect_capable(server, ("tessera", "tessera"), Some("test"), extra, extended).await;
+        let mut proxied = Client::connect_capable(env.port(), ("app", "app"), Some("test"), extra, extended).await;
+        for c in [&mut direct, &mut proxied] {
+            c.query("SELECT LAST_INSERT_ID(4242)").await.expect("set the value");
+        }
+        let before = answered();
+        for sql in ["SELECT LAST_INSERT_ID()", " select\tlast_insert_id() "] {
+            let want = result_frames(&mut direct, sql, eof, cached).await;
+            let got = result_frames(&mut proxied, sql, eof, cached).await;
+            assert_eq!(got, want, "{sql:?}, capabilities {extra:#x} / {extended:#x}");
+        }
+        assert_eq!(answered() - before, 2, "both answered by Tessera");
+        for sql in ["SELECT FOUND_ROWS()", "SELECT ROW_COUNT()"] {
+            assert_eq!(proxied.value(sql).await, direct.value(sql).await, "{sql}");
+        }
+        // Forms the server names or computes otherwise still go to it, alike.
+        for sql in [
+            "SELECT LAST_INSERT_ID( )",
+            "SELECT LAST_INSERT_ID() AS id",
+            "SELECT LAST_INSERT_ID();",
+        ] {
+            let want = result_frames(&mut direct, sql, eof, cached).await;
+            let got = result_frames(&mut proxied, sql, eof, cached).await;
+            assert_eq!(got, want, "{sql:?}");
+        }
+        assert_eq!(answered() - before, 2, "the other forms went to the server");
+    }
+    // After an insert: the session's own generated id. After a warning: the server's answer
+    // (the session holds its connection), and the warning stays readable behind it.
+    let mut a = env.client_in_test().await;
+    let mut b = env.client_in_test().await;
+    let ids: Vec<u64> = {
+        let mut ids = Vec::new();
+        for c in [&mut a, &mut b] {
+            c.query("INSERT INTO lii_answer (v) VALUES (1)").await.expect("insert");
+            ids.push(
+                c.value("SELECT LAST_INSERT_ID()")
+                    .await
+                    .expect("id")
+                    .parse()
+                    .expect("number"),
+            );
+        }
+        ids
+    };
+    assert_eq!(ids, [1, 2], "each session its own generated id");
+    let explicit = format!("INSERT IGNORE INTO lii_answer (id, v) VALUES ({}, 2)", ids[0]);
+    a.query(&explicit).await.expect("a duplicate, ignored");
+    let before = answered();
+    assert_eq!(a.value("SELECT LAST_INSERT_ID()").await, Some(ids[0].to_string()));
+    assert_eq!(answered(), before, "held after a warning: the server answered");
+    let warnings = a.query("SHOW WARNINGS").await.expect("warnings");
+    assert_eq!(warnings.len(), 1, "the duplicate's warning is still there");
+}

@@ -341,6 +341,35 @@ impl BackendConn {
         self.read_text_result().await
     }
 
+    /// The column definitions of `sql`'s result as the server sent them (its rows read and
+    /// dropped), and whether they carry MariaDB's extended metadata.
+    pub async fn query_definitions(&mut self, sql: &str) -> Result<(Vec<Bytes>, bool), ProxyError> {
+        self.begin_command(|b| {
+            b.extend_from_slice(&[COM_QUERY]);
+            b.extend_from_slice(sql.as_bytes());
+        });
+        self.flush().await?;
+        let first = self.read().await?;
+        if is_err(&first) {
+            return Err(ProxyError::Backend(ErrPacket::parse(&first)?));
+        }
+        let count = tessera_protocol::codec::Reader::new(&first).lenenc_int()?;
+        let mut definitions = Vec::new();
+        for _ in 0..count {
+            definitions.push(self.read().await?);
+        }
+        self.read().await?; // EOF after definitions (backends never use DEPRECATE_EOF)
+        loop {
+            let p = self.read().await?;
+            if is_eof(&p) {
+                return Ok((definitions, self.extended_metadata));
+            }
+            if is_err(&p) {
+                return Err(ProxyError::Backend(ErrPacket::parse(&p)?));
+            }
+        }
+    }
+
     /// Reads one text result (Tessera's own small queries).
     async fn read_text_result(&mut self) -> Result<TextResult, ProxyError> {
         let first = self.read().await?;

@@ -11,6 +11,7 @@ pub mod commands;
 pub mod diagnostics;
 pub mod execute;
 pub mod info;
+pub mod last_insert_id;
 pub mod load_data;
 pub mod metadata;
 pub mod params;

@@ -198,7 +198,10 @@ impl Session {
                 _ => {}
             }
         }
-        Ok(None)
+        match stmts {
+            [s] => self.answer_last_insert_id(s).await,
+            _ => Ok(None),
+        }
     }
 
     /// Splices in the values Tessera answers for this session (see [`super::rewrite`]).
