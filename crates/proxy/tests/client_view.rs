@@ -301,17 +301,24 @@ async fn last_insert_id_is_the_sessions_own_when_it_repeats_another_sessions_val
     assert_eq!(b.value(lii).await.as_deref(), Some("2"));
 }
 
+/// Two sessions over a pool of one backend connection, and their table `test.t` with an
+/// AUTO_INCREMENT key.
+async fn two_sessions_on_one_connection() -> (Env, Client, Client) {
+    let env = Env::start("", "max_size = 1").await;
+    let mut a = env.client().await;
+    let b = env.client().await;
+    a.query("CREATE TABLE test.t (id INT AUTO_INCREMENT PRIMARY KEY, v INT)")
+        .await
+        .expect("table");
+    (env, a, b)
+}
+
 /// Inserts of two sessions taking turns on one backend connection: the value read back after
 /// each leaves the connection at 0, so no insert needs a SET first; each session reads its
 /// own value, and an insert that generates nothing keeps it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn inserts_of_sessions_sharing_a_connection_need_no_set_and_keep_their_own_ids() {
-    let env = Env::start("", "max_size = 1").await;
-    let mut a = env.client().await;
-    let mut b = env.client().await;
-    a.query("CREATE TABLE test.t (id INT AUTO_INCREMENT PRIMARY KEY, v INT)")
-        .await
-        .expect("table");
+    let (env, mut a, mut b) = two_sessions_on_one_connection().await;
     let sets_before = global_status(&env, "Com_set_option");
     for round in 0..3 {
         a.query(&format!("INSERT INTO test.t (v) VALUES ({round})"))
@@ -356,12 +363,7 @@ async fn inserts_of_sessions_sharing_a_connection_need_no_set_and_keep_their_own
 /// round trip of its own when the connection goes back (text and prepared statements).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_transactions_last_insert_id_is_read_behind_its_end() {
-    let env = Env::start("", "max_size = 1").await;
-    let mut a = env.client().await;
-    let mut b = env.client().await;
-    a.query("CREATE TABLE test.t (id INT AUTO_INCREMENT PRIMARY KEY, v INT)")
-        .await
-        .expect("table");
+    let (env, mut a, mut b) = two_sessions_on_one_connection().await;
     for sql in [
         "BEGIN",
         "INSERT INTO test.t VALUES (10, 1)",
