@@ -266,12 +266,10 @@ impl Shard {
             deferred: AtomicBool::new(false),
             reads_deferred: AtomicU32::new(0),
         });
-        // SAFETY: the AsyncFd owns the eventfd, which stays open as long as it does.
-        let events = {
-            let _entered = runtime.enter();
-            unsafe { AsyncFd::register_with_interest(events, tokio::io::Interest::READABLE) }
-                .map_err(|e| io::Error::other(e.to_string()))?
-        };
+        // SAFETY: the AsyncFd owns the eventfd, which stays open as long as it does. (Called
+        // on `runtime`, from `Ring::start`.)
+        let events = unsafe { AsyncFd::register_with_interest(events, tokio::io::Interest::READABLE) }
+            .map_err(|e| io::Error::other(e.to_string()))?;
         runtime.spawn(drive(Arc::clone(&shard), events));
         Ok(shard)
     }

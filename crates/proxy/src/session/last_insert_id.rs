@@ -42,10 +42,8 @@ impl Session {
         if !self.knows_last_insert_id_alone() {
             return Ok(None);
         }
-        let crate::route::Plan::Direct(target) = self.plan_command([(stmt.sql, &*stmt.class)]) else {
-            return Ok(None);
-        };
-        let group = std::sync::Arc::clone(&self.ctx.groups[target.group]);
+        // Off a sharded schema every statement runs on the default group.
+        let group = std::sync::Arc::clone(self.ctx.default_group());
         let Some(learned) = learned_definition(&group).await else {
             return Ok(None);
         };
