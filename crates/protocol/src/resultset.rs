@@ -200,10 +200,29 @@ pub fn write_text_result_with<S, V>(
     S: AsyncRead + crate::packet::SendBuffer,
     V: AsRef<[u8]>,
 {
-    out.write_with(|b| encode_column_count(b, columns.len() as u64, dialect, true));
-    for c in columns {
-        out.write_with(|b| c.encode_with(b, dialect.extended));
-    }
+    let definitions = |out: &mut PacketStream<S>| {
+        for c in columns {
+            out.write_with(|b| c.encode_with(b, dialect.extended));
+        }
+    };
+    write_text_result_parts(out, (columns.len(), definitions), rows, status, capabilities, dialect)
+}
+
+/// [`write_text_result_with`] for `count` column definitions that `definitions` writes, one
+/// packet each (definitions already encoded, e.g. a server's own).
+pub fn write_text_result_parts<S, V>(
+    out: &mut PacketStream<S>,
+    (count, definitions): (usize, impl FnOnce(&mut PacketStream<S>)),
+    rows: &[Vec<Option<V>>],
+    status: u16,
+    capabilities: u32,
+    dialect: MetadataDialect,
+) where
+    S: AsyncRead + crate::packet::SendBuffer,
+    V: AsRef<[u8]>,
+{
+    out.write_with(|b| encode_column_count(b, count as u64, dialect, true));
+    definitions(out);
     if capabilities & crate::flags::CLIENT_DEPRECATE_EOF == 0 {
         out.write_with(|b| crate::response::encode_eof(b, 0, status));
     }

@@ -75,7 +75,7 @@ struct Shard {
     reads_deferred: AtomicU32,
 }
 
-/// The process's io_uring sends: one ring ([`Shard`]) per worker thread of the runtime. A
+/// The process's io_uring sends: one ring (`Shard`) per worker thread of the runtime. A
 /// thread queues its streams' sends on its own ring and submits them at its park, so that no
 /// other thread waits for that ring's lock, which a submission holds across `io_uring_enter`
 /// (the kernel runs the sends in it). A send in flight stays with the ring it was queued on.
@@ -325,12 +325,13 @@ impl Shard {
         }
     }
 
-    /// One turn of the ring (see [`Inner::turn`]), counted when it entered the kernel.
+    /// One turn of the ring (see [`Inner::begin_turn`], [`Inner::end_turn`]), counted when it
+    /// entered the kernel.
     fn turn(&self, signalled: Option<&EventFd>, wake: &mut Vec<Waker>, close: &mut Vec<TcpStream>) -> io::Result<bool> {
         self.turn_locked(self.lock(), signalled, wake, close)
     }
 
-    /// [`Shard::turn`] with the lock taken.
+    /// [`Shard::turn`] from the lock taken; released for the submission itself.
     fn turn_locked(
         &self,
         mut inner: MutexGuard<'_, Inner>,
@@ -374,6 +375,12 @@ impl Shard {
                 break;
             }
         }
+        self.after_park_turns(wake, close);
+    }
+
+    /// After a park's turns: what is still queued is the driver's; wakes the streams and closes
+    /// the sockets the turns freed.
+    fn after_park_turns(&self, wake: Vec<Waker>, close: Vec<TcpStream>) {
         if self.deferred.load(Ordering::Relaxed) {
             self.kick.notify_one();
         }
@@ -393,11 +400,7 @@ impl Shard {
         if let Err(e) = self.turn_locked(inner, None, &mut wake, &mut close) {
             tracing::debug!(error = %e, "io_uring submission at park failed; the driver retries");
         }
-        if self.deferred.load(Ordering::Relaxed) {
-            self.kick.notify_one();
-        }
-        wake.into_iter().for_each(Waker::wake);
-        drop(close);
+        self.after_park_turns(wake, close);
     }
 
     /// The result of the send in `slot` and its buffer back, once complete (the slot is then
@@ -420,7 +423,7 @@ impl Shard {
         Poll::Pending
     }
 
-    /// [`Ring::poll_send`] without waiting: None while the send is not complete (no wake-up is
+    /// [`Shard::poll_send`] without waiting: None while the send is not complete (no wake-up is
     /// asked for).
     fn try_send_result(&self, slot: usize) -> Option<(i32, BytesMut)> {
         self.lock().take_result(slot)

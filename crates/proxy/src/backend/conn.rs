@@ -27,6 +27,12 @@ pub const LAST_INSERT_ID_SQL: &str = "SELECT LAST_INSERT_ID(), LAST_INSERT_ID(0)
 /// A text result read by Tessera for its own use.
 pub type TextResult = (Vec<ColumnDefinition>, Vec<Vec<Option<Vec<u8>>>>);
 
+/// A packet of a text result, as the server sent it.
+enum ResultPacket {
+    Definition(Bytes),
+    Row(Bytes),
+}
+
 /// An authenticated connection to one backend server.
 #[derive(Debug)]
 pub struct BackendConn {
@@ -310,9 +316,14 @@ impl BackendConn {
     /// Queues the read of LAST_INSERT_ID() ([`LAST_INSERT_ID_SQL`]) behind the command already
     /// queued (pipelined).
     pub fn queue_last_insert_id_query(&mut self) {
+        self.queue_query(LAST_INSERT_ID_SQL);
+    }
+
+    /// Queues a COM_QUERY of `sql` (sent with the next flush).
+    fn queue_query(&mut self, sql: &str) {
         self.begin_command(|b| {
             b.extend_from_slice(&[COM_QUERY]);
-            b.extend_from_slice(LAST_INSERT_ID_SQL.as_bytes());
+            b.extend_from_slice(sql.as_bytes());
         });
     }
 
@@ -333,69 +344,66 @@ impl BackendConn {
 
     /// Runs a query and decodes its text result (for Tessera's own small queries).
     pub async fn query_rows(&mut self, sql: &str) -> Result<TextResult, ProxyError> {
-        self.begin_command(|b| {
-            b.extend_from_slice(&[COM_QUERY]);
-            b.extend_from_slice(sql.as_bytes());
-        });
+        self.queue_query(sql);
         self.flush().await?;
         self.read_text_result().await
     }
 
     /// The column definitions of `sql`'s result as the server sent them (its rows read and
-    /// dropped), and whether they carry MariaDB's extended metadata.
-    pub async fn query_definitions(&mut self, sql: &str) -> Result<(Vec<Bytes>, bool), ProxyError> {
-        self.begin_command(|b| {
-            b.extend_from_slice(&[COM_QUERY]);
-            b.extend_from_slice(sql.as_bytes());
-        });
+    /// dropped), in the form `self.extended_metadata` says.
+    pub async fn query_definitions(&mut self, sql: &str) -> Result<Vec<Bytes>, ProxyError> {
+        self.queue_query(sql);
         self.flush().await?;
+        let mut definitions = Vec::new();
+        self.read_result_packets(|p| {
+            if let ResultPacket::Definition(d) = p {
+                definitions.push(d);
+            }
+            Ok(())
+        })
+        .await?;
+        Ok(definitions)
+    }
+
+    /// Reads one text result (Tessera's own small queries).
+    async fn read_text_result(&mut self) -> Result<TextResult, ProxyError> {
+        let extended = self.extended_metadata;
+        let (mut columns, mut rows) = (Vec::new(), Vec::new());
+        self.read_result_packets(|p| {
+            match p {
+                ResultPacket::Definition(d) => columns.push(ColumnDefinition::parse_with(&d, extended)?),
+                ResultPacket::Row(r) => rows.push(parse_text_row(&r, columns.len())?),
+            }
+            Ok(())
+        })
+        .await?;
+        Ok((columns, rows))
+    }
+
+    /// Reads one text result, handing each column definition and each row to `each` as the
+    /// server sent it (backends never use DEPRECATE_EOF: an EOF follows the definitions).
+    async fn read_result_packets(
+        &mut self,
+        mut each: impl FnMut(ResultPacket) -> Result<(), ProxyError>,
+    ) -> Result<(), ProxyError> {
         let first = self.read().await?;
         if is_err(&first) {
             return Err(ProxyError::Backend(ErrPacket::parse(&first)?));
         }
         let count = tessera_protocol::codec::Reader::new(&first).lenenc_int()?;
-        let mut definitions = Vec::new();
         for _ in 0..count {
-            definitions.push(self.read().await?);
+            each(ResultPacket::Definition(self.read().await?))?;
         }
-        self.read().await?; // EOF after definitions (backends never use DEPRECATE_EOF)
+        self.read().await?;
         loop {
             let p = self.read().await?;
             if is_eof(&p) {
-                return Ok((definitions, self.extended_metadata));
+                return Ok(());
             }
             if is_err(&p) {
                 return Err(ProxyError::Backend(ErrPacket::parse(&p)?));
             }
-        }
-    }
-
-    /// Reads one text result (Tessera's own small queries).
-    async fn read_text_result(&mut self) -> Result<TextResult, ProxyError> {
-        let first = self.read().await?;
-        if is_err(&first) {
-            return Err(ProxyError::Backend(ErrPacket::parse(&first)?));
-        }
-        let mut r = tessera_protocol::codec::Reader::new(&first);
-        let count = r.lenenc_int()? as usize;
-        let mut columns = Vec::with_capacity(count);
-        for _ in 0..count {
-            columns.push(ColumnDefinition::parse_with(
-                &self.read().await?,
-                self.extended_metadata,
-            )?);
-        }
-        self.read().await?; // EOF after definitions (backends never use DEPRECATE_EOF)
-        let mut rows = Vec::new();
-        loop {
-            let p = self.read().await?;
-            if is_eof(&p) {
-                return Ok((columns, rows));
-            }
-            if is_err(&p) {
-                return Err(ProxyError::Backend(ErrPacket::parse(&p)?));
-            }
-            rows.push(parse_text_row(&p, count)?);
+            each(ResultPacket::Row(p))?;
         }
     }
 

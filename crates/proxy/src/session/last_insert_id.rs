@@ -12,9 +12,8 @@ use crate::metrics::Metrics;
 use crate::pool::Flavour;
 use bytes::{Bytes, BytesMut};
 use tessera_protocol::codec::{put_lenenc_bytes, Reader};
-use tessera_protocol::flags::CLIENT_DEPRECATE_EOF;
-use tessera_protocol::response::{encode_eof, encode_result_end};
-use tessera_protocol::resultset::{encode_column_count, encode_text_row};
+use tessera_protocol::resultset::write_text_result_parts;
+use tessera_protocol::PacketStream;
 use tessera_sql::{Flags, StatementKind};
 
 use super::execute::Stmt;
@@ -51,16 +50,10 @@ impl Session {
         let Some(definition) = named_definition(&learned, name, dialect.extended) else {
             return Ok(None);
         };
+        let row = vec![Some(self.state.last_insert_id.to_string())];
         let (status, capabilities) = (self.status_flags(), self.capabilities);
-        let value = self.state.last_insert_id.to_string();
-        self.client.write_with(|b| encode_column_count(b, 1, dialect, true));
-        self.client.write_packet(&definition);
-        if capabilities & CLIENT_DEPRECATE_EOF == 0 {
-            self.client.write_with(|b| encode_eof(b, 0, status));
-        }
-        self.client.write_with(|b| encode_text_row(b, &[Some(value)]));
-        self.client
-            .write_with(|b| encode_result_end(b, 0, status, capabilities));
+        let column = (1, |out: &mut PacketStream<_>| out.write_packet(&definition));
+        write_text_result_parts(&mut self.client, column, &[row], status, capabilities, dialect);
         self.last_error = None;
         self.last.found_rows = 1;
         self.last.row_count = -1;
@@ -91,8 +84,11 @@ async fn learned_definition(group: &Group) -> Option<Bytes> {
         return Some(definition.clone());
     }
     let mut conn = group.primary().pool.checkout(Flavour::default(), true).await.ok()?;
+    if conn.extended_metadata {
+        return None; // not a backend connection's form (see `named_definition`)
+    }
     let definition = match conn.query_definitions("SELECT LAST_INSERT_ID()").await {
-        Ok((mut definitions, false)) if definitions.len() == 1 => definitions.pop()?,
+        Ok(mut definitions) if definitions.len() == 1 => definitions.pop()?,
         Ok(_) => return None,
         Err(e) => {
             if !matches!(e, ProxyError::Backend(_)) {
