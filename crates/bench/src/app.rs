@@ -57,11 +57,17 @@ pub fn run(opts: &BenchOptions, argv: &[String]) -> Result<Outcome> {
         relay_bin: relay_bin(opts)?,
     };
     let mut progress = plan_progress(opts, &env);
+    let leg_floor = opts.leg_floor && opts.sysbench;
+    let floor_before = leg_floor.then(|| crate::leg_floor::kit_reading("before the matrix"));
     let mut matrix = if opts.sysbench {
         run_matrix(&env, &mut progress)
     } else {
         Default::default()
     };
+    if leg_floor {
+        matrix.notes.extend(floor_before);
+        matrix.notes.push(crate::leg_floor::kit_reading("after the matrix"));
+    }
     let tpcc = tpcc_bench::run(opts, &tessera, &out_dir, &mut progress);
     matrix.failures.extend(tpcc.failures);
     write(&out_dir.join("tpcc.md"), &tpcc.section)?;

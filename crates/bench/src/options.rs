@@ -43,6 +43,10 @@ Targets (interleaved for every workload and thread count):
                              starts in front of the direct server, as target `relay` with its CPU; the
                              report shows every target's ratio to it beside the ratio to direct. Single
                              topology and --mysql only (other topologies note it as left out)
+  --leg-floor                also measure the machine's floor of one socket leg (`tessera-bench leg-floor`,
+                             16 clients, 5 s, epoll and sends through io_uring) before and after the
+                             sysbench matrix; the report's notes give both readings, so that CPU per
+                             query can be read against what the machine charges for one leg that day
   --mysql HOST:PORT          use this server instead of a sandbox (single topology only)
   --mysql-user U, --mysql-password P   its account (default root / empty)
   --tessera-bin PATH         the tessera binary (default: next to tessera-bench)
@@ -110,6 +114,8 @@ pub struct BenchOptions {
     pub tessera: bool,
     /// `--relay`: the kit's zero-logic relay as a target where the topology has one server.
     pub relay: bool,
+    /// `--leg-floor`: the machine's one-leg floor measured before and after the matrix.
+    pub leg_floor: bool,
     pub mysql: Option<Endpoint>,
     pub tessera_bin: Option<PathBuf>,
     pub tessera_workers: u32,
@@ -145,6 +151,7 @@ impl BenchOptions {
             direct: true,
             tessera: true,
             relay: false,
+            leg_floor: false,
             mysql: None,
             tessera_bin: None,
             tessera_workers: 1,
@@ -265,6 +272,7 @@ fn apply(opts: &mut BenchOptions, flag: &str, value: &mut dyn FnMut() -> Result<
         "--no-direct" => opts.direct = false,
         "--no-tessera" => opts.tessera = false,
         "--relay" => opts.relay = true,
+        "--leg-floor" => opts.leg_floor = true,
         "--mysql" => opts.mysql = Some(parse_mysql(&value()?, opts.mysql.take())?),
         "--mysql-user" => mysql_mut(opts).user = value()?,
         "--mysql-password" => mysql_mut(opts).password = value()?,
@@ -544,6 +552,14 @@ mod tests {
         assert_eq!((m.host.as_str(), m.port, m.user.as_str()), ("10.0.0.1", 3307, "root"));
         let o = parse(&args("--tpcc-only")).unwrap();
         assert!(!o.sysbench && o.tpcc.is_some());
+    }
+
+    #[test]
+    fn the_leg_floor_is_measured_only_when_asked_for() {
+        assert!(!parse(&[]).unwrap().leg_floor);
+        assert!(!BenchOptions::full().leg_floor);
+        assert!(parse(&args("--leg-floor --relay")).unwrap().leg_floor);
+        assert!(USAGE.contains("--leg-floor"));
     }
 
     #[test]

@@ -146,6 +146,44 @@ pub fn measure(engine: Engine, threads: usize, time: Duration) -> Result<LegFloo
     })
 }
 
+/// What `tessera-bench --leg-floor` measures: tokio's epoll, and sends through io_uring with
+/// reads on readiness (the shape of Tessera's own sockets), each with 16 clients for 5 s.
+const KIT_ENGINES: [Engine; 2] = [Engine::Epoll, Engine::HybridSends];
+const KIT_CLIENTS: usize = 16;
+const KIT_TIME: Duration = Duration::from_secs(5);
+
+/// `--leg-floor`: one reading of the machine's floor for the report's notes, `when` saying at
+/// which point of the benchmark it was taken. A probe that fails says so in the note.
+pub fn kit_reading(when: &str) -> String {
+    let readings: Vec<(Engine, Result<LegFloor>)> = KIT_ENGINES
+        .iter()
+        .map(|&engine| (engine, measure(engine, KIT_CLIENTS, KIT_TIME)))
+        .collect();
+    reading_note(when, &readings)
+}
+
+/// The note line of one `--leg-floor` reading.
+fn reading_note(when: &str, readings: &[(Engine, Result<LegFloor>)]) -> String {
+    let parts: Vec<String> = readings
+        .iter()
+        .map(|(engine, floor)| match floor {
+            Ok(f) => format!(
+                "{} {:.2} us/request ({:.0} requests/s)",
+                engine.name(),
+                f.us_per_request,
+                f.requests_per_sec
+            ),
+            Err(e) => format!("{} not measured ({e})", engine.name()),
+        })
+        .collect();
+    format!(
+        "leg floor {when} (`tessera-bench leg-floor {KIT_CLIENTS} {}`: one socket leg answered from memory, \
+         responder CPU per request): {}",
+        KIT_TIME.as_secs(),
+        parts.join(", ")
+    )
+}
+
 /// One client: request, answer, again, until told to stop.
 fn client(mut stream: StdStream, stop: &AtomicBool, done: &AtomicU64) -> Result<()> {
     let io = |e| BenchError::io("a leg-floor client", e);
@@ -279,6 +317,29 @@ mod tests {
         assert!(err.to_string().contains("leg-floor [THREADS] [SECONDS]"), "{err}");
         let err = main(&["1".into(), "1".into(), "epoll,kqueue".into()]).unwrap_err();
         assert!(err.to_string().contains("ENGINES"), "{err}");
+    }
+
+    #[test]
+    fn a_kit_reading_names_each_engine_with_its_figures_or_why_it_has_none() {
+        let floor = LegFloor {
+            requests: 500_000,
+            requests_per_sec: 100_000.0,
+            us_per_request: 7.456,
+        };
+        let failed = Err(BenchError::Usage("no io_uring".into()));
+        let note = reading_note(
+            "before the matrix",
+            &[(Engine::Epoll, Ok(floor)), (Engine::HybridSends, failed)],
+        );
+        assert!(
+            note.starts_with("leg floor before the matrix (`tessera-bench leg-floor 16 5`"),
+            "{note}"
+        );
+        assert!(note.contains("epoll 7.46 us/request (100000 requests/s)"), "{note}");
+        assert!(
+            note.contains("hybrid-sends not measured (") && note.contains("no io_uring"),
+            "{note}"
+        );
     }
 
     #[test]
