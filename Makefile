@@ -21,6 +21,7 @@ demo: release
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps
 
 test: deps
 	$(CARGO) build --release --bin tessera

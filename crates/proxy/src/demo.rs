@@ -2,7 +2,7 @@
 //! Tessera, until Ctrl-C) and `tessera sandbox` (just the servers).
 //!
 //! Group `g0` is a primary with GTID replicas (`--replicas`, default 1) and group `g1` one
-//! primary. The logical schema [`shop`] spreads over four shards, two per group; the
+//! primary. The logical schema `shop` spreads over four shards, two per group; the
 //! unsharded database `demo` lives on `g0`, as it did before sharding.
 
 mod shop;

@@ -849,7 +849,7 @@ impl AsyncRead for UringTcp {
 }
 
 impl AsyncWrite for UringTcp {
-    /// Takes up to [`MAX_SEND`] bytes into a buffer the ring sends from, once the previous
+    /// Takes up to `MAX_SEND` bytes into a buffer the ring sends from, once the previous
     /// send is done; errors of a send show at the next write or flush.
     fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         let this = self.get_mut();

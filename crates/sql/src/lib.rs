@@ -1,6 +1,6 @@
 //! Statement understanding: cheap classification of SQL text without building an AST.
 //!
-//! Everything here is lexer-based: [`classify`] walks the tokens of a query once (plus a
+//! Everything here is lexer-based: [`classify`](fn@classify) walks the tokens of a query once (plus a
 //! few tokens of look-ahead) and does not allocate for the common statement kinds.
 //!
 //! ```

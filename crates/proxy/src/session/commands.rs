@@ -241,7 +241,7 @@ impl Session {
         Ok(Next::Continue)
     }
 
-    /// KILL [QUERY] id, where id is a Tessera connection id (CONNECTION_ID() answers it). The
+    /// `KILL [QUERY] id`, where id is a Tessera connection id (CONNECTION_ID() answers it). The
     /// target's running query is interrupted (MariaDB's 1317 reaches it); KILL CONNECTION also
     /// closes the target's client connection once that statement has answered.
     pub async fn kill(&mut self, id: u64, query_only: bool) -> Result<Next, ProxyError> {

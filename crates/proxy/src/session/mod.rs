@@ -117,7 +117,7 @@ pub struct Session {
     /// The error number of the last statement forwarded, if it failed.
     pub last_error: Option<u16>,
     /// The client's plain BEGIN, answered here and not sent yet: it travels with the next
-    /// statement (see [`Session::defer_transaction_edge`]).
+    /// statement (see `Session::defer_transaction_edge`).
     pub begin_deferred: bool,
     /// The open transaction began with a deferred BEGIN and ran only pure reads since: its
     /// plain COMMIT or ROLLBACK may travel with the connection's next command.

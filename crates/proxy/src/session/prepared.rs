@@ -35,7 +35,7 @@ pub struct PreparedPlan {
     pub num_columns: u16,
     /// On a sharded schema: the plan, made once at prepare.
     pub sharded: Option<Arc<ShardedStmt>>,
-    /// A pure read (see [`super::txn_edges::reads_only`]).
+    /// A pure read (see `txn_edges::reads_only`).
     pub reads_only: bool,
     /// The session's system variables at PREPARE: the server keeps the statement as it parsed
     /// it then, whatever `sql_mode` or connection character set the session changes to later.
@@ -60,7 +60,7 @@ pub struct ClientStmt {
     /// (frames numbered from 2), None when not known (see [`crate::exec::Metadata::Cached`]).
     pub columns_known: Option<Bytes>,
     /// The last copy of the session's variables found to read the statement as its PREPARE
-    /// did (see [`parse_override`]): while the session holds that copy, no comparison.
+    /// did (see `parse_override`): while the session holds that copy, no comparison.
     pub reads_alike_under: SharedVars,
 }
 

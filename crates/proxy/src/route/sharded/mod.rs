@@ -4,7 +4,7 @@
 //! the one answer a single MariaDB would give.
 //!
 //! - [`keys`]: shard-key predicates (`=`, `IN`, ranges, `IS NULL`, `AND`/`OR`) -> [`KeyExpr`].
-//! - [`select`]: reads, their per-shard rewrite and merge. [`write`]: INSERT/UPDATE/DELETE/DDL.
+//! - [`select`]: reads, their per-shard rewrite and merge. [`write`](mod@write): INSERT/UPDATE/DELETE/DDL.
 //! - [`values`]: literal text and bound parameters -> shard-key values.
 //! - [`cache`]: the plan cache.
 
