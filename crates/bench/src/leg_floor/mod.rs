@@ -8,6 +8,9 @@
 //! polling that falls back to epoll when idle. The clients are blocking threads, each writing a
 //! request the size of a point select's COM_STMT_EXECUTE and reading an answer the size of its
 //! result set, like sysbench. The responder thread's CPU comes from `/proc/self/task/<tid>/stat`.
+//!
+//! The kit's `--leg-floor` takes two readings of it around its sysbench matrix ([`kit_reading`])
+//! for the report's notes.
 
 mod hybrid;
 mod spin;
