@@ -338,7 +338,7 @@ impl Pool {
         let full = (detached && self.idle_count() + self.in_use() >= self.cfg.max_size)
             || self.stats.open.load(Ordering::Relaxed) > self.cfg.max_size;
         let now = Instant::now();
-        if self.expired_at(&conn, now) || full {
+        if self.expired_at(&conn, now) || full || conn.pinned_state {
             self.close(conn);
             return;
         }

@@ -113,15 +113,10 @@ fn has_no_backslash_escapes(mode: &str) -> bool {
         .any(|m| m.trim().eq_ignore_ascii_case("NO_BACKSLASH_ESCAPES"))
 }
 
-/// Variables the server reports but that must never be replayed.
-const NOT_REPLAYED: &[&str] = &[
-    "last_gtid",
-    "insert_id",
-    "last_insert_id",
-    "rand_seed1",
-    "rand_seed2",
-    "timestamp",
-];
+/// Variables the server reports but that must never be replayed. `timestamp` and
+/// `insert_id` are replayed (a fixed clock, a forced next id), and forgotten when they end:
+/// see [`SessionVars::remove_var`].
+const NOT_REPLAYED: &[&str] = &["last_gtid", "last_insert_id", "rand_seed1", "rand_seed2"];
 
 impl SessionVars {
     /// The state right after a handshake with collation `collation_id` and default `schema`.
@@ -216,6 +211,15 @@ impl SessionVars {
                 _ => {}
             }
             Arc::make_mut(&mut self.vars).insert(name, value);
+        }
+    }
+
+    /// Forgets a variable the session no longer has a value of its own for (an unfixed
+    /// `timestamp`, a spent `insert_id`): a connection that still holds one is set back to the
+    /// default at its next sync.
+    pub fn remove_var(&mut self, name: &str) {
+        if self.vars.contains_key(name) {
+            Arc::make_mut(&mut self.vars).remove(name);
         }
     }
 

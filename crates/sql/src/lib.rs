@@ -22,6 +22,7 @@ pub mod lexer;
 pub mod parse_modes;
 mod pure;
 mod scan;
+pub mod set_scope;
 pub mod split;
 pub mod txn_end;
 pub mod uservars;
@@ -33,6 +34,7 @@ pub use lexer::{
     TokenKind,
 };
 pub use parse_modes::reads_alike;
+pub use set_scope::scope_session_targets;
 pub use split::{ends_in_parenthesis, set_assignments, split_statements, split_statements_with};
 pub use txn_end::{completion_type_level, end_options, EndOptions};
 pub use uservars::{

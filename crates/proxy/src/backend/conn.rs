@@ -57,6 +57,10 @@ pub struct BackendConn {
     pub broken: bool,
     /// The server reported an open transaction after the last statement.
     pub in_transaction: bool,
+    /// The connection holds a session's pinned state (temporary tables, table or user locks,
+    /// cursors, an XA branch ...) that no sync replays or removes: it is closed, never pooled,
+    /// unless the session saw that state end on it.
+    pub pinned_state: bool,
     /// MariaDB extended column metadata was negotiated on this connection.
     pub extended_metadata: bool,
     /// The extended capabilities the server offered in its greeting.
@@ -114,6 +118,7 @@ impl BackendConn {
             last_used: now,
             broken: false,
             in_transaction: false,
+            pinned_state: false,
             extended_metadata: false,
             server_extended_capabilities: 0,
             response_started: false,
@@ -297,6 +302,7 @@ impl BackendConn {
         self.state = SessionVars::after_handshake(BACKEND_COLLATION_ID, schema);
         self.stmts.clear();
         self.in_transaction = false;
+        self.pinned_state = false;
         // The reset put session tracking back to the server default: switch it on again.
         self.simple_command(super::connect::INIT_SQL).await?;
         Ok(())

@@ -259,6 +259,10 @@ impl Session {
             self.ctx.schema_changes.record();
         }
         self.state.apply_changes(&outcome.changes);
+        if outcome.error.is_none() && !conn.broken {
+            self.follow_autocommit_status(&mut conn, outcome.status);
+        }
+        forget_spent_variables(&mut self.state, stmts);
         self.note_write(outcome);
         if !outcome.last_insert_id_known && may_change_last_insert_id(outcome, stmts) {
             self.last_insert_id_dirty = true;
@@ -287,6 +291,24 @@ impl Session {
             self.learn_last_insert_id(&mut conn).await;
         }
         self.keep_or_release(conn, before);
+    }
+
+    /// Every OK and EOF carries the server's autocommit mode: where it disagrees with what
+    /// session tracking said (a change the server did not report, e.g. inside a stored
+    /// procedure), the status is the truth, for the client's state and the connection's.
+    fn follow_autocommit_status(&mut self, conn: &mut PooledConn, status: u16) {
+        let server_on = status & tessera_protocol::flags::SERVER_STATUS_AUTOCOMMIT != 0;
+        if server_on == self.state.autocommit() && server_on == conn.state.autocommit() {
+            return;
+        }
+        let value = if server_on { "ON" } else { "OFF" };
+        tracing::debug!(
+            session = self.id,
+            autocommit = value,
+            "autocommit learnt from the status flags"
+        );
+        self.state.set_var("autocommit".into(), value.into());
+        conn.state.set_var("autocommit".into(), value.into());
     }
 
     /// Where the client's diagnostics area is after a statement: on this connection when the
@@ -470,6 +492,9 @@ impl Session {
         if conn.broken {
             return;
         }
+        // Long-lived pinned state (temporary tables, locks, cursors ...) marks the connection:
+        // should it leave the session by any other way than the pin's end, the pool closes it.
+        conn.pinned_state = self.pins.is_pinned() && !self.pins.only_short_lived();
         if self.pins.is_pinned() {
             for reason in super::pins::reason_names(self.pins.active() & !pins_before) {
                 self.ctx.metrics.pinned(reason);
@@ -479,6 +504,35 @@ impl Session {
             self.held = Some(conn);
         } else if conn.in_transaction {
             self.held = Some(conn);
+        }
+    }
+}
+
+/// Forgets the session's `timestamp` when a SET unfixed it (`DEFAULT` or 0: the server then
+/// reports a stale or the current time) and its `insert_id` once a statement that may insert
+/// has spent it. The connection keeps its entry, so its next sync sets it back to the default
+/// (an insert that generated no id leaves the forced id pending there).
+fn forget_spent_variables(state: &mut crate::state::SessionVars, stmts: &[Stmt<'_>]) {
+    use tessera_sql::StatementKind as K;
+    for s in stmts {
+        match s.class.kind {
+            K::Set(_) => {
+                let unfixes = |(name, value): &(String, &str)| {
+                    name == "timestamp" && (value.eq_ignore_ascii_case("default") || value.trim() == "0")
+                };
+                if super::track_set::session_assignments(s.sql).iter().any(unfixes) {
+                    state.remove_var("timestamp");
+                }
+            }
+            K::Insert
+            | K::Replace
+            | K::LoadData { .. }
+            | K::Ddl
+            | K::CreateTemporaryTable(_)
+            | K::Call
+            | K::Execute
+            | K::Other => state.remove_var("insert_id"),
+            _ => {}
         }
     }
 }

@@ -325,10 +325,13 @@ impl Session {
         if self.txn.is_open() {
             self.abort_sharded_txn().await;
         }
-        for (_, conn) in std::mem::take(&mut self.shard_held) {
-            let mut conn = conn;
-            // A transaction or XA branch left open ends with its connection.
+        for (_, mut conn) in std::mem::take(&mut self.shard_held) {
+            // A transaction or XA branch left open ends with its connection; pinned state
+            // (a shard's table locks, temporary tables) is reset before it goes back.
             conn.broken |= conn.in_transaction;
+            if !conn.broken && conn.pinned_state && conn.reset().await.is_err() {
+                conn.broken = true;
+            }
         }
         if let Some(mut conn) = self.held.take() {
             // The client's own XA transaction (prepared, or still open) is left as a MariaDB

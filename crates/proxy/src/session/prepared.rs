@@ -198,6 +198,13 @@ impl Session {
                 rewritten = Some(r);
             }
         }
+        if lossless && matches!(class.kind, tessera_sql::StatementKind::Set(_)) {
+            // An unscoped `@@name` target would change the connection unreported.
+            let base = rewritten.as_deref().unwrap_or(&text);
+            if let Some(r) = tessera_sql::scope_session_targets(base, self.state.backslash_escapes()) {
+                rewritten = Some(r);
+            }
+        }
         let sql: SqlText = match rewritten {
             Some(rewritten) => Arc::from(rewritten.as_bytes()),
             None => Arc::from(raw),
@@ -306,7 +313,7 @@ impl Session {
             return in_heap(|| self.kill(id, query)).await;
         }
         if matches!(run.plan.class.kind, tessera_sql::StatementKind::Set(_))
-            && super::query::touches_tracking(&run.plan.text)
+            && super::track_set::assigns_tracking(&run.plan.text)
         {
             // The client's own session tracking, as for a text SET (never the backend's).
             let text = run.plan.text.clone();
@@ -396,8 +403,11 @@ impl Session {
     /// backend's).
     async fn execute_tracking_set(&mut self, text: &str) -> Result<Next, ProxyError> {
         match self.set_tracking(text).await? {
-            None => self.ok().await,
-            Some(rest) => self.query(rest.as_bytes()).await,
+            None => {
+                self.last.row_count = 0;
+                self.ok().await
+            }
+            Some(rest) => self.query_text(rest.as_bytes(), false).await,
         }
     }
 

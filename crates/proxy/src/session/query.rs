@@ -21,6 +21,12 @@ use tessera_sql::{classify_with, split_statements_with, Flags, StatementKind};
 impl Session {
     pub async fn query(&mut self, raw: &[u8]) -> Result<Next, ProxyError> {
         Metrics::inc(&self.ctx.metrics.queries);
+        self.query_text(raw, true).await
+    }
+
+    /// A COM_QUERY's text; `own_tracking` when a SET of `session_track_*` may still be taken
+    /// apart here (false for what is left of one, which must not be taken apart again).
+    pub(super) async fn query_text(&mut self, raw: &[u8], own_tracking: bool) -> Result<Next, ProxyError> {
         let text = String::from_utf8_lossy(raw);
         let escapes = self.state.backslash_escapes();
         let first = classify_with(&text, escapes);
@@ -38,7 +44,7 @@ impl Session {
                 class: std::borrow::Cow::Owned(first),
             }]
         };
-        if let Some(s) = single(&stmts, is_set).filter(|s| touches_tracking(s.sql)) {
+        if let Some(s) = single(&stmts, is_set).filter(|s| own_tracking && super::track_set::assigns_tracking(s.sql)) {
             return in_heap(|| self.query_tracking_set(s.sql)).await;
         }
         let describe = |k: &StatementKind| *k == StatementKind::Describe;
@@ -83,8 +89,12 @@ impl Session {
     /// A SET of the client's own session tracking (never the backend's), then the rest of it.
     async fn query_tracking_set(&mut self, sql: &str) -> Result<Next, ProxyError> {
         match self.set_tracking(sql).await? {
-            None => self.ok().await,
-            Some(rest) => self.query(rest.as_bytes()).await,
+            None => {
+                // As the server's own OK for a SET: no rows, ROW_COUNT() 0.
+                self.last.row_count = 0;
+                self.ok().await
+            }
+            Some(rest) => self.query_text(rest.as_bytes(), false).await,
         }
     }
 
@@ -177,7 +187,7 @@ impl Session {
         }
         for s in stmts {
             match &s.class.kind {
-                StatementKind::Set(_) if touches_tracking(s.sql) => {
+                StatementKind::Set(_) if stmts.len() > 1 && super::track_set::assigns_tracking(s.sql) => {
                     return Err(ProxyError::Unsupported(
                         "changing session_track_* variables in a multi-statement query (send the SET on its own)"
                             .into(),
@@ -209,11 +219,16 @@ impl Session {
     /// multi-statement query run on the same connection, where the server's values are right.
     fn rewrite(&self, text: &str, lossless: bool, stmts: &[Stmt<'_>]) -> Option<String> {
         let first = stmts.first()?;
-        let counters = first.class.flags.contains(Flags::ROW_COUNT) || first.class.flags.contains(Flags::FOUND_ROWS);
+        // Never in DDL or stored program bodies (`DEFAULT ROW_COUNT()` must stay as written).
+        let counters = (first.class.flags.contains(Flags::ROW_COUNT) || first.class.flags.contains(Flags::FOUND_ROWS))
+            && answers_session_info(&first.class.kind);
         let info = stmts
             .iter()
             .any(|s| s.class.flags.contains(Flags::SESSION_INFO) && answers_session_info(&s.class.kind));
-        if !(counters || info) || !lossless {
+        let scoped = stmts
+            .iter()
+            .any(|s| assigns_session(&s.class.kind) && s.sql.contains("@@"));
+        if !(counters || info || scoped) || !lossless {
             return None;
         }
         let mut out = None;
@@ -231,8 +246,42 @@ impl Session {
                 out = Some(replaced);
             }
         }
+        if scoped {
+            let current = out.as_deref().unwrap_or(text);
+            if let Some(replaced) = scope_set_targets(current, self.state.backslash_escapes()) {
+                out = Some(replaced);
+            }
+        }
         out
     }
+}
+
+/// A SET of session variables (perhaps with user variables).
+fn assigns_session(kind: &StatementKind) -> bool {
+    use tessera_sql::SetKind;
+    matches!(kind, StatementKind::Set(SetKind::Session | SetKind::Mixed))
+}
+
+/// `text` with each SET statement's unscoped `@@name` targets spelled `@@session.name` (see
+/// [`tessera_sql::scope_session_targets`]): MariaDB does not report their change through
+/// session tracking, and the connection would go back to the pool with it unknown.
+pub(crate) fn scope_set_targets(text: &str, escapes: bool) -> Option<String> {
+    let mut out = String::new();
+    let mut at = 0;
+    for stmt in split_statements_with(text, escapes) {
+        let Some(scoped) = tessera_sql::scope_session_targets(stmt, escapes) else {
+            continue;
+        };
+        let start = stmt.as_ptr() as usize - text.as_ptr() as usize;
+        out.push_str(&text[at..start]);
+        out.push_str(&scoped);
+        at = start + stmt.len();
+    }
+    if at == 0 {
+        return None;
+    }
+    out.push_str(&text[at..]);
+    Some(out)
 }
 
 /// Statements whose identity functions Tessera answers. Not DDL, GRANT or SET PASSWORD, where
@@ -282,9 +331,4 @@ fn is_compound(sql: &str, first: &tessera_sql::Classification) -> bool {
             .iter()
             .any(|w| sql.split_whitespace().take(6).any(|t| t.eq_ignore_ascii_case(w)));
     creates_program || tessera_sql::starts_with_keyword(sql, "BEGIN NOT ATOMIC")
-}
-
-pub(crate) fn touches_tracking(sql: &str) -> bool {
-    let lower = sql.to_ascii_lowercase();
-    crate::tracking::TRACKING_VARIABLES.iter().any(|v| lower.contains(v))
 }

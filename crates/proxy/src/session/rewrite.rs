@@ -67,8 +67,18 @@ pub fn replace_terms(sql: &str, terms: &[Term<'_>], backslash_escapes: bool) -> 
     let mut i = 0;
     let mut copied = 0;
     let mut changed = false;
+    // Parentheses open around `i`: only a term outside all of them can be a select item.
+    let mut depth = 0u32;
     while i < bytes.len() {
         match bytes[i] {
+            b'(' => {
+                depth += 1;
+                i += 1;
+            }
+            b')' => {
+                depth = depth.saturating_sub(1);
+                i += 1;
+            }
             b'\'' | b'"' | b'`' => i = tessera_sql::quoted_end(bytes, i, backslash_escapes),
             b'#' => i = skip_to_newline(bytes, i),
             b'-' if bytes[i..].starts_with(b"-- ") => i = skip_to_newline(bytes, i),
@@ -77,7 +87,7 @@ pub fn replace_terms(sql: &str, terms: &[Term<'_>], backslash_escapes: bool) -> 
                 if let Some((end, value)) = terms.iter().find_map(|t| match_term(bytes, i, t)) {
                     out.push_str(&sql[copied..i]);
                     out.push_str(value);
-                    if is_whole_select_item(bytes, i, end) {
+                    if depth == 0 && is_whole_select_item(bytes, i, end) {
                         out.push_str(&format!(" AS `{}`", sql[i..end].replace('`', "``")));
                     }
                     copied = end;
@@ -224,6 +234,11 @@ mod tests {
         assert_eq!(
             replace_session_functions("SELECT ROW_COUNT() + 1", 3, None, true).as_deref(),
             Some("SELECT (3 + 0 * 9223372036854775807) + 1")
+        );
+        assert_eq!(
+            replace_session_functions("SELECT CONCAT('<', ROW_COUNT(), '>'), x", 3, None, true).as_deref(),
+            Some("SELECT CONCAT('<', (3 + 0 * 9223372036854775807), '>'), x"),
+            "a function's argument is no select item"
         );
         assert_eq!(replace_session_functions("SELECT found_rows()", 1, None, true), None);
         assert_eq!(

@@ -520,7 +520,7 @@ impl Session {
         if conn.broken {
             return;
         }
-        if keep || conn.in_transaction {
+        if keep || conn.in_transaction || conn.pinned_state {
             if self.held_shard == Some(shard) && self.held.is_none() {
                 self.held = Some(conn);
             } else {

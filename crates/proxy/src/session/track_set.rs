@@ -78,6 +78,31 @@ impl Session {
     }
 }
 
+/// Whether a SET assigns one of the client's own session tracking variables (a session
+/// assignment of `session_track_*`); reading one (`SET @v = @@session_track_schema`) does not.
+pub fn assigns_tracking(sql: &str) -> bool {
+    let Some(assignments) = set_assignments(sql) else {
+        return false;
+    };
+    let mut global = false;
+    assignments.into_iter().any(|text| {
+        parse_assignment(text, &mut global).is_some_and(|a| !a.global && TRACKING_VARIABLES.contains(&a.name.as_str()))
+    })
+}
+
+/// The session assignments of a SET as (lower-case name, value text), the scope words and
+/// `@@` prefixes taken off; empty for anything else.
+pub fn session_assignments(sql: &str) -> Vec<(String, &str)> {
+    let mut global = false;
+    set_assignments(sql)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|text| parse_assignment(text, &mut global))
+        .filter(|a| !a.global)
+        .map(|a| (a.name, a.value))
+        .collect()
+}
+
 /// `[GLOBAL|SESSION|LOCAL] name = value`, `@@[scope.]name := value`; `global` carries a scope
 /// word over to the following assignments, as MariaDB does. None for other forms (NAMES ...).
 fn parse_assignment<'a>(text: &'a str, global: &mut bool) -> Option<Assignment<'a>> {
@@ -148,5 +173,15 @@ mod tests {
         let a = parse_assignment("@@local.session_track_schema=0", &mut global).unwrap();
         assert!(!a.global);
         assert_eq!(parse_assignment("names utf8mb4", &mut false), None);
+    }
+
+    #[test]
+    fn reading_a_tracking_variable_is_not_assigning_it() {
+        assert!(assigns_tracking("SET session_track_schema = 0"));
+        assert!(assigns_tracking("SET @x = 1, @@session_track_state_change := 1"));
+        assert!(assigns_tracking("/*!40101 SET session_track_system_variables = '' */"));
+        assert!(!assigns_tracking("SET @save = @@session_track_system_variables"));
+        assert!(!assigns_tracking("SET GLOBAL session_track_schema = 0"));
+        assert!(!assigns_tracking("SET @a = 'session_track_schema = 1'"));
     }
 }
