@@ -5,7 +5,7 @@ use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Reasons a session is pinned to one backend connection (also the metric label).
-pub const PIN_REASONS: [&str; 10] = [
+pub const PIN_REASONS: [&str; 11] = [
     "temporary_table",
     "user_lock",
     "lock_tables",
@@ -16,6 +16,7 @@ pub const PIN_REASONS: [&str; 10] = [
     "sql_prepare",
     "handler",
     "diagnostics",
+    "rand_seed",
 ];
 
 /// Process-wide counters (owned by the [`Context`], not global).

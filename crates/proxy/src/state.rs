@@ -116,7 +116,7 @@ fn has_no_backslash_escapes(mode: &str) -> bool {
 /// Variables the server reports but that must never be replayed. `timestamp` and
 /// `insert_id` are replayed (a fixed clock, a forced next id), and forgotten when they end:
 /// see [`SessionVars::remove_var`].
-const NOT_REPLAYED: &[&str] = &["last_gtid", "last_insert_id", "rand_seed1", "rand_seed2"];
+const NOT_REPLAYED: &[&str] = &["last_gtid", "last_insert_id", "identity", "rand_seed1", "rand_seed2"];
 
 impl SessionVars {
     /// The state right after a handshake with collation `collation_id` and default `schema`.

@@ -34,7 +34,7 @@ pub use lexer::{
     TokenKind,
 };
 pub use parse_modes::reads_alike;
-pub use set_scope::scope_session_targets;
+pub use set_scope::{scope_session_targets, sets_next_transaction};
 pub use split::{ends_in_parenthesis, set_assignments, split_statements, split_statements_with};
 pub use txn_end::{completion_type_level, end_options, EndOptions};
 pub use uservars::{

@@ -54,6 +54,7 @@ fn unscoped_targets(lexer: Lexer<'_>) -> Option<Vec<usize>> {
             }
             if t.kind == TokenKind::SystemVar {
                 match target_scope(t.text) {
+                    Scope::Unscoped if is_next_transaction_variable(&t.text[2..]) => {}
                     Scope::Unscoped => inserts.push(t.offset + 2),
                     Scope::Global => return None,
                     Scope::Session => {}
@@ -81,6 +82,34 @@ fn is_scope_or_form_word(word: &str) -> bool {
     ]
     .iter()
     .any(|w| word.eq_ignore_ascii_case(w))
+}
+
+/// Variables that `SET @@name` (no scope) sets for the next transaction only, as
+/// `SET TRANSACTION` does: spelled `@@session.name` they would last for the session.
+pub const NEXT_TRANSACTION_VARIABLES: [&str; 4] = [
+    "tx_isolation",
+    "tx_read_only",
+    "transaction_isolation",
+    "transaction_read_only",
+];
+
+fn is_next_transaction_variable(name: &str) -> bool {
+    let name = name.trim_matches('`');
+    NEXT_TRANSACTION_VARIABLES.iter().any(|v| v.eq_ignore_ascii_case(name))
+}
+
+/// Whether a SET statement sets a next-transaction characteristic with an unscoped
+/// `@@tx_isolation`-like target (see [`NEXT_TRANSACTION_VARIABLES`]).
+pub fn sets_next_transaction(sql: &str, backslash_escapes: bool) -> bool {
+    let mut lexer = Lexer::with_backslash_escapes(sql, backslash_escapes);
+    if !lexer.next_significant().is_some_and(|t| t.is_word("SET")) {
+        return false;
+    }
+    lexer.filter(Token::is_significant).any(|t| {
+        t.kind == TokenKind::SystemVar
+            && matches!(target_scope(t.text), Scope::Unscoped)
+            && is_next_transaction_variable(&t.text[2..])
+    })
 }
 
 enum Scope {
@@ -148,6 +177,8 @@ mod tests {
             "SET @@keycache.key_buffer_size=1",
             "SELECT @@autocommit",
             "SET NAMES utf8mb4",
+            "SET @@tx_isolation = 'READ-COMMITTED'",
+            "SET @@transaction_read_only = 1",
         ] {
             assert_eq!(scope(sql, true), None, "{sql}");
         }

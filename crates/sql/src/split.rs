@@ -49,7 +49,12 @@ pub fn set_assignments(sql: &str) -> Option<Vec<&str>> {
     let mut start = first.end();
     let mut depth = 0u32;
     let mut end = sql.len();
+    // The end of the last significant token: a conditional comment's `*/` is not a value's.
+    let mut last = first.end();
     for t in lexer {
+        if t.is_significant() && t.kind != TokenKind::Semicolon {
+            last = t.end();
+        }
         match t.kind {
             TokenKind::LParen => depth += 1,
             TokenKind::RParen => depth = depth.saturating_sub(1),
@@ -64,7 +69,7 @@ pub fn set_assignments(sql: &str) -> Option<Vec<&str>> {
             _ => {}
         }
     }
-    pieces.push(trim(&sql[start..end]));
+    pieces.push(trim(&sql[start..end.min(last.max(start))]));
     Some(pieces)
 }
 
@@ -155,6 +160,10 @@ mod tests {
             ])
         );
         assert_eq!(set_assignments("/* c */ set @a = 1"), Some(vec!["@a = 1"]));
+        assert_eq!(
+            set_assignments("/*!40101 SET session_track_schema = 0, @b = 2 */"),
+            Some(vec!["session_track_schema = 0", "@b = 2"])
+        );
         assert_eq!(set_assignments("SELECT 1"), None);
     }
 

@@ -263,6 +263,7 @@ impl Session {
             self.follow_autocommit_status(&mut conn, outcome.status);
         }
         forget_spent_variables(&mut self.state, stmts);
+        self.follow_unreplayed_changes(outcome, stmts);
         self.note_write(outcome);
         if !outcome.last_insert_id_known && may_change_last_insert_id(outcome, stmts) {
             self.last_insert_id_dirty = true;
@@ -291,6 +292,29 @@ impl Session {
             self.learn_last_insert_id(&mut conn).await;
         }
         self.keep_or_release(conn, before);
+    }
+
+    /// Changes session tracking reports that no replay can carry: a seeded RAND() pins the
+    /// session to its connection, and LAST_INSERT_ID set by name (`SET last_insert_id = n`,
+    /// `identity`) is read back before the connection goes back.
+    fn follow_unreplayed_changes(&mut self, outcome: &Outcome, stmts: &[Stmt<'_>]) {
+        use tessera_protocol::response::SessionChange;
+        let seeded = outcome.changes.iter().any(|c| {
+            matches!(c, SessionChange::SystemVariable { name, .. }
+                if name.eq_ignore_ascii_case("rand_seed1") || name.eq_ignore_ascii_case("rand_seed2"))
+        });
+        if seeded {
+            self.pins.seed_rand();
+        }
+        let names_last_insert_id = stmts.iter().any(|s| {
+            matches!(s.class.kind, StatementKind::Set(_))
+                && super::track_set::session_assignments(s.sql)
+                    .iter()
+                    .any(|(name, _)| name == "last_insert_id" || name == "identity")
+        });
+        if names_last_insert_id {
+            self.last_insert_id_dirty = true;
+        }
     }
 
     /// Every OK and EOF carries the server's autocommit mode: where it disagrees with what

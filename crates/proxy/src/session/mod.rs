@@ -13,12 +13,14 @@ pub mod execute;
 pub mod info;
 pub mod last_insert_id;
 pub mod load_data;
+pub mod logical_names;
 pub mod metadata;
 pub mod params;
 pub mod pins;
 pub mod pipelined;
 pub mod prepared;
 pub mod query;
+pub mod restore;
 pub mod rewrite;
 pub mod routing;
 pub mod sequence;
@@ -106,6 +108,8 @@ pub struct Session {
     pub held_shard: Option<usize>,
     /// On a sharded schema: the other shards' connections of an open transaction.
     pub shard_held: std::collections::BTreeMap<usize, PooledConn>,
+    /// Column lists of logical tables, for INSERTs that name no columns.
+    pub table_columns: restore::TableColumns,
     /// The database the next checkout must select (a shard's), instead of the client's.
     pub target_schema: Option<String>,
     /// On a sharded schema: the open transaction's shards (coordinator and XA branches).

@@ -22,6 +22,9 @@ pub struct Pins {
     handlers: u32,
     /// The last statement left warnings or an error: SHOW WARNINGS must see them.
     diagnostics_next: bool,
+    /// The session seeded RAND() (`rand_seed1`/`rand_seed2`): the generator's state moves
+    /// with every RAND() and cannot be replayed elsewhere.
+    rand_seeded: bool,
     /// The diagnostics area may stay on its connection, unread, past one point where the
     /// connection would otherwise go back: it was raised inside a transaction and has not
     /// been carried past one yet (see [`Pins::carry_diagnostics`]).
@@ -47,6 +50,7 @@ impl Pins {
             !self.sql_prepared.is_empty(),
             self.handlers > 0,
             self.diagnostics_next,
+            self.rand_seeded,
         ];
         on.iter()
             .enumerate()
@@ -92,6 +96,8 @@ impl Pins {
                 self.table_locks = false
             }
             StatementKind::Set(tessera_sql::SetKind::TransactionNext) => self.next_transaction = true,
+            // `SET @@tx_isolation = ...` without a scope: the next transaction only, untracked.
+            StatementKind::Set(_) if tessera_sql::sets_next_transaction(sql, true) => self.next_transaction = true,
             StatementKind::Xa => self.track_xa(sql),
             StatementKind::Prepare => {
                 if let Some(name) = word(sql, 1) {
@@ -110,6 +116,11 @@ impl Pins {
             },
             _ => {}
         }
+    }
+
+    /// The session seeded RAND() on its connection: it stays there for good.
+    pub fn seed_rand(&mut self) {
+        self.rand_seeded = true;
     }
 
     /// The client has an XA transaction open on its connection.

@@ -63,9 +63,25 @@ impl Session {
             }
         }
         let rewritten = self.rewrite(&text, matches!(text, Cow::Borrowed(_)), &stmts);
+        let sql = rewritten.as_deref().unwrap_or(&text);
+        if !self.ctx.topology.schemas.is_empty() && matches!(text, Cow::Borrowed(_)) {
+            // Cold for configurations without logical schemas: its future lives on the heap.
+            if let Some(next) = in_heap(|| self.logical_schema_from_outside(sql, &stmts)).await? {
+                return Ok(next);
+            }
+        }
         let target = match self.plan_command(stmts.iter().map(|s| (s.sql, &*s.class))) {
             Plan::Direct(target) => target,
             Plan::Sharded { schema } => {
+                if matches!(text, Cow::Owned(_)) {
+                    // The planner reads text: bytes that are not UTF-8 (a raw binary string
+                    // literal) would reach the shards changed. Refused, never corrupted.
+                    return Err(ProxyError::NotSharded(
+                        "a statement that is not valid UTF-8 (a raw binary string) on a sharded schema: \
+                         write binary values as hex literals (mariadb-dump --hex-blob)"
+                            .into(),
+                    ));
+                }
                 let sql = rewritten.as_deref().unwrap_or(&text);
                 return in_heap(|| self.query_sharded(sql, &stmts, schema)).await;
             }

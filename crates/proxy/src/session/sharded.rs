@@ -148,6 +148,17 @@ impl Session {
         if super::metadata::is_metadata(sql, &stmt.class) {
             return self.metadata_query(schema, sql).await;
         }
+        match self.restore_statement(schema, sql, &stmt.class.kind).await? {
+            super::restore::Restore::Answered(next) => return Ok(next),
+            super::restore::Restore::Rewritten(text) => {
+                let stmts = [Stmt {
+                    sql: &text,
+                    class: std::borrow::Cow::Borrowed(&*stmt.class),
+                }];
+                return in_heap(|| self.query_sharded(&text, &stmts, index)).await;
+            }
+            super::restore::Restore::Unchanged => {}
+        }
         match &stmt.class.kind {
             StatementKind::Use(db) => return self.use_schema(db).await,
             StatementKind::Ddl if self.txn.is_open() => {
@@ -529,7 +540,12 @@ impl Session {
         }
     }
 
-    async fn ddl_on_shards(&mut self, schema: &ShardedSchema, shards: &[usize], sql: &str) -> Result<Next, ProxyError> {
+    pub(super) async fn ddl_on_shards(
+        &mut self,
+        schema: &ShardedSchema,
+        shards: &[usize],
+        sql: &str,
+    ) -> Result<Next, ProxyError> {
         let mut failed = Vec::new();
         let mut done = Vec::new();
         let mut first_error = None;
