@@ -28,8 +28,8 @@ pub struct SessionHandle {
     recorded_server: AtomicPtr<crate::backend::ServerInfo>,
     recorded_thread: AtomicU32,
     killed: AtomicBool,
-    /// The epoch of the last turn a KILL interrupted.
-    interrupted: AtomicU64,
+    /// KILLs aimed at this session so far (see [`SessionHandle::request_interrupt`]).
+    kill_requests: AtomicU64,
     /// The command loop waiting for the client, woken by [`SessionHandle::kill`]. One lock
     /// per wait and nothing to unregister: cheaper per command than a `Notify` and a `watch`.
     stop_waker: Mutex<Option<Waker>>,
@@ -145,20 +145,19 @@ impl SessionHandle {
         self.turn.load(Ordering::SeqCst) == epoch << 1 | 1
     }
 
-    /// Records that a KILL interrupts the turn of `epoch` (before the KILL is sent).
-    pub fn mark_interrupted(&self, epoch: u64) {
-        self.interrupted.store(epoch, Ordering::SeqCst);
+    /// Counts a KILL aimed at the session, before the KILL reads [`Self::running`]. A session
+    /// that publishes a turn only after it sent the statement (a scatter, a pipelined lane)
+    /// reads the count before sending and again after publishing: a KILL that came between
+    /// found no turn to interrupt, and the session sees the count moved
+    /// ([`crate::session::Session::catch_up_kill`]). Both sides are sequentially consistent,
+    /// so one of the two always sees the other.
+    pub fn request_interrupt(&self) {
+        self.kill_requests.fetch_add(1, Ordering::SeqCst);
     }
 
-    /// The epoch of the session's last turn (read by the session itself).
-    pub fn epoch(&self) -> u64 {
-        self.turn.load(Ordering::Relaxed) >> 1
-    }
-
-    /// True when a KILL interrupted a turn after the turn of `epoch`: a statement whose turns
-    /// began after it must not be run again or answered with rows (a pipelined lane's answer).
-    pub fn interrupted_since(&self, epoch: u64) -> bool {
-        self.interrupted.load(Ordering::SeqCst) > epoch
+    /// The KILLs aimed at the session so far.
+    pub fn kill_requests(&self) -> u64 {
+        self.kill_requests.load(Ordering::SeqCst)
     }
 
     /// Asks the session to close its connection (KILL CONNECTION, shutdown): at once while it
@@ -218,7 +217,7 @@ impl SessionRegistry {
             recorded_server: AtomicPtr::new(std::ptr::null_mut()),
             recorded_thread: AtomicU32::new(0),
             killed: AtomicBool::new(false),
-            interrupted: AtomicU64::new(0),
+            kill_requests: AtomicU64::new(0),
             stop_waker: Mutex::new(None),
         });
         if let Ok(mut s) = self.sessions.lock() {
@@ -291,17 +290,15 @@ mod tests {
         handle.set_running(Some((&server, 44)));
         let single = handle.running().expect("on one again");
         assert!(single.more.is_empty() && single.thread_id == 44, "{single:?}");
-        let before = handle.epoch();
         handle.set_running_shared(&server, 46);
         let lane = handle.running().expect("on a lane");
         assert!(lane.shared && lane.thread_id == 46, "{lane:?}");
-        assert!(!handle.interrupted_since(before));
-        handle.mark_interrupted(lane.epoch);
-        assert!(handle.interrupted_since(before), "a turn since");
+        let seen = handle.kill_requests();
+        handle.request_interrupt();
+        assert_eq!(handle.kill_requests(), seen + 1);
         handle.set_running(Some((&server, 46)));
         let own = handle.running().expect("on its own");
         assert!(!own.shared, "a new turn, not a lane's: {own:?}");
-        assert!(!handle.interrupted_since(lane.epoch), "none since the lane's turn");
         handle.set_running(None);
         assert!(handle.running().is_none());
         assert_eq!(registry.get(7).map(|h| h.user()), Some("app".to_string()));

@@ -256,19 +256,9 @@ impl Session {
         if !query_only {
             target.kill();
         }
+        target.request_interrupt();
         if let Some(running) = target.running() {
-            target.mark_interrupted(running.epoch);
-            let how = BackendKill::of(&running, query_only);
-            let mut first_error = None;
-            for (server, thread_id) in running.connections() {
-                let killed = self
-                    .kill_backend(&target, (server, thread_id), running.epoch, how)
-                    .await;
-                first_error = first_error.or(killed.err());
-            }
-            if let Some(e) = first_error {
-                return Err(e);
-            }
+            self.interrupt(&target, &running, query_only).await?;
         }
         if !query_only && target.id == self.id {
             self.fatal = true;
@@ -279,6 +269,39 @@ impl Session {
             )));
         }
         self.ok().await
+    }
+
+    /// Interrupts a session's running turn on each backend connection it runs on; the first
+    /// failure to reach one is the error, once every one was tried.
+    async fn interrupt(
+        &self,
+        target: &crate::registry::SessionHandle,
+        running: &crate::registry::Running,
+        query_only: bool,
+    ) -> Result<(), ProxyError> {
+        let how = BackendKill::of(running, query_only);
+        let mut first_error = None;
+        for (server, thread_id) in running.connections() {
+            let killed = self.kill_backend(target, (server, thread_id), running.epoch, how).await;
+            first_error = first_error.or(killed.err());
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    /// For a statement whose turn was published only after it was sent (a scatter, a pipelined
+    /// lane): a KILL that came meanwhile (the count moved from `seen`) found no turn to
+    /// interrupt, so the session interrupts its own, as that KILL asked (KILL when the session
+    /// is killed, else KILL QUERY).
+    pub async fn catch_up_kill(&self, seen: u64) {
+        if self.handle.kill_requests() == seen {
+            return;
+        }
+        if let Some(running) = self.handle.running() {
+            let query_only = !self.handle.is_killed();
+            if let Err(e) = self.interrupt(&self.handle, &running, query_only).await {
+                tracing::warn!(session = self.id, error = %e, "a KILL could not reach the statement");
+            }
+        }
     }
 
     /// Interrupts what a session runs on one backend connection, by its thread id, and only

@@ -164,7 +164,7 @@ impl Session {
             command,
             reply,
         };
-        let since = self.handle.epoch();
+        let seen = self.handle.kill_requests();
         let lane_at = match pool.lanes.offer(&mut self.state, flavour, settings, request) {
             Offer::Queued(at) => at,
             Offer::Open(set, request) => {
@@ -178,7 +178,7 @@ impl Session {
             }
             Offer::Refused => return Ok((Pipelined::NoLane, None)),
         };
-        let answer = self.lane_answer(lane_at, answer, since).await?;
+        let answer = self.lane_answer(lane_at, answer, seen).await?;
         let mut side = client_side(&self.ctx, self.capabilities, &self.tracking, self.routing.last_server);
         side.metadata = self.metadata_for(known);
         let outcome = match answer {
@@ -201,18 +201,19 @@ impl Session {
     }
 
     /// Waits for a lane's answer (None when the lane went away) in a statement turn on the
-    /// lane's connection, where a KILL reaches it. A statement a KILL interrupted in any turn
-    /// after `since` (its lane's opening included) ends with MariaDB's 1317 whatever the lane
-    /// answered: it is not run again on its own, nor answered with rows.
+    /// lane's connection, where a KILL reaches it. A statement a KILL was aimed at since it was
+    /// offered (the count `seen` moved) ends with MariaDB's 1317 whatever the lane answered:
+    /// it is not run again on its own, nor answered with rows.
     async fn lane_answer(
         &mut self,
         (server, thread_id): (crate::backend::ServerRef, u32),
         answer: tokio::sync::oneshot::Receiver<LaneAnswer>,
-        since: u64,
+        seen: u64,
     ) -> Result<Option<LaneAnswer>, ProxyError> {
         self.handle.set_running_shared(&server, thread_id);
+        self.catch_up_kill(seen).await;
         let answer = answer.await.ok();
-        let interrupted = self.handle.interrupted_since(since) || self.handle.is_killed();
+        let interrupted = self.handle.kill_requests() != seen || self.handle.is_killed();
         self.handle.set_running(None);
         match interrupted {
             true => Err(ProxyError::QueryInterrupted),
