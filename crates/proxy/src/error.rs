@@ -52,6 +52,9 @@ pub enum ProxyError {
     NotOwnerOfThread(u64),
     #[error("Unknown thread id: {0}")]
     UnknownThread(u64),
+    /// A KILL interrupted the statement where no backend reported it (a pipelined lane).
+    #[error("Query execution was interrupted")]
+    QueryInterrupted,
     #[error("Tessera: {0}")]
     Config(String),
     /// A merge needed more memory than `sharding.merge_memory_cap` allows.
@@ -95,6 +98,7 @@ impl ProxyError {
             ProxyError::ShuttingDown => (1053, "08S01"),
             ProxyError::NotOwnerOfThread(_) => (1095, "HY000"),
             ProxyError::UnknownThread(_) => (1094, "HY000"),
+            ProxyError::QueryInterrupted => (1317, "70100"),
             ProxyError::Config(_) | ProxyError::Sharding(_) => (1105, "HY000"),
             ProxyError::MergeLimit(_) => (1038, "HY001"),
             ProxyError::TxnRolledBack(_) => (1402, "XA100"),
@@ -141,5 +145,14 @@ mod tests {
         let dup = ErrPacket::new(1062, "23000", "Duplicate entry '1' for key 'PRIMARY'");
         assert_eq!(ProxyError::Backend(dup.clone()).to_err_packet(), dup);
         assert_eq!(ProxyError::Unsupported("x".into()).to_err_packet().code, 1235);
+        let interrupted = ProxyError::QueryInterrupted.to_err_packet();
+        assert_eq!(
+            (
+                interrupted.code,
+                interrupted.sql_state_str(),
+                interrupted.message.as_str()
+            ),
+            (1317, "70100", "Query execution was interrupted")
+        );
     }
 }

@@ -8,6 +8,7 @@
 //! `max_statement_time` bounds how long any statement holds up those queued behind it.
 
 use crate::backend::stmt_cache::SqlText;
+use crate::backend::ServerRef;
 use crate::context::Context;
 use crate::error::ProxyError;
 use crate::metrics::Metrics;
@@ -93,6 +94,8 @@ pub struct LaneSet {
 /// A handle on one lane task.
 #[derive(Clone)]
 pub struct Lane {
+    /// The lane's backend connection (server, thread id), where a KILL reaches its statements.
+    pub at: (ServerRef, u32),
     tx: mpsc::Sender<LaneRequest>,
     queued: Arc<AtomicUsize>,
     alive: Arc<AtomicBool>,
@@ -100,8 +103,8 @@ pub struct Lane {
 
 /// What became of a statement offered to the lanes of a server.
 pub enum Offer {
-    /// Queued on the fullest lane with room.
-    Queued,
+    /// Queued on the fullest lane with room, whose connection is this (server, thread id).
+    Queued((ServerRef, u32)),
     /// No lane has room and the set may grow: the session opens one and sends it there.
     Open(Arc<LaneSet>, LaneRequest),
     /// No lane takes it now: the session runs it on a connection of its own.
@@ -172,7 +175,7 @@ impl LaneSet {
             .max_by_key(|l| queued(l))
         {
             return match l.send(request) {
-                Some(()) => Offer::Queued,
+                Some(()) => Offer::Queued(l.at.clone()),
                 None => Offer::Refused,
             };
         }
@@ -186,6 +189,7 @@ impl LaneSet {
     pub fn open(&self, conn: PooledConn, settings: LaneSettings, ctx: Arc<Context>) -> Option<Lane> {
         let (tx, rx) = mpsc::channel(settings.depth);
         let lane = Lane {
+            at: (conn.server.clone(), conn.thread_id),
             tx,
             queued: Arc::new(AtomicUsize::new(0)),
             alive: Arc::new(AtomicBool::new(true)),
@@ -507,7 +511,15 @@ mod tests {
     /// A lane with `queued` statements counted, and the receiver that keeps it open.
     fn lane(queued: usize) -> (Lane, mpsc::Receiver<LaneRequest>) {
         let (tx, rx) = mpsc::channel(8);
+        let server = Arc::new(crate::backend::ServerInfo {
+            name: "s".into(),
+            address: "127.0.0.1:1".into(),
+            user: "u".into(),
+            password: String::new(),
+            tls: false,
+        });
         let lane = Lane {
+            at: (server, 7),
             tx,
             queued: Arc::new(AtomicUsize::new(queued)),
             alive: Arc::new(AtomicBool::new(true)),
@@ -547,7 +559,7 @@ mod tests {
             made[d].0.alive.store(false, Ordering::Relaxed);
         }
         match set(made.iter().map(|(l, _)| l.clone()).collect()).offer(SETTINGS, request()) {
-            Offer::Queued => made
+            Offer::Queued(_) => made
                 .iter()
                 .zip(queues)
                 .find(|((l, _), &q)| l.queued.load(Ordering::Relaxed) == q + 1)

@@ -70,6 +70,50 @@ pub struct Pool {
     pub lanes: crate::pipeline::Lanes,
     /// Wakes [`Pool::settle`] when an idle connection carries a queued COMMIT/ROLLBACK.
     queued_ends: tokio::sync::Notify,
+    /// Backend threads a KILL may reach (see [`Pool::mark_killed`]).
+    killed: KillMarks,
+}
+
+/// The backend threads of a pool's lent connections that a KILL was sent to or is on its
+/// way to: such a connection is closed when it comes back, never lent again.
+#[derive(Debug, Default)]
+struct KillMarks {
+    /// How many are marked: a connection coming back looks at the list only when some are.
+    count: AtomicUsize,
+    threads: Mutex<Vec<u32>>,
+}
+
+impl KillMarks {
+    /// Marks threads of connections that will never come back (replaced, lost) are forgotten
+    /// past this many, oldest first.
+    const MAX: usize = 1024;
+
+    fn mark(&self, thread_id: u32) {
+        if let Ok(mut threads) = self.threads.lock() {
+            if threads.len() >= Self::MAX {
+                threads.remove(0);
+            } else {
+                self.count.fetch_add(1, Ordering::SeqCst);
+            }
+            threads.push(thread_id);
+        }
+    }
+
+    /// Removes the mark of `thread_id`; true when there was one.
+    fn take(&self, thread_id: u32) -> bool {
+        if self.count.load(Ordering::SeqCst) == 0 {
+            return false;
+        }
+        let Ok(mut threads) = self.threads.lock() else {
+            return false;
+        };
+        let Some(i) = threads.iter().position(|t| *t == thread_id) else {
+            return false;
+        };
+        threads.swap_remove(i);
+        self.count.fetch_sub(1, Ordering::SeqCst);
+        true
+    }
 }
 
 impl Pool {
@@ -87,7 +131,23 @@ impl Pool {
             extended: OnceLock::new(),
             lanes: Default::default(),
             queued_ends: tokio::sync::Notify::new(),
+            killed: KillMarks::default(),
         })
+    }
+
+    /// Marks the backend thread of a lent connection that a KILL is about to reach: when the
+    /// connection comes back it is closed, not lent again (the interrupted statement left its
+    /// session state unknown, and a KILL still on its way must not reach another session's
+    /// statement). The KILL marks first, then checks that the session still runs there
+    /// ([`crate::registry::SessionHandle::still_running`]); the session ends its turn before
+    /// it gives the connection back, so one of the two always sees the other.
+    pub fn mark_killed(&self, thread_id: u32) {
+        self.killed.mark(thread_id);
+    }
+
+    /// Undoes [`Pool::mark_killed`] when no KILL was sent after all.
+    pub fn unmark_killed(&self, thread_id: u32) {
+        self.killed.take(thread_id);
     }
 
     /// MariaDB extended capabilities the server offers (0 for MySQL or before any connection).
@@ -318,6 +378,7 @@ impl Pool {
     }
 
     fn close(&self, conn: Box<BackendConn>) {
+        self.killed.take(conn.thread_id);
         self.stats.open.fetch_sub(1, Ordering::Relaxed);
         if conn.broken {
             self.stats.discarded_broken.fetch_add(1, Ordering::Relaxed);
@@ -332,6 +393,9 @@ impl Pool {
     fn give_back(&self, mut conn: Box<BackendConn>, detached: bool) {
         if detached {
             self.stats.pinned.fetch_sub(1, Ordering::Relaxed);
+        }
+        if self.killed.take(conn.thread_id) {
+            conn.broken = true;
         }
         // More connections than max_size exist when a checkout opened one while others were
         // out of the idle list (being settled): close the extra one as it comes back.
@@ -511,5 +575,29 @@ impl Drop for PooledConn {
             self.pool.give_back(conn, detached);
         }
         drop(self.permit.take());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::KillMarks;
+
+    #[test]
+    fn a_kill_mark_is_taken_once_and_old_marks_make_room() {
+        let marks = KillMarks::default();
+        assert!(!marks.take(5), "nothing marked");
+        marks.mark(5);
+        marks.mark(6);
+        assert!(!marks.take(7));
+        assert!(marks.take(5), "marked");
+        assert!(!marks.take(5), "taken once");
+        assert!(marks.take(6));
+        for t in 0..KillMarks::MAX as u32 + 10 {
+            marks.mark(t);
+        }
+        assert!(!marks.take(0), "the oldest made room");
+        assert!(marks.take(KillMarks::MAX as u32 + 9));
+        let left = marks.count.load(std::sync::atomic::Ordering::SeqCst);
+        assert_eq!(left, KillMarks::MAX - 1);
     }
 }

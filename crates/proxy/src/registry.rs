@@ -1,7 +1,9 @@
 //! Live client sessions by connection id, so that `KILL [QUERY] id` can find the backend
 //! connection that runs that client's statement. Each statement's turn on a backend connection
-//! has an epoch: a KILL checks that the connection still runs the same turn before it
-//! interrupts the query, so it never reaches another session's statement on a pooled connection.
+//! has an epoch: a KILL marks the connection in its pool (so that it is closed, not lent again,
+//! when it comes back) and then checks that the connection still runs the same turn before it
+//! interrupts the statement, so it never reaches another session's statement on a pooled
+//! connection (see `Session::kill`).
 
 use crate::backend::ServerRef;
 use std::collections::HashMap;
@@ -26,6 +28,8 @@ pub struct SessionHandle {
     recorded_server: AtomicPtr<crate::backend::ServerInfo>,
     recorded_thread: AtomicU32,
     killed: AtomicBool,
+    /// KILLs aimed at this session so far (see [`SessionHandle::request_interrupt`]).
+    kill_requests: AtomicU64,
     /// The command loop waiting for the client, woken by [`SessionHandle::kill`]. One lock
     /// per wait and nothing to unregister: cheaper per command than a `Notify` and a `watch`.
     stop_waker: Mutex<Option<Waker>>,
@@ -39,6 +43,8 @@ pub struct Running {
     pub epoch: u64,
     /// The other backend connections of a statement that runs on several shards.
     pub more: Vec<(ServerRef, u32)>,
+    /// A pipelined lane's connection, which runs other sessions' statements too.
+    pub shared: bool,
 }
 
 impl Running {
@@ -63,6 +69,7 @@ impl SessionHandle {
                         thread_id,
                         epoch: 0,
                         more: Vec::new(),
+                        shared: false,
                     }));
                 }
                 true
@@ -80,13 +87,26 @@ impl SessionHandle {
             thread_id,
             epoch: 0,
             more: targets,
+            shared: false,
         }));
         self.next_turn(running);
     }
 
+    /// [`SessionHandle::set_running`] for a statement queued on a pipelined lane's connection.
+    pub fn set_running_shared(&self, server: &ServerRef, thread_id: u32) {
+        self.record(Some(Running {
+            server: server.clone(),
+            thread_id,
+            epoch: 0,
+            more: Vec::new(),
+            shared: true,
+        }));
+        self.next_turn(true);
+    }
+
     /// Stores the connection(s) a turn about to start runs on (before the turn is published).
     fn record(&self, running: Option<Running>) {
-        let single = running.as_ref().filter(|r| r.more.is_empty());
+        let single = running.as_ref().filter(|r| r.more.is_empty() && !r.shared);
         let server = single.map_or(std::ptr::null(), |r| Arc::as_ptr(&r.server));
         self.recorded_thread
             .store(single.map_or(0, |r| r.thread_id), Ordering::Relaxed);
@@ -97,9 +117,12 @@ impl SessionHandle {
     }
 
     /// Publishes the next turn: a reader that sees it sees what [`Self::record`] stored before.
+    /// Sequentially consistent, with [`Self::still_running`]: a KILL that marked a connection
+    /// in its pool and then finds the turn still running is sure that the connection comes
+    /// back to the pool after the mark (see [`crate::pool::Pool::mark_killed`]).
     fn next_turn(&self, running: bool) {
         let epoch = (self.turn.load(Ordering::Relaxed) >> 1) + 1;
-        self.turn.store(epoch << 1 | u64::from(running), Ordering::Release);
+        self.turn.store(epoch << 1 | u64::from(running), Ordering::SeqCst);
     }
 
     pub fn running(&self) -> Option<Running> {
@@ -119,7 +142,22 @@ impl SessionHandle {
 
     /// True while the session still runs the statement `running()` returned with `epoch`.
     pub fn still_running(&self, epoch: u64) -> bool {
-        self.turn.load(Ordering::Acquire) == epoch << 1 | 1
+        self.turn.load(Ordering::SeqCst) == epoch << 1 | 1
+    }
+
+    /// Counts a KILL aimed at the session, before the KILL reads [`Self::running`]. A session
+    /// that publishes a turn only after it sent the statement (a scatter, a pipelined lane)
+    /// reads the count before sending and again after publishing: a KILL that came between
+    /// found no turn to interrupt, and the session sees the count moved
+    /// ([`crate::session::Session::catch_up_kill`]). Both sides are sequentially consistent,
+    /// so one of the two always sees the other.
+    pub fn request_interrupt(&self) {
+        self.kill_requests.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// The KILLs aimed at the session so far.
+    pub fn kill_requests(&self) -> u64 {
+        self.kill_requests.load(Ordering::SeqCst)
     }
 
     /// Asks the session to close its connection (KILL CONNECTION, shutdown): at once while it
@@ -179,6 +217,7 @@ impl SessionRegistry {
             recorded_server: AtomicPtr::new(std::ptr::null_mut()),
             recorded_thread: AtomicU32::new(0),
             killed: AtomicBool::new(false),
+            kill_requests: AtomicU64::new(0),
             stop_waker: Mutex::new(None),
         });
         if let Ok(mut s) = self.sessions.lock() {
@@ -251,6 +290,15 @@ mod tests {
         handle.set_running(Some((&server, 44)));
         let single = handle.running().expect("on one again");
         assert!(single.more.is_empty() && single.thread_id == 44, "{single:?}");
+        handle.set_running_shared(&server, 46);
+        let lane = handle.running().expect("on a lane");
+        assert!(lane.shared && lane.thread_id == 46, "{lane:?}");
+        let seen = handle.kill_requests();
+        handle.request_interrupt();
+        assert_eq!(handle.kill_requests(), seen + 1);
+        handle.set_running(Some((&server, 46)));
+        let own = handle.running().expect("on its own");
+        assert!(!own.shared, "a new turn, not a lane's: {own:?}");
         handle.set_running(None);
         assert!(handle.running().is_none());
         assert_eq!(registry.get(7).map(|h| h.user()), Some("app".to_string()));

@@ -243,8 +243,9 @@ impl Session {
     }
 
     /// `KILL [QUERY] id`, where id is a Tessera connection id (CONNECTION_ID() answers it). The
-    /// target's running query is interrupted (MariaDB's 1317 reaches it); KILL CONNECTION also
-    /// closes the target's client connection once that statement has answered.
+    /// statement the target runs is interrupted on every backend connection it runs on (its own,
+    /// each shard's, a pipelined lane's): KILL QUERY gives it MariaDB's 1317; KILL CONNECTION
+    /// closes its backend connections and then its client connection, as MariaDB closes its own.
     pub async fn kill(&mut self, id: u64, query_only: bool) -> Result<Next, ProxyError> {
         let target = u32::try_from(id)
             .ok()
@@ -256,12 +257,9 @@ impl Session {
         if !query_only {
             target.kill();
         }
+        target.request_interrupt();
         if let Some(running) = target.running() {
-            // A statement on several shards is interrupted on each of them.
-            for (server, thread_id) in running.connections() {
-                self.kill_backend_query(&target, server, thread_id, running.epoch)
-                    .await?;
-            }
+            self.interrupt(&target, &running, query_only).await?;
         }
         if !query_only && target.id == self.id {
             self.fatal = true;
@@ -274,29 +272,98 @@ impl Session {
         self.ok().await
     }
 
-    /// Interrupts the query a session runs on a backend connection, by its query id, and only
-    /// while the session still runs that statement there (a pooled connection that went back
-    /// to the pool may already run someone else's).
-    async fn kill_backend_query(
+    /// Interrupts a session's running turn on each backend connection it runs on; the first
+    /// failure to reach one is the error, once every one was tried.
+    async fn interrupt(
         &self,
         target: &crate::registry::SessionHandle,
-        server: &crate::backend::ServerRef,
-        thread_id: u32,
+        running: &crate::registry::Running,
+        query_only: bool,
+    ) -> Result<(), ProxyError> {
+        let how = BackendKill::of(running, query_only);
+        let mut first_error = None;
+        for (server, thread_id) in running.connections() {
+            let killed = self.kill_backend(target, (server, thread_id), running.epoch, how).await;
+            first_error = first_error.or(killed.err());
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    /// For a statement whose turn was published only after it was sent (a scatter, a pipelined
+    /// lane): a KILL that came meanwhile (the count moved from `seen`) found no turn to
+    /// interrupt, so the session interrupts its own, as that KILL asked (KILL when the session
+    /// is killed, else KILL QUERY).
+    pub async fn catch_up_kill(&self, seen: u64) {
+        if self.handle.kill_requests() == seen {
+            return;
+        }
+        if let Some(running) = self.handle.running() {
+            let query_only = !self.handle.is_killed();
+            if let Err(e) = self.interrupt(&self.handle, &running, query_only).await {
+                tracing::warn!(session = self.id, error = %e, "a KILL could not reach the statement");
+            }
+        }
+    }
+
+    /// Interrupts what a session runs on one backend connection, by its thread id, and only
+    /// while the session still runs that statement turn there. A connection of its own is
+    /// marked in its pool first, so that it never goes back to the pool while this KILL can
+    /// still reach it (nor after: its state is unknown); see [`crate::pool::Pool::mark_killed`].
+    /// A pipelined lane's connection is not marked: a KILL that reaches another session's
+    /// statement there makes that statement run again on its own.
+    async fn kill_backend(
+        &self,
+        target: &crate::registry::SessionHandle,
+        (server, thread_id): (&crate::backend::ServerRef, u32),
         epoch: u64,
+        how: BackendKill,
     ) -> Result<(), ProxyError> {
         let Some(pool) = self.ctx.pool_like(server).cloned() else {
             return Ok(());
         };
         let mut conn = pool.connect_unpooled().await?;
-        let sql = format!("SELECT QUERY_ID FROM information_schema.PROCESSLIST WHERE ID = {thread_id}");
-        let (_, rows) = conn.query_rows(&sql).await?;
-        let query_id = rows.first().and_then(|r| r.first()).cloned().flatten();
-        let query_id = query_id.and_then(|q| String::from_utf8_lossy(&q).parse::<u64>().ok());
-        if let Some(query_id) = query_id.filter(|_| target.still_running(epoch)) {
-            tracing::info!(session = target.id, server = %server.address, query_id, "killing a query");
-            conn.simple_command(&format!("KILL QUERY ID {query_id}")).await.ok();
+        let marks = how != BackendKill::SharedQuery;
+        if marks {
+            pool.mark_killed(thread_id);
         }
+        if !target.still_running(epoch) {
+            if marks {
+                pool.unmark_killed(thread_id);
+            }
+            return Ok(());
+        }
+        tracing::info!(session = target.id, server = %server.address, thread_id, ?how, "KILL");
+        // "Unknown thread id" when the statement ended and its connection closed meanwhile.
+        conn.simple_command(&format!("{} {thread_id}", how.sql())).await.ok();
         Ok(())
+    }
+}
+
+/// What a KILL sends to a backend thread that runs the target's statement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BackendKill {
+    /// KILL QUERY on a connection of the session's own.
+    Query,
+    /// KILL CONNECTION: the session's connection and its statement end together.
+    Connection,
+    /// KILL QUERY on a pipelined lane's connection, which other sessions use too.
+    SharedQuery,
+}
+
+impl BackendKill {
+    fn of(running: &crate::registry::Running, query_only: bool) -> BackendKill {
+        match (running.shared, query_only) {
+            (true, _) => BackendKill::SharedQuery,
+            (false, true) => BackendKill::Query,
+            (false, false) => BackendKill::Connection,
+        }
+    }
+
+    fn sql(self) -> &'static str {
+        match self {
+            BackendKill::Query | BackendKill::SharedQuery => "KILL QUERY",
+            BackendKill::Connection => "KILL CONNECTION",
+        }
     }
 }
 

@@ -164,8 +164,9 @@ impl Session {
             command,
             reply,
         };
-        match pool.lanes.offer(&mut self.state, flavour, settings, request) {
-            Offer::Queued => {}
+        let seen = self.handle.kill_requests();
+        let lane_at = match pool.lanes.offer(&mut self.state, flavour, settings, request) {
+            Offer::Queued(at) => at,
             Offer::Open(set, request) => {
                 let Some(lane) = self.open_lane(target, &pool, &set, settings).await else {
                     return Ok((Pipelined::NoLane, None));
@@ -173,20 +174,22 @@ impl Session {
                 if lane.send(request).is_none() {
                     return Ok((Pipelined::NoLane, None));
                 }
+                lane.at
             }
             Offer::Refused => return Ok((Pipelined::NoLane, None)),
-        }
+        };
+        let answer = self.lane_answer(lane_at, answer, seen).await?;
         let mut side = client_side(&self.ctx, self.capabilities, &self.tracking, self.routing.last_server);
         side.metadata = self.metadata_for(known);
-        let outcome = match answer.await {
-            Ok(LaneAnswer::Whole(frames, whole, capabilities)) => {
+        let outcome = match answer {
+            Some(LaneAnswer::Whole(frames, whole, capabilities)) => {
                 pass_whole(&mut self.client, side, mode, frames, &whole, capabilities).await?
             }
-            Ok(LaneAnswer::Clean(packets, capabilities)) => {
+            Some(LaneAnswer::Clean(packets, capabilities)) => {
                 let mut source = ReadResponse { packets, capabilities };
                 forward_from(&mut source, &mut self.client, side, mode, 0).await?
             }
-            Ok(LaneAnswer::RunAlone) | Err(_) => {
+            Some(LaneAnswer::RunAlone) | None => {
                 Metrics::inc(&self.ctx.metrics.pipeline_reruns);
                 return Ok((Pipelined::RunAlone, None));
             }
@@ -195,6 +198,27 @@ impl Session {
         Metrics::inc(&self.ctx.metrics.pipelined);
         self.record_last(&outcome);
         Ok((Pipelined::Answered, outcome.columns_sent))
+    }
+
+    /// Waits for a lane's answer (None when the lane went away) in a statement turn on the
+    /// lane's connection, where a KILL reaches it. A statement a KILL was aimed at since it was
+    /// offered (the count `seen` moved) ends with MariaDB's 1317 whatever the lane answered:
+    /// it is not run again on its own, nor answered with rows.
+    async fn lane_answer(
+        &mut self,
+        (server, thread_id): (crate::backend::ServerRef, u32),
+        answer: tokio::sync::oneshot::Receiver<LaneAnswer>,
+        seen: u64,
+    ) -> Result<Option<LaneAnswer>, ProxyError> {
+        self.handle.set_running_shared(&server, thread_id);
+        self.catch_up_kill(seen).await;
+        let answer = answer.await.ok();
+        let interrupted = self.handle.kill_requests() != seen || self.handle.is_killed();
+        self.handle.set_running(None);
+        match interrupted {
+            true => Err(ProxyError::QueryInterrupted),
+            false => Ok(answer),
+        }
     }
 
     /// Opens a lane of `set` on a connection of `pool` in this session's state, its statements

@@ -776,6 +776,7 @@ impl Session {
                 "SQL_CALC_FOUND_ROWS with GROUP BY or DISTINCT across shards",
             ));
         }
+        let seen = self.handle.kill_requests();
         let mut states: Vec<ShardState> = Vec::with_capacity(shards.len());
         for (i, &shard) in shards.iter().enumerate() {
             let mut conn = self.shard_conn(schema, shard).await?;
@@ -802,12 +803,14 @@ impl Session {
                 warnings: 0,
             });
         }
-        // KILL QUERY reaches every shard while they work.
+        // KILL QUERY reaches every shard while they work (and one that came while they were
+        // sent is caught up with).
         let running: Vec<_> = states
             .iter()
             .map(|st| (st.conn.server.clone(), st.conn.thread_id))
             .collect();
         self.handle.set_running_all(running);
+        self.catch_up_kill(seen).await;
         let mut raw = Vec::new();
         let mut failure = None;
         // Every shard must start answering within the deadline (they run in parallel).

@@ -8,7 +8,7 @@
 use super::accumulate::Acc;
 use super::budget::Budget;
 use super::error::MergeError;
-use super::key::{describe_key, describe_keys, equal_on};
+use super::key::{column_label, describe_key, describe_keys, equal_on};
 use super::spec::{AggregateSpec, Output, SortBy};
 use crate::exec::row::{row_size, Value};
 
@@ -145,9 +145,9 @@ impl Group {
     }
 }
 
-/// One output as EXPLAIN shows it (columns numbered from 1).
+/// One output as EXPLAIN shows it (columns named by [`column_label`]).
 fn describe_output(out: &Output) -> String {
-    let n = |c: &usize| c + 1;
+    let n = |c: &usize| column_label(*c);
     match out {
         Output::First(c) => format!("first {}", n(c)),
         Output::Expr(_) => "arithmetic over outputs".to_string(),

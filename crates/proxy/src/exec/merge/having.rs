@@ -4,7 +4,7 @@
 
 use super::arith;
 use super::error::MergeError;
-use super::key::cell;
+use super::key::{cell, column_label};
 use super::spec::{CmpOp, Filter, Operand};
 use crate::exec::row::{compare, Value};
 use std::cmp::Ordering;
@@ -181,7 +181,7 @@ fn write_filter(s: &mut String, f: &Filter) {
 
 fn show(o: &Operand) -> String {
     match o {
-        Operand::Output(c) => format!("#{}", c + 1),
+        Operand::Output(c) => format!("#{}", column_label(*c)),
         Operand::Literal(Value::Bytes(b)) => format!("'{}'", String::from_utf8_lossy(b)),
         Operand::Literal(v) => v
             .to_text()

@@ -3,6 +3,7 @@
 
 use super::spec::{SortBy, SortKey};
 use crate::exec::row::{compare, Value};
+use crate::route::sharded::select::HIDDEN_BASE;
 use std::cmp::Ordering;
 
 static NULL: Value = Value::Null;
@@ -40,7 +41,18 @@ pub(crate) fn equal_on(a: &[Value], b: &[Value], keys: &[SortKey]) -> bool {
     keys.iter().all(|k| compare(key_value(a, k), key_value(b, k)).is_eq())
 }
 
-/// `(1 desc, weight of 2)`: columns numbered from 1 as in SQL's ORDER BY 1.
+/// A column as EXPLAIN ROUTE names it: numbered from 1 as in SQL's ORDER BY 1; one Tessera
+/// appends to the shards' select list (a plan's index from [`HIDDEN_BASE`] on, before the
+/// shards describe theirs) `hN`, the N-th appended. Only column references are named so:
+/// numbers that are no columns (byte limits, LIMIT, literals) are shown as they are.
+pub(crate) fn column_label(column: usize) -> String {
+    match column.checked_sub(HIDDEN_BASE) {
+        Some(hidden) => format!("h{}", hidden + 1),
+        None => (column + 1).to_string(),
+    }
+}
+
+/// `(1 desc, weight of 2)`: columns named by [`column_label`].
 pub(crate) fn describe_keys(keys: &[SortKey]) -> String {
     let parts: Vec<String> = keys.iter().map(describe_key).collect();
     format!("({})", parts.join(", "))
@@ -49,8 +61,8 @@ pub(crate) fn describe_keys(keys: &[SortKey]) -> String {
 /// `2`, `2 desc`, `weight of 2`.
 pub(crate) fn describe_key(k: &SortKey) -> String {
     let target = match k.by {
-        SortBy::Value => (k.column + 1).to_string(),
-        SortBy::Weight(_) => format!("weight of {}", k.column + 1),
+        SortBy::Value => column_label(k.column),
+        SortBy::Weight(_) => format!("weight of {}", column_label(k.column)),
     };
     if k.descending {
         format!("{target} desc")

@@ -576,3 +576,37 @@ fn describe_names_every_stage() {
     assert_eq!(plain.describe(), ["merge-sort shards on (weight of 1 desc)"]);
     assert_eq!(MergeSpec::new(1).describe_shards(2), ["concatenate 2 shards"]);
 }
+
+/// Columns Tessera appends read `hN`; numbers that are no columns stay as they are, however
+/// large (issue 43: the 64 MiB byte limit read "up to h66060288 bytes").
+#[test]
+fn describe_names_hidden_columns_and_keeps_large_numbers() {
+    let hidden = |n: usize| crate::route::sharded::select::HIDDEN_BASE + n;
+    let mut spec = aggregate(
+        2,
+        vec![SortKey::asc(0)],
+        vec![
+            Output::First(0),
+            Output::Avg {
+                sum: hidden(1),
+                count: hidden(2),
+                scale: 0,
+                double: false,
+            },
+        ],
+    );
+    spec.having = Some(cmp(1, CmpOp::Gt, i(5_000_000)));
+    spec.final_order = vec![SortKey::desc(1), SortKey::asc(hidden(0))];
+    spec.limit = Some(2_000_000);
+    spec.memory_cap = 64 << 20;
+    assert_eq!(
+        spec.describe_shards(4),
+        [
+            "merge-sort 4 shards on (1)",
+            "aggregate by (1): first 1, avg(sum h2 / count h3, scale 0)",
+            "having #2 > 5000000",
+            "sort on (2 desc, h1) in memory, keeping the first 2000000, up to 67108864 bytes",
+            "limit 2000000",
+        ]
+    );
+}

@@ -86,7 +86,7 @@ pub fn rows(
                         s.merge
                             .describe_shards(list.len())
                             .into_iter()
-                            .map(|d| step("merge", hidden_names(&d))),
+                            .map(|d| step("merge", d)),
                     );
                 }
             },
@@ -172,31 +172,5 @@ pub fn rows(
             }
         }
     }
-    out
-}
-
-/// Merge descriptions number columns from 1; hidden columns (counted from
-/// [`super::select::HIDDEN_BASE`] until the shards describe theirs) read `hN`, the N-th column
-/// Tessera appended.
-fn hidden_names(line: &str) -> String {
-    let base = super::select::HIDDEN_BASE;
-    let mut out = String::with_capacity(line.len());
-    let mut digits = String::new();
-    let flush = |digits: &mut String, out: &mut String| {
-        match digits.parse::<usize>() {
-            Ok(n) if n > base => out.push_str(&format!("h{}", n - base)),
-            _ => out.push_str(digits),
-        }
-        digits.clear();
-    };
-    for c in line.chars() {
-        if c.is_ascii_digit() {
-            digits.push(c);
-        } else {
-            flush(&mut digits, &mut out);
-            out.push(c);
-        }
-    }
-    flush(&mut digits, &mut out);
     out
 }
