@@ -3,10 +3,8 @@
 //! `shop` on the first group), and `shop.table` is planned for `shop` whatever the default
 //! database; a statement that mixes `shop` with another database is refused.
 
-mod common;
-
-use common::shards::{crc32_shard, ShardedEnv};
-use common::Client;
+use crate::common::shards::{crc32_shard, ShardedEnv};
+use crate::common::Client;
 
 async fn client_in(env: &ShardedEnv, db: Option<&str>) -> Client {
     Client::connect(env.proxy.addr.port(), "app", "app", db)

@@ -4,10 +4,8 @@
 //! ones users send (`@@name` without a scope, `:=`, conditional comments, prepared SETs), the
 //! statements Tessera answers or rewrites itself, and the ways a pinned session ends.
 
-mod common;
-
-use common::shards::ShardedEnv;
-use common::{Client, Env};
+use crate::common::shards::ShardedEnv;
+use crate::common::{Client, Env};
 
 /// Where a scenario's clients connect: through Tessera or straight to the server.
 #[derive(Clone, Copy)]
@@ -272,7 +270,7 @@ async fn same_answer(proxy: &mut Client, direct: &mut Client, sql: &str) -> Resu
     let want = direct.try_query(sql).await;
     match (got, want) {
         (Ok(g), Ok(w)) if g == w => Ok(()),
-        (Err(common::Failure::Server(g)), Err(common::Failure::Server(w))) if g.code == w.code => Ok(()),
+        (Err(crate::common::Failure::Server(g)), Err(crate::common::Failure::Server(w))) if g.code == w.code => Ok(()),
         (g, w) => Err(format!("{sql}: through Tessera {g:?}, directly {w:?}")),
     }
 }

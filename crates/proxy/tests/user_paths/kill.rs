@@ -6,10 +6,8 @@
 //! connection closes), no backend thread runs the statement afterwards, and the killed
 //! statement's connection does not reach another client with the state it left.
 
-mod common;
-
-use common::shards::ShardedEnv;
-use common::{Client, Env, Failure};
+use crate::common::shards::ShardedEnv;
+use crate::common::{Client, Env, Failure};
 use std::time::Duration;
 use tokio::time::{timeout, Instant};
 

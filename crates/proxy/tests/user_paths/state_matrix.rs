@@ -20,9 +20,7 @@
 //! server can confirm are confirmed (a plain account's SET is refused). Both sides run at
 //! once, one variable at a time, each fresh client C becoming the next case's A.
 
-mod common;
-
-use common::{Client, Env, Failure};
+use crate::common::{Client, Env, Failure};
 use std::time::Instant;
 use tessera_protocol::response::ErrPacket;
 
@@ -345,7 +343,7 @@ fn other_double(var: &Variable) -> Option<String> {
 
 /// An answer as one comparable line: rows joined, an error by its code (messages follow
 /// `lc_messages`, which is one of the variables).
-fn seen(answer: Result<common::Rows, Failure>) -> String {
+fn seen(answer: Result<crate::common::Rows, Failure>) -> String {
     match answer {
         Ok(rows) if rows.is_empty() => "ok".into(),
         Ok(rows) => rows
