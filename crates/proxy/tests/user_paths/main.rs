@@ -9,5 +9,6 @@ mod common;
 mod dump_restore;
 mod kill;
 mod logical_names;
+mod sides;
 mod state_leaks;
 mod state_matrix;

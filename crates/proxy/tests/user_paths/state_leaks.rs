@@ -6,23 +6,7 @@
 
 use crate::common::shards::ShardedEnv;
 use crate::common::{Client, Env};
-
-/// Where a scenario's clients connect: through Tessera or straight to the server.
-#[derive(Clone, Copy)]
-enum Side {
-    Proxy(u16),
-    Direct(u16),
-}
-
-impl Side {
-    async fn client(self) -> Client {
-        let (port, user) = match self {
-            Side::Proxy(p) => (p, "app"),
-            Side::Direct(p) => (p, "tessera"),
-        };
-        Client::connect(port, user, user, Some("test")).await.expect("login")
-    }
-}
+use crate::sides::Side;
 
 /// Tessera over one pooled connection, and both sides of it.
 async fn env_with_one_connection() -> (Env, Side, Side) {

@@ -21,6 +21,7 @@
 //! once, one variable at a time, each fresh client C becoming the next case's A.
 
 use crate::common::{Client, Env, Failure};
+use crate::sides::Side;
 use std::time::Instant;
 use tessera_protocol::response::ErrPacket;
 
@@ -166,23 +167,6 @@ const OBSERVATIONS: [&str; 5] = [
     "A reads it after B",
     "C (fresh, A gone) reads it",
 ];
-
-/// Where a case's clients connect: through Tessera or straight to the server.
-#[derive(Clone, Copy)]
-enum Side {
-    Proxy(u16),
-    Direct(u16),
-}
-
-impl Side {
-    async fn client(self) -> Client {
-        let (port, user) = match self {
-            Side::Proxy(p) => (p, "app"),
-            Side::Direct(p) => (p, "tessera"),
-        };
-        Client::connect(port, user, user, Some("test")).await.expect("login")
-    }
-}
 
 /// One session variable as the server describes it.
 #[derive(Debug, Clone)]
