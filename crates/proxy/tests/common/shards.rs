@@ -12,7 +12,7 @@ pub struct ShardedEnv {
     pub proxy: Running,
 }
 
-fn config(p0: u16, p1: u16, server_extra: &str) -> tessera_config::Config {
+fn config(p0: u16, p1: u16, server_extra: &str, tables_extra: &str) -> tessera_config::Config {
     let text = format!(
         r#"
 [server]
@@ -48,6 +48,7 @@ auto_increment = true
 name = "labels"
 shard_key = "label"
 key_type = "string"
+{tables_extra}
 "#
     );
     tessera_config::parse_str(&text, "test").expect("valid sharded config")
@@ -56,6 +57,11 @@ key_type = "string"
 impl ShardedEnv {
     /// Starts the servers and Tessera; `server_extra` is appended to `[server]`.
     pub async fn start(server_extra: &str) -> ShardedEnv {
+        ShardedEnv::start_with_tables(server_extra, "").await
+    }
+
+    /// [`ShardedEnv::start`] with more `[[schemas.tables]]` rules of `shop` (TOML text).
+    pub async fn start_with_tables(server_extra: &str, tables_extra: &str) -> ShardedEnv {
         let sandbox = tokio::task::spawn_blocking(|| {
             Sandbox::start(SandboxOptions {
                 servers: 2,
@@ -65,7 +71,12 @@ impl ShardedEnv {
         .await
         .expect("thread")
         .expect("sandbox");
-        let cfg = config(sandbox.server(0).port(), sandbox.server(1).port(), server_extra);
+        let cfg = config(
+            sandbox.server(0).port(),
+            sandbox.server(1).port(),
+            server_extra,
+            tables_extra,
+        );
         let proxy = start(cfg).await.expect("proxy starts");
         ShardedEnv { sandbox, proxy }
     }

@@ -6,45 +6,17 @@
 //! The dumps use `--hex-blob`: a raw binary string on a sharded schema is refused (see the
 //! README), and one such statement is checked to be refused, not stored changed.
 
+use crate::common::shards::ShardedEnv;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use tessera_proxy::server::{start, Running};
-use tessera_sandbox::{Sandbox, SandboxOptions};
 
-fn config(p0: u16, p1: u16) -> tessera_config::Config {
-    let text = format!(
-        r#"
-[server]
-listen = "127.0.0.1:0"
-[[users]]
-name = "app"
-password = "app"
-[[groups]]
-name = "g0"
-user = "tessera"
-password = "tessera"
-primary = {{ address = "127.0.0.1:{p0}" }}
-[[groups]]
-name = "g1"
-user = "tessera"
-password = "tessera"
-primary = {{ address = "127.0.0.1:{p1}" }}
-[[schemas]]
-name = "shop"
-shards = ["g0:shop_0", "g0:shop_1", "g1:shop_2", "g1:shop_3"]
+/// `shop`'s rules beyond the sharded test environment's (`orders` by `customer_id` and
+/// `products` broadcast are its own).
+const CUSTOMERS_RULE: &str = r#"
 [[schemas.tables]]
 name = "customers"
 shard_key = "id"
-[[schemas.tables]]
-name = "orders"
-shard_key = "customer_id"
-[[schemas.tables]]
-name = "products"
-kind = "broadcast"
-"#
-    );
-    tessera_config::parse_str(&text, "test").expect("valid config")
-}
+"#;
 
 /// The plain database `plain` on server 0, generated there.
 const GENERATE: &str = r#"
@@ -161,25 +133,10 @@ fn scratch() -> PathBuf {
     dir
 }
 
-async fn sandbox_and_proxy() -> (Sandbox, Running) {
-    let sandbox = tokio::task::spawn_blocking(|| {
-        Sandbox::start(SandboxOptions {
-            servers: 2,
-            ..Default::default()
-        })
-    })
-    .await
-    .expect("thread")
-    .expect("sandbox");
-    let proxy = start(config(sandbox.server(0).port(), sandbox.server(1).port()))
-        .await
-        .expect("proxy");
-    (sandbox, proxy)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_mariadb_dump_restores_into_shards_and_dumps_back_with_the_same_rows() {
-    let (sandbox, proxy) = sandbox_and_proxy().await;
+    let env = ShardedEnv::start_with_tables("", CUSTOMERS_RULE).await;
+    let (sandbox, proxy) = (&env.sandbox, &env.proxy);
     sandbox.server(0).sql(GENERATE).expect("generate the plain database");
     let direct = Target {
         port: sandbox.server(0).port(),
