@@ -63,6 +63,8 @@ pub struct Context {
     /// Schema changes (DDL) that went through this process; shared with every backend
     /// connection, whose cached PREPARE answers older than the latest one are not reused.
     pub schema_changes: Arc<crate::backend::stmt_cache::SchemaChanges>,
+    /// Columns of the logical schemas' tables (for column-less INSERTs and column resolution).
+    pub catalog: crate::catalog::Catalog,
     next_id: AtomicU32,
 }
 
@@ -104,6 +106,7 @@ impl Context {
             failpoints: crate::txn::failpoints::Failpoints::from_env().map_err(ProxyError::Config)?,
             ring,
             schema_changes,
+            catalog: Default::default(),
             next_id: AtomicU32::new(1),
         })
     }

@@ -4,7 +4,7 @@
 //! - [`server`]: listener, connection limit, graceful shutdown. [`admin`]: HTTP /metrics, /health.
 //! - [`session`]: one task per client; commands, session state, pins, prepared statements.
 //! - [`route`]: where a statement runs (a [`route::Plan`]); [`exec`]: forwarding backend
-//!   responses to clients without decoding rows.
+//!   responses to clients without decoding rows; [`catalog`]: the logical tables' columns.
 //! - [`cluster`]: a group's servers, their health and read weights; [`monitor`]: checks them
 //!   and follows primary changes; [`gtid`]: GTID positions for read-your-writes.
 //! - [`pool`]: backend connection pools; [`backend`]: Tessera's own MySQL client.
@@ -18,6 +18,7 @@
 pub mod admin;
 pub mod alloc;
 pub mod backend;
+pub mod catalog;
 pub mod charset;
 pub mod cluster;
 pub mod collations;

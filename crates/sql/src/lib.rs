@@ -22,6 +22,7 @@ pub mod lexer;
 pub mod parse_modes;
 mod pure;
 mod scan;
+pub mod select_items;
 pub mod set_scope;
 pub mod split;
 pub mod txn_end;

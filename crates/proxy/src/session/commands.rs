@@ -65,7 +65,7 @@ impl Session {
             diagnostics: Default::default(),
             held_shard: None,
             shard_held: Default::default(),
-            table_columns: Default::default(),
+            catalog: None,
             target_schema: None,
             txn: Default::default(),
             client_xa: None,

@@ -42,14 +42,28 @@ pub fn tracking_terms(values: &[String; 3]) -> impl Iterator<Item = Term<'_>> {
         .map(|(name, value)| Term::SessionVar(name, value))
 }
 
+/// A connection id typed as CONNECTION_ID() is (INT UNSIGNED, 10 digits): a bare literal is
+/// typed by its own length, which a `CREATE TABLE ... SELECT` or a client's metadata would see.
+fn typed_connection_id(id: u32) -> String {
+    match id {
+        0..=999_999_999 => format!("COALESCE({id}, 999999999)"),
+        _ => id.to_string(),
+    }
+}
+
+/// An account name typed as USER() is (utf8mb3, 384 characters).
+fn account(name: &str) -> String {
+    format!("CAST({} AS CHAR(384) CHARACTER SET utf8mb3)", quote_string(name))
+}
+
 impl Session {
     /// This session's values, as SQL literals.
     pub fn session_info(&self) -> SessionInfo {
         let own_backend_account = self.ctx.users.get(&self.user).is_some_and(|c| c.backend.is_some());
         SessionInfo {
-            connection_id: self.id.to_string(),
-            user: quote_string(&format!("{}@{}", self.user, self.host)),
-            current_user: (!own_backend_account).then(|| quote_string(&format!("{}@%", self.user))),
+            connection_id: typed_connection_id(self.id),
+            user: account(&format!("{}@{}", self.user, self.host)),
+            current_user: (!own_backend_account).then(|| account(&format!("{}@%", self.user))),
             tracking: self.tracking.values_sql(),
         }
     }

@@ -108,8 +108,8 @@ pub struct Session {
     pub held_shard: Option<usize>,
     /// On a sharded schema: the other shards' connections of an open transaction.
     pub shard_held: std::collections::BTreeMap<usize, PooledConn>,
-    /// Column lists of logical tables, for INSERTs that name no columns.
-    pub table_columns: restore::TableColumns,
+    /// The last table metadata snapshot this session read (see [`crate::catalog`]).
+    pub catalog: Option<std::sync::Arc<crate::catalog::SchemaTables>>,
     /// The database the next checkout must select (a shard's), instead of the client's.
     pub target_schema: Option<String>,
     /// On a sharded schema: the open transaction's shards (coordinator and XA branches).

@@ -213,7 +213,7 @@ impl Session {
             sql: &text,
             class: std::borrow::Cow::Borrowed(&class),
         }]);
-        let sharded = self.plan_prepared(&text, &class)?;
+        let sharded = self.plan_prepared(&text, &class).await?;
         let (target, backend_sql) = self.prepare_target(&text, &class, sharded.as_deref(), &sql).await?;
         let was_held = self.held.is_some();
         let acquired = self.acquire(target, scope).await;
@@ -568,7 +568,11 @@ impl Session {
     }
 
     /// The sharded plan of a statement prepared on a logical schema (made once, here).
-    fn plan_prepared(&self, text: &str, class: &Classification) -> Result<Option<Arc<ShardedStmt>>, ProxyError> {
+    async fn plan_prepared(
+        &mut self,
+        text: &str,
+        class: &Classification,
+    ) -> Result<Option<Arc<ShardedStmt>>, ProxyError> {
         let Some((schema, topology)) = self.logical_schema() else {
             return Ok(None);
         };
@@ -577,10 +581,11 @@ impl Session {
         }
         let fp = tessera_sql::fingerprint(text);
         let backslash_escapes = self.state.backslash_escapes();
+        let tables = self.schema_tables(&topology.schemas[schema]).await?;
         let plan = self
             .ctx
             .plans
-            .get(text, &fp, &topology.schemas[schema], backslash_escapes);
+            .get(text, &fp, &topology.schemas[schema], backslash_escapes, &tables);
         if let crate::route::sharded::ShardPlan::Reject(m) = &*plan {
             return Err(ProxyError::NotSharded(m.clone()));
         }

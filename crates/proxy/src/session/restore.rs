@@ -1,7 +1,6 @@
 //! What a dump restore sends to a logical schema, beyond plain DDL and INSERTs:
 //! - `INSERT INTO t VALUES (...)` with no column list into a sharded table: the table's
-//!   columns, in order, are learnt from its default shard (`information_schema.COLUMNS`,
-//!   cached per session until the next schema change) and written into the statement, which
+//!   columns, in order, are taken from the table metadata ([`crate::catalog`]) and written into the statement, which
 //!   is then split by shard like any INSERT;
 //! - `ALTER TABLE t DISABLE KEYS` / `ENABLE KEYS` (mariadb-dump's `/*!40000 ... */`): run on
 //!   every shard that holds `t`;
@@ -11,17 +10,11 @@
 //!   shards unlocked; the README says so.
 
 use super::{Next, Session};
+use crate::catalog::{Column, SchemaTables};
 use crate::error::ProxyError;
 use crate::topology::{ShardedSchema, TablePlacement};
-use std::collections::HashMap;
+use std::sync::Arc;
 use tessera_sql::{Lexer, Token, TokenKind};
-
-/// Column lists of a session's logical tables, valid while the process's schema-change count
-/// is the one they were read at.
-#[derive(Debug, Default)]
-pub struct TableColumns {
-    lists: HashMap<(String, String), (u64, std::sync::Arc<str>)>,
-}
 
 /// An INSERT or REPLACE that names no columns: its table and where a column list goes.
 #[derive(Debug, PartialEq, Eq)]
@@ -140,42 +133,53 @@ impl Session {
     }
 
     /// `t`'s columns in order, backquoted and comma-separated, as its default shard has them.
-    async fn table_column_list(
-        &mut self,
-        schema: &ShardedSchema,
-        table: &str,
-    ) -> Result<std::sync::Arc<str>, ProxyError> {
-        let epoch = self.ctx.schema_changes.current();
-        let key = (schema.name.clone(), table.to_string());
-        if let Some((at, list)) = self.table_columns.lists.get(&key) {
-            if *at == epoch {
-                return Ok(list.clone());
-            }
-        }
-        let shard = &schema.shards[schema.default_shard];
-        let mut conn = self.side_conn(shard).await?;
-        let sql = format!(
-            "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = {} AND TABLE_NAME = {} \
-             ORDER BY ORDINAL_POSITION",
-            crate::state::quote_string(&shard.database),
-            crate::state::quote_string(table)
-        );
-        let (_, rows) = conn.query_rows(&sql).await?;
-        let names: Vec<String> = rows
-            .iter()
-            .filter_map(|r| r.first().cloned().flatten())
-            .map(|n| crate::state::quote_ident(&String::from_utf8_lossy(&n)))
-            .collect();
-        if names.is_empty() {
-            return Err(ProxyError::Backend(tessera_protocol::response::ErrPacket::new(
+    async fn table_column_list(&mut self, schema: &ShardedSchema, table: &str) -> Result<String, ProxyError> {
+        let tables = self.schema_tables(schema).await?;
+        tables.column_list(table).ok_or_else(|| {
+            ProxyError::Backend(tessera_protocol::response::ErrPacket::new(
                 1146,
                 "42S02",
                 format!("Table '{}.{table}' doesn't exist", schema.name),
-            )));
+            ))
+        })
+    }
+
+    /// The current table metadata of `schema` (see [`crate::catalog`]): the session's copy
+    /// while no schema change happened since, else the process's, else read from the default
+    /// shard.
+    pub async fn schema_tables(&mut self, schema: &ShardedSchema) -> Result<Arc<SchemaTables>, ProxyError> {
+        let epoch = self.ctx.schema_changes.current();
+        if let Some(t) = &self.catalog {
+            if t.epoch == epoch && t.schema == schema.name {
+                return Ok(t.clone());
+            }
         }
-        let list: std::sync::Arc<str> = names.join(", ").into();
-        self.table_columns.lists.insert(key, (epoch, list.clone()));
-        Ok(list)
+        let tables = match self.ctx.catalog.current(&schema.name, epoch) {
+            Some(t) => t,
+            None => {
+                let t = Arc::new(self.read_schema_tables(schema, epoch).await?);
+                self.ctx.catalog.store(t.clone());
+                t
+            }
+        };
+        self.catalog = Some(tables.clone());
+        Ok(tables)
+    }
+
+    async fn read_schema_tables(&mut self, schema: &ShardedSchema, epoch: u64) -> Result<SchemaTables, ProxyError> {
+        let shard = &schema.shards[schema.default_shard];
+        let mut conn = self.side_conn(shard).await?;
+        let (_, rows) = conn.query_rows(&crate::catalog::columns_query(&shard.database)).await?;
+        let text = |v: &Option<Vec<u8>>| String::from_utf8_lossy(v.as_deref().unwrap_or_default()).into_owned();
+        let columns = rows.iter().filter(|r| r.len() >= 4).map(|r| {
+            let column = Column {
+                name: text(&r[1]),
+                column_type: text(&r[2]),
+                key: text(&r[3]),
+            };
+            (text(&r[0]), column)
+        });
+        Ok(SchemaTables::new(&schema.name, epoch, columns))
     }
 }
 

@@ -24,8 +24,8 @@ pub fn replace_session_functions(
     found_rows: Option<u64>,
     backslash_escapes: bool,
 ) -> Option<String> {
-    // As BIGINT, the type MariaDB gives these functions: a small literal (even cast) is INT;
-    // adding a BIGINT zero types the sum BIGINT.
+    // As BIGINT of 21 digits, the type MariaDB gives these functions: a small literal (even
+    // cast) is INT; adding zero times an 18-digit BIGINT types the sum BIGINT(21).
     let row_count = bigint(row_count);
     let found_rows = found_rows.map(|n| bigint(n as i64));
     let mut terms = vec![Term::Call("ROW_COUNT", &row_count)];
@@ -37,7 +37,7 @@ pub fn replace_session_functions(
 
 /// `n` as a BIGINT-typed expression.
 fn bigint(n: i64) -> String {
-    format!("({n} + 0 * 9223372036854775807)")
+    format!("({n} + 0 * 922337203685477580)")
 }
 
 /// Hidden user variables a prepared statement reads instead of ROW_COUNT() / FOUND_ROWS().
@@ -57,41 +57,61 @@ pub fn prepared_session_functions(sql: &str, backslash_escapes: bool) -> Option<
     )
 }
 
-/// Replaces every term outside strings, identifiers and comments; a term that is a whole
-/// select-list item keeps the column name the client would have seen. None: nothing replaced.
+/// Replaces every term outside strings, identifiers and comments; an unnamed item of the
+/// outermost select list that holds a replaced term gets its original text as alias, so the
+/// client sees the column name one server would give. None: nothing replaced.
 /// Strings end where the session's `sql_mode` ends them: `backslash_escapes` false is
 /// `NO_BACKSLASH_ESCAPES`, where a backslash is itself.
 pub fn replace_terms(sql: &str, terms: &[Term<'_>], backslash_escapes: bool) -> Option<String> {
-    let bytes = sql.as_bytes();
-    let mut out = String::with_capacity(sql.len() + 16);
-    let mut i = 0;
+    let edits = term_edits(sql, terms, backslash_escapes);
+    if edits.is_empty() {
+        return None;
+    }
+    let aliases: Vec<(usize, String)> = tessera_sql::select_items::top_select_items(sql, backslash_escapes)
+        .into_iter()
+        .filter(|item| !item.aliased && item.range.len() <= MAX_ALIAS)
+        .filter(|item| edits.iter().any(|(r, _)| item.range.contains(&r.start)))
+        .map(|item| (item.range.end, format!(" AS `{}`", sql[item.range].replace('`', "``"))))
+        .collect();
+    let mut out = String::with_capacity(sql.len() + 32);
     let mut copied = 0;
-    let mut changed = false;
-    // Parentheses open around `i`: only a term outside all of them can be a select item.
-    let mut depth = 0u32;
+    let mut aliases = aliases.into_iter().peekable();
+    for (range, value) in edits {
+        while let Some((at, alias)) = aliases.next_if(|(at, _)| *at <= range.start) {
+            out.push_str(&sql[copied..at]);
+            out.push_str(&alias);
+            copied = at;
+        }
+        out.push_str(&sql[copied..range.start]);
+        out.push_str(value);
+        copied = range.end;
+    }
+    for (at, alias) in aliases {
+        out.push_str(&sql[copied..at]);
+        out.push_str(&alias);
+        copied = at;
+    }
+    out.push_str(&sql[copied..]);
+    Some(out)
+}
+
+/// The longest alias MariaDB takes (a longer item keeps the rewritten text as its name).
+const MAX_ALIAS: usize = 256;
+
+/// Where each term is in `sql` and its replacement, in order.
+fn term_edits<'t>(sql: &str, terms: &[Term<'t>], backslash_escapes: bool) -> Vec<(std::ops::Range<usize>, &'t str)> {
+    let bytes = sql.as_bytes();
+    let mut edits = Vec::new();
+    let mut i = 0;
     while i < bytes.len() {
         match bytes[i] {
-            b'(' => {
-                depth += 1;
-                i += 1;
-            }
-            b')' => {
-                depth = depth.saturating_sub(1);
-                i += 1;
-            }
             b'\'' | b'"' | b'`' => i = tessera_sql::quoted_end(bytes, i, backslash_escapes),
             b'#' => i = skip_to_newline(bytes, i),
             b'-' if bytes[i..].starts_with(b"-- ") => i = skip_to_newline(bytes, i),
             b'/' if bytes[i..].starts_with(b"/*") => i = skip_comment(bytes, i),
             c if (c.is_ascii_alphabetic() || c == b'@') && (i == 0 || !is_ident(bytes[i - 1])) => {
                 if let Some((end, value)) = terms.iter().find_map(|t| match_term(bytes, i, t)) {
-                    out.push_str(&sql[copied..i]);
-                    out.push_str(value);
-                    if depth == 0 && is_whole_select_item(bytes, i, end) {
-                        out.push_str(&format!(" AS `{}`", sql[i..end].replace('`', "``")));
-                    }
-                    copied = end;
-                    changed = true;
+                    edits.push((i..end, value));
                     i = end;
                 } else {
                     i += 1;
@@ -103,8 +123,7 @@ pub fn replace_terms(sql: &str, terms: &[Term<'_>], backslash_escapes: bool) -> 
             _ => i += 1,
         }
     }
-    out.push_str(&sql[copied..]);
-    changed.then_some(out)
+    edits
 }
 
 /// If `term` starts at `i`, returns where it ends and its replacement.
@@ -140,31 +159,6 @@ fn match_session_var(bytes: &[u8], i: usize, name: &[u8]) -> Option<usize> {
         && bytes[start..end].eq_ignore_ascii_case(name)
         && bytes.get(end).is_none_or(|b| !is_ident(*b));
     whole.then_some(end)
-}
-
-/// True when the call at `start..end` is a select-list item on its own (`SELECT f(), ...`).
-fn is_whole_select_item(bytes: &[u8], start: usize, end: usize) -> bool {
-    let before = bytes[..start].trim_ascii_end();
-    let after = bytes[end..].trim_ascii_start();
-    let before_ok = before.ends_with(b",") || ends_with_word(before, b"SELECT");
-    let after_ok = after.is_empty()
-        || after.starts_with(b",")
-        || after.starts_with(b";")
-        || starts_with_word(after, b"FROM")
-        || starts_with_word(after, b"INTO");
-    before_ok && after_ok
-}
-
-fn ends_with_word(s: &[u8], word: &[u8]) -> bool {
-    s.len() >= word.len()
-        && s[s.len() - word.len()..].eq_ignore_ascii_case(word)
-        && (s.len() == word.len() || !is_ident(s[s.len() - word.len() - 1]))
-}
-
-fn starts_with_word(s: &[u8], word: &[u8]) -> bool {
-    s.len() >= word.len()
-        && s[..word.len()].eq_ignore_ascii_case(word)
-        && s.get(word.len()).is_none_or(|b| !is_ident(*b))
 }
 
 fn is_ident(b: u8) -> bool {
@@ -225,20 +219,29 @@ mod tests {
     fn replaces_calls_only() {
         assert_eq!(
             replace_session_functions("SELECT ROW_COUNT()", 3, None, true).as_deref(),
-            Some("SELECT (3 + 0 * 9223372036854775807) AS `ROW_COUNT()`")
+            Some("SELECT (3 + 0 * 922337203685477580) AS `ROW_COUNT()`")
         );
         assert_eq!(
             replace_session_functions("select row_count ( ), found_rows()", -1, Some(7), true).as_deref(),
-            Some("select (-1 + 0 * 9223372036854775807) AS `row_count ( )`, (7 + 0 * 9223372036854775807) AS `found_rows()`")
+            Some("select (-1 + 0 * 922337203685477580) AS `row_count ( )`, (7 + 0 * 922337203685477580) AS `found_rows()`")
         );
         assert_eq!(
             replace_session_functions("SELECT ROW_COUNT() + 1", 3, None, true).as_deref(),
-            Some("SELECT (3 + 0 * 9223372036854775807) + 1")
+            Some("SELECT (3 + 0 * 922337203685477580) + 1 AS `ROW_COUNT() + 1`")
+        );
+        assert_eq!(
+            replace_session_functions("SELECT hex(concat(row_count())), ROW_COUNT() rc FROM t", -1, None, true)
+                .as_deref(),
+            Some(
+                "SELECT hex(concat((-1 + 0 * 922337203685477580))) AS `hex(concat(row_count()))`, \
+                 (-1 + 0 * 922337203685477580) rc FROM t"
+            ),
+            "the whole unnamed item is named by its text; a named one keeps its name"
         );
         assert_eq!(
             replace_session_functions("SELECT CONCAT('<', ROW_COUNT(), '>'), x", 3, None, true).as_deref(),
-            Some("SELECT CONCAT('<', (3 + 0 * 9223372036854775807), '>'), x"),
-            "a function's argument is no select item"
+            Some("SELECT CONCAT('<', (3 + 0 * 922337203685477580), '>') AS `CONCAT('<', ROW_COUNT(), '>')`, x"),
+            "the alias follows the whole item, never inside a call"
         );
         assert_eq!(replace_session_functions("SELECT found_rows()", 1, None, true), None);
         assert_eq!(
@@ -252,7 +255,7 @@ mod tests {
         );
         assert_eq!(
             replace_session_functions("SELECT 'it''s', ROW_COUNT()", 2, None, true).as_deref(),
-            Some("SELECT 'it''s', (2 + 0 * 9223372036854775807) AS `ROW_COUNT()`")
+            Some("SELECT 'it''s', (2 + 0 * 922337203685477580) AS `ROW_COUNT()`")
         );
     }
 
@@ -263,11 +266,11 @@ mod tests {
         let sql = r"SELECT 'a\', ROW_COUNT(), ' ROW_COUNT() '";
         assert_eq!(
             replace_session_functions(sql, 4, None, false).as_deref(),
-            Some(r"SELECT 'a\', (4 + 0 * 9223372036854775807) AS `ROW_COUNT()`, ' ROW_COUNT() '")
+            Some(r"SELECT 'a\', (4 + 0 * 922337203685477580) AS `ROW_COUNT()`, ' ROW_COUNT() '")
         );
         assert_eq!(
             replace_session_functions(sql, 4, None, true).as_deref(),
-            Some(r"SELECT 'a\', ROW_COUNT(), ' (4 + 0 * 9223372036854775807) '"),
+            Some(r"SELECT 'a\', ROW_COUNT(), ' (4 + 0 * 922337203685477580) '"),
             "read with backslash escapes the strings pair differently"
         );
     }

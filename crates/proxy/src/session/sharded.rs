@@ -68,7 +68,8 @@ impl Session {
         let schema = &topology.schemas[schema_index];
         let fp = tessera_sql::fingerprint(sql);
         let escapes = self.state.backslash_escapes();
-        let plan = self.ctx.plans.get(sql, &fp, schema, escapes);
+        let tables = self.schema_tables(schema).await?;
+        let plan = self.ctx.plans.get(sql, &fp, schema, escapes, &tables);
         let values = Values {
             sql,
             literals: &fp.literals,
@@ -987,7 +988,8 @@ impl Session {
                 let class = tessera_sql::classify(statement);
                 if Self::is_sharded_kind(&class.kind) {
                     let escapes = self.state.backslash_escapes();
-                    let plan = self.ctx.plans.get(statement, &fp, schema, escapes);
+                    let tables = self.schema_tables(schema).await?;
+                    let plan = self.ctx.plans.get(statement, &fp, schema, escapes, &tables);
                     explain::rows(&plan, schema, &group_names, statement, &fp, escapes)
                 } else {
                     let shard = self.held_shard.unwrap_or(schema.default_shard);
@@ -1045,7 +1047,11 @@ impl Session {
         let spec = LoadSpec::parse(sql, escapes).map_err(|m| unsupported(&m))?;
         let columns = match &spec.columns {
             Some(c) => c.clone(),
-            None => self.table_columns(schema, &spec.table).await?,
+            None => {
+                let tables = self.schema_tables(schema).await?;
+                let columns = tables.columns(&spec.table).unwrap_or_default();
+                columns.iter().map(|c| c.name.clone()).collect()
+            }
         };
         let key_field = columns
             .iter()
@@ -1244,22 +1250,5 @@ impl Session {
             self.abort_sharded_txn().await;
         }
         e
-    }
-
-    /// The columns of a table in order (from the default shard).
-    async fn table_columns(&mut self, schema: &ShardedSchema, table: &str) -> Result<Vec<String>, ProxyError> {
-        let s = &schema.shards[schema.default_shard];
-        let mut conn = self.side_conn(s).await?;
-        let sql = format!(
-            "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = {} AND TABLE_NAME = {} ORDER BY ORDINAL_POSITION",
-            crate::state::quote_string(&s.database),
-            crate::state::quote_string(table)
-        );
-        let (_, rows) = conn.query_rows(&sql).await?;
-        Ok(rows
-            .into_iter()
-            .filter_map(|r| r.into_iter().next().flatten())
-            .map(|v| String::from_utf8_lossy(&v).into_owned())
-            .collect())
     }
 }

@@ -6,6 +6,7 @@
 //! whose strings read differently under the session's `NO_BACKSLASH_ESCAPES` is planned apart.
 
 use super::{plan, Planned, ShardPlan};
+use crate::catalog::SchemaTables;
 use crate::topology::ShardedSchema;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -30,17 +31,29 @@ const QUOTE_AFTER_BACKSLASH: &str =
 const BAKED_BACKSLASH: &str = "a string constant with a backslash that Tessera evaluates or rewrites across shards \
      (SEPARATOR, an expression in ORDER BY, GROUP BY or an aggregate) under sql_mode NO_BACKSLASH_ESCAPES";
 
+/// (schema, fingerprint, whether a string's value needs `NO_BACKSLASH_ESCAPES`).
+type Key = (String, String, bool);
+
 /// Shared by every session (a topology change builds a new cache with the new snapshot).
 #[derive(Default)]
 pub struct PlanCache {
-    /// (schema, fingerprint, whether a string's value needs `NO_BACKSLASH_ESCAPES`) -> plans.
-    entries: Mutex<HashMap<(String, String, bool), Entry>>,
+    /// (schema, fingerprint, whether a string's value needs `NO_BACKSLASH_ESCAPES`) -> plans,
+    /// planned with the table metadata of the schema-change count kept beside them.
+    entries: Mutex<(u64, HashMap<Key, Entry>)>,
 }
 
 impl PlanCache {
-    /// The plan for `sql` on `schema`, planned on a miss; `backslash_escapes`: how the
-    /// session reads strings (false: `NO_BACKSLASH_ESCAPES`).
-    pub fn get(&self, sql: &str, fp: &Fingerprint, schema: &ShardedSchema, backslash_escapes: bool) -> Arc<ShardPlan> {
+    /// The plan for `sql` on `schema`, planned on a miss with the table metadata `tables`;
+    /// `backslash_escapes`: how the session reads strings (false: `NO_BACKSLASH_ESCAPES`).
+    /// Plans made with older metadata (a schema change since) are dropped.
+    pub fn get(
+        &self,
+        sql: &str,
+        fp: &Fingerprint,
+        schema: &ShardedSchema,
+        backslash_escapes: bool,
+        tables: &SchemaTables,
+    ) -> Arc<ShardPlan> {
         let reading = match backslash_escapes {
             true => EscapeReading::Alike,
             false => tessera_sql::escape_reading(sql),
@@ -53,20 +66,29 @@ impl PlanCache {
             fp.key.clone(),
             reading == EscapeReading::ValuesDiffer,
         );
-        if let Ok(entries) = self.entries.lock() {
-            if let Some(e) = entries.get(&key) {
+        if let Ok(mut guard) = self.entries.lock() {
+            let (epoch, entries) = &mut *guard;
+            if *epoch < tables.epoch {
+                *epoch = tables.epoch;
+                entries.clear();
+            }
+            if let Some(e) = entries.get(&key).filter(|_| *epoch == tables.epoch) {
                 let values = baked_values(sql, fp, &e.baked);
                 if let Some((_, p)) = e.plans.iter().find(|(v, _)| *v == values) {
                     return p.clone();
                 }
             }
         }
-        let Planned { plan: planned, baked } = plan(sql, fp, schema);
+        let Planned { plan: planned, baked } = plan(sql, fp, schema, tables);
         let planned = match key.2 && bakes_a_backslash(sql, fp, &baked) {
             true => Arc::new(without_baked_strings(planned)),
             false => Arc::new(planned),
         };
-        if let Ok(mut entries) = self.entries.lock() {
+        if let Ok(mut guard) = self.entries.lock() {
+            let (epoch, entries) = &mut *guard;
+            if *epoch != tables.epoch {
+                return planned;
+            }
             if entries.len() >= CAPACITY {
                 entries.clear();
             }
@@ -83,7 +105,7 @@ impl PlanCache {
     }
 
     pub fn len(&self) -> usize {
-        self.entries.lock().map_or(0, |e| e.len())
+        self.entries.lock().map_or(0, |e| e.1.len())
     }
 
     pub fn is_empty(&self) -> bool {

@@ -9,9 +9,7 @@ use super::select::{contains_aggregate, has_limit};
 use super::tables::{resolve, Place, TableRef};
 use super::Planner;
 use std::ops::ControlFlow;
-use tessera_sql::sqlparser::ast::{
-    visit_expressions, BinaryOperator, Expr, GroupByExpr, Query, SetExpr, TableFactor, TableWithJoins,
-};
+use tessera_sql::sqlparser::ast::{BinaryOperator, Expr, GroupByExpr, Query, SetExpr, TableFactor, TableWithJoins};
 
 /// An outer join whose preserved side has no sharded table and whose other side has one
 /// (`products LEFT JOIN orders`): every shard would add the unmatched rows again.
@@ -77,7 +75,7 @@ pub fn check_colocated(p: &Planner, query: &Query, tables: &[TableRef]) -> Resul
         return Err("a statement over sharded tables with different shard functions".into());
     }
     let sharded_refs = count_sharded_refs(p, query);
-    let by_keys = if sharded_refs <= 1 || key_equalities(p, query) + 1 >= sharded_refs {
+    let by_keys = if sharded_refs <= 1 || super::scopes::keys_link_all(p, query, sharded_refs) {
         check_derived(p, query)
     } else {
         Err(NOT_ON_KEYS.into())
@@ -221,104 +219,6 @@ fn count_sharded_refs(p: &Planner, query: &Query) -> usize {
             Place::Sharded { .. }
         ) {
             n += 1;
-        }
-        ControlFlow::<()>::Continue(())
-    });
-    n
-}
-
-/// (name or alias, key) of every sharded table reference in the query, subqueries included.
-fn keyed_refs(p: &Planner, query: &Query) -> Vec<(String, String)> {
-    use tessera_sql::sqlparser::ast::{Visit, Visitor};
-    struct Refs<'p, 'a> {
-        p: &'p Planner<'a>,
-        out: Vec<(String, String)>,
-    }
-    impl Visitor for Refs<'_, '_> {
-        type Break = ();
-        fn pre_visit_table_factor(&mut self, f: &TableFactor) -> ControlFlow<()> {
-            if let TableFactor::Derived {
-                subquery,
-                alias: Some(alias),
-                ..
-            } = f
-            {
-                // A derived table that selects a shard key carries it: `d.customer_id`.
-                let inner = keyed_refs(self.p, subquery);
-                if let SetExpr::Select(s) = &*subquery.body {
-                    for item in &s.projection {
-                        let (expr, name) = match item {
-                            tessera_sql::sqlparser::ast::SelectItem::UnnamedExpr(e) => (e, None),
-                            tessera_sql::sqlparser::ast::SelectItem::ExprWithAlias { expr, alias } => {
-                                (expr, Some(alias.value.clone()))
-                            }
-                            _ => continue,
-                        };
-                        let column = match expr {
-                            Expr::Identifier(i) => i.value.clone(),
-                            Expr::CompoundIdentifier(parts) => {
-                                parts.last().map(|i| i.value.clone()).unwrap_or_default()
-                            }
-                            _ => continue,
-                        };
-                        if inner.iter().any(|(_, k)| k.eq_ignore_ascii_case(&column)) {
-                            self.out.push((alias.name.value.clone(), name.unwrap_or(column)));
-                        }
-                    }
-                }
-            }
-            if let TableFactor::Table { name, alias, .. } = f {
-                let t = resolve(name, self.p.schema, &self.p.offsets, &mut Vec::new());
-                if let Place::Sharded { key, .. } = t.place {
-                    let n = alias.as_ref().map_or(t.table.clone(), |a| a.name.value.clone());
-                    self.out.push((n, key));
-                }
-            }
-            ControlFlow::Continue(())
-        }
-    }
-    let mut v = Refs { p, out: Vec::new() };
-    let _ = query.visit(&mut v);
-    v.out
-}
-
-/// Equalities between two shard-key columns anywhere in the query (ON, WHERE, subqueries),
-/// plus `key IN (SELECT key ...)`. A qualified column must be its table's key; an unqualified
-/// one any sharded table's key.
-fn key_equalities(p: &Planner, query: &Query) -> usize {
-    let refs = keyed_refs(p, query);
-    let is_key = |e: &Expr| match e {
-        Expr::Identifier(i) => refs.iter().any(|(_, k)| k.eq_ignore_ascii_case(&i.value)),
-        Expr::CompoundIdentifier(parts) => match parts.as_slice() {
-            [.., t, c] => refs
-                .iter()
-                .any(|(n, k)| n == &t.value && k.eq_ignore_ascii_case(&c.value)),
-            _ => false,
-        },
-        _ => false,
-    };
-    let mut n = 0;
-    let _ = visit_expressions(query, |e| {
-        match e {
-            Expr::BinaryOp {
-                left,
-                op: BinaryOperator::Eq,
-                right,
-            } if is_key(left.as_ref()) && is_key(right.as_ref()) => n += 1,
-            Expr::InSubquery {
-                expr,
-                subquery,
-                negated: false,
-            } if is_key(expr.as_ref()) => {
-                if let SetExpr::Select(s) = &*subquery.body {
-                    if let [tessera_sql::sqlparser::ast::SelectItem::UnnamedExpr(x)] = s.projection.as_slice() {
-                        if is_key(x) {
-                            n += 1;
-                        }
-                    }
-                }
-            }
-            _ => {}
         }
         ControlFlow::<()>::Continue(())
     });

@@ -187,9 +187,11 @@ pub fn shards_of(function: &ShardFunction, values: &[KeyValue], n: usize) -> Res
 pub mod colocate;
 pub mod explain;
 pub mod having;
+pub mod scopes;
 pub mod tables;
 pub mod union;
 
+use crate::catalog::SchemaTables;
 use tessera_sql::analyze::Offsets;
 use tessera_sql::sqlparser::ast::{Expr, LimitClause, Query, Select, Statement};
 use tessera_sql::{Edit, Fingerprint};
@@ -200,6 +202,8 @@ pub struct Planner<'a> {
     pub offsets: Offsets<'a>,
     pub fp: &'a Fingerprint,
     pub schema: &'a ShardedSchema,
+    /// The columns of the schema's tables (column references resolve against them).
+    pub tables: &'a SchemaTables,
     /// Edits every rendering gets (database qualifiers).
     pub common_edits: Vec<Edit>,
     /// Edits of the scatter SQL only.
@@ -214,12 +218,13 @@ pub struct Planner<'a> {
 }
 
 impl<'a> Planner<'a> {
-    pub fn new(sql: &'a str, fp: &'a Fingerprint, schema: &'a ShardedSchema) -> Self {
+    pub fn new(sql: &'a str, fp: &'a Fingerprint, schema: &'a ShardedSchema, tables: &'a SchemaTables) -> Self {
         Planner {
             sql,
             offsets: Offsets::new(sql),
             fp,
             schema,
+            tables,
             common_edits: Vec::new(),
             shard_edits: Vec::new(),
             baked: Vec::new(),
@@ -506,9 +511,9 @@ pub struct Planned {
     pub baked: Vec<usize>,
 }
 
-/// Plans one statement on a sharded schema.
-pub fn plan(sql: &str, fp: &Fingerprint, schema: &ShardedSchema) -> Planned {
-    let mut p = Planner::new(sql, fp, schema);
+/// Plans one statement on a sharded schema whose tables' columns `tables` describes.
+pub fn plan(sql: &str, fp: &Fingerprint, schema: &ShardedSchema, tables: &SchemaTables) -> Planned {
+    let mut p = Planner::new(sql, fp, schema, tables);
     let plan = match parse_for_planning(sql) {
         Ok((stmt, ordered_limit)) => {
             p.ordered_limit = ordered_limit;

@@ -1,0 +1,141 @@
+//! Table metadata of the logical schemas: every table's columns in order (name, type, key
+//! flag), read from the schema's default shard and shared by every session. A snapshot is
+//! valid while the process's schema-change count ([`crate::backend::stmt_cache::SchemaChanges`])
+//! is the one it was read at; the next statement after a DDL reads it again.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// One column as `information_schema.COLUMNS` describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Column {
+    pub name: String,
+    /// `COLUMN_TYPE`, e.g. `int(11)`, `varchar(20)`.
+    pub column_type: String,
+    /// `COLUMN_KEY`: `PRI`, `UNI`, `MUL` or empty.
+    pub key: String,
+}
+
+/// The tables of one logical schema at one schema-change count.
+#[derive(Debug, Default)]
+pub struct SchemaTables {
+    /// The schema-change count the snapshot was read at.
+    pub epoch: u64,
+    /// Logical schema name.
+    pub schema: String,
+    tables: HashMap<String, Arc<[Column]>>,
+}
+
+impl SchemaTables {
+    /// Builds a snapshot from `(table, column)` pairs in ordinal order.
+    pub fn new(schema: &str, epoch: u64, columns: impl IntoIterator<Item = (String, Column)>) -> Self {
+        let mut grouped: HashMap<String, Vec<Column>> = HashMap::new();
+        for (table, column) in columns {
+            grouped.entry(table).or_default().push(column);
+        }
+        SchemaTables {
+            epoch,
+            schema: schema.to_string(),
+            tables: grouped.into_iter().map(|(t, c)| (t, c.into())).collect(),
+        }
+    }
+
+    /// A table's columns in order; None when the default shard has no such table.
+    pub fn columns(&self, table: &str) -> Option<&[Column]> {
+        self.tables.get(table).map(|c| &c[..])
+    }
+
+    /// Whether `table` has a column `name` (column names compare case-insensitively, as in
+    /// MariaDB); None when the table is not known.
+    pub fn has_column(&self, table: &str, name: &str) -> Option<bool> {
+        self.columns(table)
+            .map(|cols| cols.iter().any(|c| c.name.eq_ignore_ascii_case(name)))
+    }
+
+    /// The column names of `table`, backquoted and comma-separated (an INSERT's column list).
+    pub fn column_list(&self, table: &str) -> Option<String> {
+        let cols = self.columns(table)?;
+        let names: Vec<String> = cols.iter().map(|c| crate::state::quote_ident(&c.name)).collect();
+        Some(names.join(", "))
+    }
+
+    /// How many tables the snapshot knows.
+    pub fn len(&self) -> usize {
+        self.tables.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tables.is_empty()
+    }
+}
+
+/// The latest snapshot of every logical schema, shared by the sessions of the process.
+#[derive(Debug, Default)]
+pub struct Catalog {
+    schemas: Mutex<HashMap<String, Arc<SchemaTables>>>,
+}
+
+impl Catalog {
+    /// The snapshot of `schema` read at `epoch`, if one is stored.
+    pub fn current(&self, schema: &str, epoch: u64) -> Option<Arc<SchemaTables>> {
+        let schemas = self.schemas.lock().ok()?;
+        schemas.get(schema).filter(|s| s.epoch == epoch).cloned()
+    }
+
+    /// Keeps `tables` unless a snapshot read at a later count is stored already.
+    pub fn store(&self, tables: Arc<SchemaTables>) {
+        if let Ok(mut schemas) = self.schemas.lock() {
+            let newer = schemas.get(&tables.schema).is_some_and(|s| s.epoch > tables.epoch);
+            if !newer {
+                schemas.insert(tables.schema.clone(), tables);
+            }
+        }
+    }
+}
+
+/// The query that reads a shard database's columns for [`SchemaTables::new`].
+pub fn columns_query(database: &str) -> String {
+    format!(
+        "SELECT TABLE_NAME, COLUMN_NAME, COLUMN_TYPE, COLUMN_KEY FROM information_schema.COLUMNS \
+         WHERE TABLE_SCHEMA = {} ORDER BY TABLE_NAME, ORDINAL_POSITION",
+        crate::state::quote_string(database)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn col(name: &str) -> Column {
+        Column {
+            name: name.into(),
+            column_type: "int(11)".into(),
+            key: String::new(),
+        }
+    }
+
+    #[test]
+    fn columns_keep_their_order_and_compare_without_case() {
+        let t = SchemaTables::new(
+            "shop",
+            3,
+            [
+                ("orders".to_string(), col("id")),
+                ("orders".to_string(), col("customer_id")),
+            ],
+        );
+        assert_eq!(t.column_list("orders").as_deref(), Some("`id`, `customer_id`"));
+        assert_eq!(t.has_column("orders", "ID"), Some(true));
+        assert_eq!(t.has_column("orders", "amount"), Some(false));
+        assert_eq!(t.has_column("customers", "id"), None);
+    }
+
+    #[test]
+    fn an_older_snapshot_never_replaces_a_newer_one() {
+        let c = Catalog::default();
+        c.store(Arc::new(SchemaTables::new("shop", 5, [])));
+        c.store(Arc::new(SchemaTables::new("shop", 4, [])));
+        assert!(c.current("shop", 5).is_some());
+        assert!(c.current("shop", 4).is_none());
+    }
+}

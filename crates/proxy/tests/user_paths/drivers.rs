@@ -1,0 +1,109 @@
+//! The clients users bring, run as programs: the `mariadb` command-line client and PyMySQL
+//! (from the compat suites' venv, `tests/compat/.venv`, which `make deps` builds). Each returns
+//! the rows as text lines (tab-separated) or the server's error number and message.
+
+use std::process::Command;
+
+/// Where a program connects.
+pub struct Login<'a> {
+    pub port: u16,
+    pub user: &'a str,
+    pub password: &'a str,
+    pub db: Option<&'a str>,
+}
+
+/// An error as the client reports it.
+#[derive(Debug)]
+pub struct Refused {
+    pub code: u16,
+    pub message: String,
+}
+
+/// `sql` through `mariadb --batch --skip-column-names`: its output lines, or the error.
+pub fn cli(login: &Login<'_>, sql: &str) -> Result<Vec<String>, Refused> {
+    let mut cmd = Command::new("mariadb");
+    cmd.args([
+        "--protocol=tcp",
+        "-h127.0.0.1",
+        "--batch",
+        "--skip-column-names",
+        &format!("-P{}", login.port),
+        &format!("-u{}", login.user),
+        &format!("-p{}", login.password),
+    ]);
+    if let Some(db) = login.db {
+        cmd.arg(db);
+    }
+    let out = cmd.args(["-e", sql]).output().expect("mariadb runs");
+    if out.status.success() {
+        return Ok(lines(&out.stdout));
+    }
+    // "ERROR 1235 (42000) at line 1: message"
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let code = err
+        .find("ERROR ")
+        .map(|at| &err[at + 6..])
+        .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    Err(Refused { code, message: err })
+}
+
+/// `sql` through PyMySQL: each row's values tab-separated (NULL as `NULL`), or the error.
+pub fn pymysql(login: &Login<'_>, sql: &str) -> Result<Vec<String>, Refused> {
+    run_pymysql(login, sql, false)
+}
+
+/// The result's columns as PyMySQL describes them, one line each: name, type code, length.
+pub fn pymysql_columns(login: &Login<'_>, sql: &str) -> Result<Vec<String>, Refused> {
+    run_pymysql(login, sql, true)
+}
+
+fn run_pymysql(login: &Login<'_>, sql: &str, columns: bool) -> Result<Vec<String>, Refused> {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/compat/.venv/bin/python");
+    let python = if std::path::Path::new(root).exists() {
+        root
+    } else {
+        "python3"
+    };
+    let script = r#"
+import sys, pymysql
+port, user, password, db, sql = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4] or None, sys.argv[5]
+try:
+    c = pymysql.connect(host="127.0.0.1", port=port, user=user, password=password, database=db)
+    cur = c.cursor()
+    cur.execute(sql)
+    if sys.argv[6] == "1":
+        for d in cur.description or []:
+            print(f"{d[0]}\t{d[1]}\t{d[3]}")
+        sys.exit(0)
+    for row in cur.fetchall():
+        print("\t".join("NULL" if v is None else str(v) for v in row))
+except pymysql.err.MySQLError as e:
+    print(f"{e.args[0]}\t{e.args[1] if len(e.args) > 1 else ''}", file=sys.stderr)
+    sys.exit(3)
+"#;
+    let out = Command::new(python)
+        .args(["-c", script, &login.port.to_string(), login.user, login.password])
+        .arg(login.db.unwrap_or(""))
+        .arg(sql)
+        .arg(if columns { "1" } else { "0" })
+        .output()
+        .expect("python runs");
+    match out.status.code() {
+        Some(0) => Ok(lines(&out.stdout)),
+        Some(3) => {
+            let err = String::from_utf8_lossy(&out.stderr).into_owned();
+            let (code, message) = err.trim_end().split_once('\t').unwrap_or(("0", &err));
+            Err(Refused {
+                code: code.parse().unwrap_or(0),
+                message: message.to_string(),
+            })
+        }
+        _ => panic!("PyMySQL failed to run: {}", String::from_utf8_lossy(&out.stderr)),
+    }
+}
+
+fn lines(out: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(out).lines().map(str::to_string).collect()
+}
