@@ -28,6 +28,9 @@ pub struct SessionHandle {
     recorded_server: AtomicPtr<crate::backend::ServerInfo>,
     recorded_thread: AtomicU32,
     killed: AtomicBool,
+    /// The backend connection (server address, thread id) the session holds user locks on
+    /// (GET_LOCK), so that IS_USED_LOCK() can answer the holder's Tessera connection id.
+    user_lock_conn: Mutex<Option<(String, u32)>>,
     /// KILLs aimed at this session so far (see [`SessionHandle::request_interrupt`]).
     kill_requests: AtomicU64,
     /// The command loop waiting for the client, woken by [`SessionHandle::kill`]. One lock
@@ -197,6 +200,13 @@ impl SessionHandle {
     pub fn user(&self) -> String {
         self.user.lock().map(|u| u.clone()).unwrap_or_default()
     }
+
+    /// Records the connection the session holds user locks on, or that it holds none.
+    pub fn set_user_lock_conn(&self, conn: Option<(&str, u32)>) {
+        if let Ok(mut held) = self.user_lock_conn.lock() {
+            *held = conn.map(|(address, thread)| (address.to_string(), thread));
+        }
+    }
 }
 
 /// All live sessions.
@@ -217,6 +227,7 @@ impl SessionRegistry {
             recorded_server: AtomicPtr::new(std::ptr::null_mut()),
             recorded_thread: AtomicU32::new(0),
             killed: AtomicBool::new(false),
+            user_lock_conn: Mutex::new(None),
             kill_requests: AtomicU64::new(0),
             stop_waker: Mutex::new(None),
         });
@@ -241,6 +252,22 @@ impl SessionRegistry {
         if let Ok(mut s) = self.sessions.lock() {
             s.remove(&id);
         }
+    }
+
+    /// (backend thread id, session id) of every session holding user locks on a connection
+    /// to `address`.
+    pub fn user_lock_holders(&self, address: &str) -> Vec<(u32, u32)> {
+        let Ok(sessions) = self.sessions.lock() else {
+            return Vec::new();
+        };
+        sessions
+            .values()
+            .filter_map(|h| {
+                let held = h.user_lock_conn.lock().ok()?;
+                let (a, thread) = held.as_ref()?;
+                (a == address).then_some((*thread, h.id))
+            })
+            .collect()
     }
 
     pub fn get(&self, id: u32) -> Option<Arc<SessionHandle>> {

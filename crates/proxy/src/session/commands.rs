@@ -66,6 +66,7 @@ impl Session {
             held_shard: None,
             shard_held: Default::default(),
             catalog: None,
+            user_locks_published: false,
             target_schema: None,
             txn: Default::default(),
             client_xa: None,
@@ -98,8 +99,33 @@ impl Session {
             drop(conn);
             self.state.schema = Some(db);
         }
+        self.follow_ignore_space().await?;
         self.client.write_with(|b| encode_login_ok(b, self.capabilities));
         self.client.flush().await?;
+        Ok(())
+    }
+
+    /// A client that logged in with CLIENT_IGNORE_SPACE (`mariadb -i`) gets `IGNORE_SPACE` in
+    /// its `sql_mode`, as the server gives it: the session's sql_mode starts as the global one
+    /// plus that mode, and is replayed like any SET (pooled connections never had the flag).
+    async fn follow_ignore_space(&mut self) -> Result<(), ProxyError> {
+        if self.capabilities & tessera_protocol::flags::CLIENT_IGNORE_SPACE == 0 {
+            return Ok(());
+        }
+        let pool = self.ctx.default_group().primary().pool_for(&self.user).clone();
+        let mut conn = pool.checkout(self.flavour(), true).await?;
+        let (_, rows) = conn.query_rows("SELECT @@GLOBAL.sql_mode").await?;
+        let global = rows
+            .first()
+            .and_then(|r| r.first().cloned().flatten())
+            .map(|v| String::from_utf8_lossy(&v).into_owned())
+            .unwrap_or_default();
+        let mode = match global.as_str() {
+            "" => "IGNORE_SPACE".to_string(),
+            g if g.split(',').any(|m| m == "IGNORE_SPACE") => g.to_string(),
+            g => format!("IGNORE_SPACE,{g}"),
+        };
+        self.state.set_var("sql_mode".into(), mode);
         Ok(())
     }
 
@@ -195,6 +221,9 @@ impl Session {
         self.tracking = Default::default();
         self.diagnostics = Default::default();
         self.multi_statements = self.capabilities & CLIENT_MULTI_STATEMENTS != 0;
+        if let Err(e) = self.follow_ignore_space().await {
+            tracing::warn!(session = self.id, error = %e, "could not read the global sql_mode after a reset");
+        }
     }
 
     /// COM_CHANGE_USER: re-authenticate (auth switch with a fresh challenge), then start over.

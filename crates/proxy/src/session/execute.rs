@@ -282,6 +282,7 @@ impl Session {
         for s in stmts {
             self.pins.after_statement(s.sql, &s.class, ok, conn.in_transaction);
         }
+        self.publish_user_locks(&conn);
         self.follow_diagnostics(&mut conn, outcome, stmts, area_was_here).await;
         self.capture_user_vars(&mut conn, stmts).await;
         if ok && !conn.broken && stmts.iter().any(|s| changes_charset(s)) {
@@ -292,6 +293,17 @@ impl Session {
             self.learn_last_insert_id(&mut conn).await;
         }
         self.keep_or_release(conn, before);
+    }
+
+    /// Tells the registry which connection this session holds user locks on (only when that
+    /// changes), for IS_USED_LOCK() of any session.
+    fn publish_user_locks(&mut self, conn: &PooledConn) {
+        let holds = self.pins.holds_user_locks();
+        if holds != self.user_locks_published {
+            let at = holds.then(|| (conn.server.address.as_str(), conn.thread_id));
+            self.handle.set_user_lock_conn(at);
+            self.user_locks_published = holds;
+        }
     }
 
     /// Changes session tracking reports that no replay can carry: a seeded RAND() pins the
@@ -413,7 +425,11 @@ impl Session {
     pub fn reads_last_insert_id_behind(&self, stmts: &[Stmt<'_>], was_held: bool) -> bool {
         use tessera_sql::StatementKind as K;
         match stmts {
-            [s] if !was_held => matches!(s.class.kind, K::Insert | K::Replace),
+            // Not after INSERT ... SELECT: the read would reset FOUND_ROWS(), which the client
+            // may read next (it is read when the connection is released instead).
+            [s] if !was_held => {
+                matches!(s.class.kind, K::Insert | K::Replace) && !super::pins::sets_found_rows(s.sql, &s.class.kind)
+            }
             // Not after COMMIT RELEASE: the server closes the connection after its OK.
             [s] => {
                 self.last_insert_id_dirty && matches!(s.class.kind, K::Commit | K::Rollback) && !self.releases(stmts)

@@ -108,6 +108,8 @@ pub struct Session {
     pub held_shard: Option<usize>,
     /// On a sharded schema: the other shards' connections of an open transaction.
     pub shard_held: std::collections::BTreeMap<usize, PooledConn>,
+    /// The registry knows this session holds user locks (see `publish_user_locks`).
+    pub user_locks_published: bool,
     /// The last table metadata snapshot this session read (see [`crate::catalog`]).
     pub catalog: Option<std::sync::Arc<crate::catalog::SchemaTables>>,
     /// The database the next checkout must select (a shard's), instead of the client's.

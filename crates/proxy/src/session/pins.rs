@@ -36,6 +36,11 @@ impl Pins {
         self.active() != 0
     }
 
+    /// GET_LOCK took a lock that no RELEASE_LOCK / RELEASE_ALL_LOCKS has let go of yet.
+    pub fn holds_user_locks(&self) -> bool {
+        self.user_locks > 0
+    }
+
     /// The current reasons as a bit set: bit i is `metrics::PIN_REASONS[i]` (no allocation,
     /// cheap enough for every statement).
     pub fn active(&self) -> u16 {
@@ -79,6 +84,9 @@ impl Pins {
         }
         self.track_kind(sql, c);
         self.track_functions(c);
+        if sets_found_rows(sql, &c.kind) {
+            self.found_rows_next = true;
+        }
     }
 
     fn track_kind(&mut self, sql: &str, c: &Classification) {
@@ -235,6 +243,23 @@ fn word(sql: &str, n: usize) -> Option<String> {
     Some(w.trim_end_matches(';').trim_matches('`').to_ascii_lowercase())
 }
 
+/// `INSERT/REPLACE ... SELECT` and `CREATE TABLE ... SELECT` set the server's FOUND_ROWS()
+/// to the rows their SELECT produced: the next FOUND_ROWS() must come from that connection.
+pub(super) fn sets_found_rows(sql: &str, kind: &StatementKind) -> bool {
+    let creates_table = match kind {
+        StatementKind::CreateTemporaryTable(_) => true,
+        StatementKind::Ddl => {
+            let mut words = tessera_sql::Lexer::new(sql).filter(|t| t.is_significant()).take(4);
+            words.next().is_some_and(|t| t.is_word("CREATE")) && words.any(|t| t.is_word("TABLE"))
+        }
+        _ => false,
+    };
+    if !(creates_table || matches!(kind, StatementKind::Insert | StatementKind::Replace)) {
+        return false;
+    }
+    tessera_sql::Lexer::new(sql).any(|t| t.is_word("SELECT"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -242,6 +267,25 @@ mod tests {
 
     fn run(p: &mut Pins, sql: &str) {
         p.after_statement(sql, &classify(sql), true, false);
+    }
+
+    #[test]
+    fn statements_that_select_into_a_table_leave_found_rows_to_the_server() {
+        for sql in [
+            "INSERT INTO t SELECT * FROM u",
+            "replace t (a) select 1",
+            "CREATE TABLE t SELECT 1",
+            "CREATE OR REPLACE TABLE t AS SELECT 1",
+        ] {
+            assert!(sets_found_rows(sql, &classify(sql).kind), "{sql}");
+        }
+        for sql in [
+            "INSERT INTO t VALUES ('SELECT')",
+            "CREATE VIEW v AS SELECT 1",
+            "UPDATE t SET a = 1",
+        ] {
+            assert!(!sets_found_rows(sql, &classify(sql).kind), "{sql}");
+        }
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! the client did not negotiate), rewrite session-bound functions, then run on a backend.
 
 use super::execute::{sync_scope, Stmt};
-use super::rewrite::{replace_session_functions, replace_terms};
+use super::rewrite::{map_lock_holders, replace_session_functions, replace_terms};
 use super::{Next, Session};
 use crate::alloc::in_heap;
 use crate::backend::conn::OwnTail;
@@ -244,7 +244,8 @@ impl Session {
         let scoped = stmts
             .iter()
             .any(|s| assigns_session(&s.class.kind) && s.sql.contains("@@"));
-        if !(counters || info || scoped) || !lossless {
+        let locks = stmts.iter().any(|s| s.class.flags.contains(Flags::IS_USED_LOCK));
+        if !(counters || info || scoped || locks) || !lossless {
             return None;
         }
         let mut out = None;
@@ -268,7 +269,23 @@ impl Session {
                 out = Some(replaced);
             }
         }
+        if locks {
+            let current = out.as_deref().unwrap_or(text);
+            let holders = self.ctx.sessions.user_lock_holders(&self.lock_server_address());
+            if let Some(replaced) = map_lock_holders(current, &holders, self.state.backslash_escapes()) {
+                out = Some(replaced);
+            }
+        }
         out
+    }
+
+    /// The server a user-lock function runs on: the held connection's, else the primary of
+    /// the default group (where statements of an unpinned session go).
+    fn lock_server_address(&self) -> String {
+        match &self.held {
+            Some(conn) => conn.server.address.clone(),
+            None => self.ctx.default_group().primary().address.clone(),
+        }
     }
 }
 

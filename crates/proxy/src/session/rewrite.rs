@@ -63,7 +63,99 @@ pub fn prepared_session_functions(sql: &str, backslash_escapes: bool) -> Option<
 /// Strings end where the session's `sql_mode` ends them: `backslash_escapes` false is
 /// `NO_BACKSLASH_ESCAPES`, where a backslash is itself.
 pub fn replace_terms(sql: &str, terms: &[Term<'_>], backslash_escapes: bool) -> Option<String> {
-    let edits = term_edits(sql, terms, backslash_escapes);
+    let edits: Vec<Edit<'_>> = term_edits(sql, terms, backslash_escapes)
+        .into_iter()
+        .map(|(range, value)| (range, value.into()))
+        .collect();
+    apply_edits(sql, edits, backslash_escapes)
+}
+
+/// A range of the text and what replaces it.
+type Edit<'v> = (std::ops::Range<usize>, std::borrow::Cow<'v, str>);
+
+/// `IS_USED_LOCK(name)` answers the holder's backend thread id: each call is mapped to the
+/// Tessera connection id of the session holding the lock on that connection (`holders`:
+/// (thread id, session id) pairs of the server the statement runs on); other holders (not
+/// through Tessera) keep their thread id. None when nothing was replaced.
+pub fn map_lock_holders(sql: &str, holders: &[(u32, u32)], backslash_escapes: bool) -> Option<String> {
+    if holders.is_empty() {
+        return None;
+    }
+    let mut whens = String::new();
+    for (thread, session) in holders {
+        whens.push_str(&format!(" WHEN {thread} THEN {session}"));
+    }
+    let edits: Vec<Edit<'_>> = call_ranges(sql, "IS_USED_LOCK", backslash_escapes)
+        .into_iter()
+        .map(|range| {
+            let call = &sql[range.clone()];
+            (range, format!("CASE {call}{whens} ELSE {call} END").into())
+        })
+        .collect();
+    apply_edits(sql, edits, backslash_escapes)
+}
+
+/// Where each call `name(...)` is (outside strings, identifiers and comments), arguments and
+/// closing parenthesis included.
+fn call_ranges(sql: &str, name: &str, backslash_escapes: bool) -> Vec<std::ops::Range<usize>> {
+    let bytes = sql.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\'' | b'"' | b'`' => i = tessera_sql::quoted_end(bytes, i, backslash_escapes),
+            b'#' => i = skip_to_newline(bytes, i),
+            b'-' if bytes[i..].starts_with(b"-- ") => i = skip_to_newline(bytes, i),
+            b'/' if bytes[i..].starts_with(b"/*") => i = skip_comment(bytes, i),
+            c if c.is_ascii_alphabetic() && (i == 0 || !is_ident(bytes[i - 1])) => {
+                let start = i;
+                while i < bytes.len() && is_ident(bytes[i]) {
+                    i += 1;
+                }
+                if !sql[start..i].eq_ignore_ascii_case(name) {
+                    continue;
+                }
+                let open = i + bytes[i..].iter().take_while(|b| b.is_ascii_whitespace()).count();
+                if bytes.get(open) == Some(&b'(') {
+                    if let Some(close) = closing_paren(bytes, open, backslash_escapes) {
+                        out.push(start..close + 1);
+                        i = close + 1;
+                    }
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    out
+}
+
+/// The `)` that closes the `(` at `open`.
+fn closing_paren(bytes: &[u8], open: usize, backslash_escapes: bool) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut i = open;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\'' | b'"' | b'`' => {
+                i = tessera_sql::quoted_end(bytes, i, backslash_escapes);
+                continue;
+            }
+            b'(' => depth += 1,
+            b')' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// `sql` with `edits` (in order, not overlapping) applied; an unnamed item of the outermost
+/// select list that holds an edit gets its original text as alias. None: no edits.
+fn apply_edits(sql: &str, edits: Vec<Edit<'_>>, backslash_escapes: bool) -> Option<String> {
     if edits.is_empty() {
         return None;
     }
@@ -83,7 +175,7 @@ pub fn replace_terms(sql: &str, terms: &[Term<'_>], backslash_escapes: bool) -> 
             copied = at;
         }
         out.push_str(&sql[copied..range.start]);
-        out.push_str(value);
+        out.push_str(&value);
         copied = range.end;
     }
     for (at, alias) in aliases {
@@ -257,6 +349,21 @@ mod tests {
             replace_session_functions("SELECT 'it''s', ROW_COUNT()", 2, None, true).as_deref(),
             Some("SELECT 'it''s', (2 + 0 * 922337203685477580) AS `ROW_COUNT()`")
         );
+    }
+
+    #[test]
+    fn lock_holders_are_mapped_in_every_call() {
+        let sql = "SELECT IS_USED_LOCK('a'), is_used_lock ( CONCAT('b', ')') ) > 0, 'IS_USED_LOCK(1)'";
+        assert_eq!(
+            map_lock_holders(sql, &[(31, 7)], true).as_deref(),
+            Some(
+                "SELECT CASE IS_USED_LOCK('a') WHEN 31 THEN 7 ELSE IS_USED_LOCK('a') END AS `IS_USED_LOCK('a')`, \
+                 CASE is_used_lock ( CONCAT('b', ')') ) WHEN 31 THEN 7 ELSE is_used_lock ( CONCAT('b', ')') ) END > 0 \
+                 AS `is_used_lock ( CONCAT('b', ')') ) > 0`, 'IS_USED_LOCK(1)'"
+            )
+        );
+        assert_eq!(map_lock_holders(sql, &[], true), None);
+        assert_eq!(map_lock_holders("SELECT IS_FREE_LOCK('a')", &[(1, 2)], true), None);
     }
 
     #[test]

@@ -21,7 +21,13 @@ pub struct Refused {
 
 /// `sql` through `mariadb --batch --skip-column-names`: its output lines, or the error.
 pub fn cli(login: &Login<'_>, sql: &str) -> Result<Vec<String>, Refused> {
+    cli_with(login, &[], sql)
+}
+
+/// [`cli`] with more options (`-i`: CLIENT_IGNORE_SPACE).
+pub fn cli_with(login: &Login<'_>, options: &[&str], sql: &str) -> Result<Vec<String>, Refused> {
     let mut cmd = Command::new("mariadb");
+    cmd.args(options);
     cmd.args([
         "--protocol=tcp",
         "-h127.0.0.1",
@@ -50,6 +56,7 @@ pub fn cli(login: &Login<'_>, sql: &str) -> Result<Vec<String>, Refused> {
 }
 
 /// `sql` through PyMySQL: each row's values tab-separated (NULL as `NULL`), or the error.
+/// Statements separated by `;` and a newline run one by one; the last one's rows are read.
 pub fn pymysql(login: &Login<'_>, sql: &str) -> Result<Vec<String>, Refused> {
     run_pymysql(login, sql, false)
 }
@@ -72,7 +79,8 @@ port, user, password, db, sql = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.
 try:
     c = pymysql.connect(host="127.0.0.1", port=port, user=user, password=password, database=db)
     cur = c.cursor()
-    cur.execute(sql)
+    for statement in sql.split(";\n"):
+        cur.execute(statement)
     if sys.argv[6] == "1":
         for d in cur.description or []:
             print(f"{d[0]}\t{d[1]}\t{d[3]}")

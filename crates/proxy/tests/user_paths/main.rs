@@ -13,5 +13,6 @@ mod kill;
 mod logical_names;
 mod rewrites;
 mod sides;
+mod smaller;
 mod state_leaks;
 mod state_matrix;

@@ -1,0 +1,97 @@
+//! Smaller things users meet (issue 43, points 10 and 12), each through the `mariadb` CLI and
+//! PyMySQL, through Tessera and directly: IS_USED_LOCK() answers the holder's connection id
+//! (Tessera's, the one CONNECTION_ID() and KILL use), FOUND_ROWS() after `INSERT ... SELECT`
+//! and `CREATE TABLE ... SELECT` counts their rows, and `mariadb -i` (CLIENT_IGNORE_SPACE)
+//! reads `COUNT (*)` as the server does.
+
+use crate::common::{Client, Env};
+use crate::drivers::{cli, cli_with, pymysql, Login};
+use crate::sides::Side;
+
+fn login(side: Side) -> Login<'static> {
+    match side {
+        Side::Proxy(port) => Login {
+            port,
+            user: "app",
+            password: "app",
+            db: Some("test"),
+        },
+        Side::Direct(port) => Login {
+            port,
+            user: "tessera",
+            password: "tessera",
+            db: Some("test"),
+        },
+    }
+}
+
+fn sides(env: &Env) -> [Side; 2] {
+    [Side::Proxy(env.port()), Side::Direct(env.sandbox.servers()[0].port())]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn is_used_lock_answers_the_holders_connection_id() {
+    let env = Env::start("", "").await;
+    for side in sides(&env) {
+        let mut holder: Client = side.client().await;
+        let id = holder.value("SELECT CONNECTION_ID()").await.expect("id");
+        assert_eq!(
+            holder.value("SELECT GET_LOCK('point10', 5)").await.as_deref(),
+            Some("1")
+        );
+        let sql = "SELECT IS_USED_LOCK('point10'), IS_USED_LOCK('nobody') IS NULL, IS_FREE_LOCK('point10')";
+        let want = vec![format!("{id}\t1\t0")];
+        assert_eq!(cli(&login(side), sql).expect("CLI"), want, "mariadb CLI");
+        assert_eq!(pymysql(&login(side), sql).expect("PyMySQL"), want, "PyMySQL");
+        assert_eq!(
+            holder.value("SELECT IS_USED_LOCK('point10')").await,
+            Some(id.clone()),
+            "the holder itself"
+        );
+        holder.query("DO RELEASE_LOCK('point10')").await.expect("release");
+        let after = cli(&login(side), "SELECT IS_USED_LOCK('point10') IS NULL").expect("CLI");
+        assert_eq!(after, ["1"], "released");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn found_rows_after_a_select_into_a_table_counts_its_rows() {
+    let env = Env::start("", "").await;
+    let script = |t: &str| {
+        format!(
+            "CREATE TABLE {t} (a INT);\nINSERT INTO {t} SELECT seq FROM seq_1_to_5;\nSELECT FOUND_ROWS();\n\
+             CREATE TABLE {t}_c SELECT seq FROM seq_1_to_7;\nSELECT FOUND_ROWS();\n\
+             INSERT INTO {t} VALUES (1);\nSELECT FOUND_ROWS();\nDROP TABLE {t}, {t}_c;\nSELECT 'done'"
+        )
+    };
+    for (n, side) in sides(&env).into_iter().enumerate() {
+        let through_cli = cli(&login(side), &script(&format!("fr_cli_{n}"))).expect("CLI");
+        assert_eq!(through_cli, ["5", "7", "1", "done"], "mariadb CLI");
+        let upto = |t: &str| {
+            let text = script(t);
+            text[..text.find("\nCREATE TABLE").unwrap() - 1].to_string()
+        };
+        assert_eq!(
+            pymysql(&login(side), &upto(&format!("fr_py_{n}"))).expect("PyMySQL"),
+            ["5"]
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ignore_space_from_the_client_flag_reads_as_the_server_reads_it() {
+    let env = Env::start("", "").await;
+    for side in sides(&env) {
+        let spaced = "SELECT COUNT (*) FROM (SELECT 1) d";
+        assert_eq!(cli_with(&login(side), &["-i"], spaced).expect("mariadb -i"), ["1"]);
+        let mode = cli_with(
+            &login(side),
+            &["-i"],
+            "SELECT FIND_IN_SET('IGNORE_SPACE', @@sql_mode) > 0",
+        )
+        .expect("mode");
+        assert_eq!(mode, ["1"]);
+        let refused = cli(&login(side), spaced).expect_err("without -i a syntax error");
+        assert_eq!(refused.code, 1064, "{refused:?}");
+    }
+}
