@@ -1,10 +1,16 @@
 //! Table metadata of the logical schemas: every table's columns in order (name, type, key
 //! flag), read from the schema's default shard and shared by every session. A snapshot is
 //! valid while the process's schema-change count ([`crate::backend::stmt_cache::SchemaChanges`])
-//! is the one it was read at; the next statement after a DDL reads it again.
+//! is the one it was read at, and for [`MAX_AGE`] at most (a DDL run on the shards without
+//! Tessera is seen within that time); the next statement after either reads it again.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How long a snapshot is used before it is read again, schema changes through Tessera or not.
+pub const MAX_AGE: Duration = Duration::from_secs(5);
 
 /// One column as `information_schema.COLUMNS` describes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,10 +23,13 @@ pub struct Column {
 }
 
 /// The tables of one logical schema at one schema-change count.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct SchemaTables {
     /// The schema-change count the snapshot was read at.
     pub epoch: u64,
+    /// Numbers the snapshots the process reads (plans made with an older one are dropped).
+    pub generation: u64,
+    read_at: Instant,
     /// Logical schema name.
     pub schema: String,
     tables: HashMap<String, Arc<[Column]>>,
@@ -35,9 +44,16 @@ impl SchemaTables {
         }
         SchemaTables {
             epoch,
+            generation: 0,
+            read_at: Instant::now(),
             schema: schema.to_string(),
             tables: grouped.into_iter().map(|(t, c)| (t, c.into())).collect(),
         }
+    }
+
+    /// Still usable at schema-change count `epoch`.
+    pub fn is_current(&self, epoch: u64) -> bool {
+        self.epoch == epoch && self.read_at.elapsed() < MAX_AGE
     }
 
     /// A table's columns in order; None when the default shard has no such table.
@@ -73,23 +89,28 @@ impl SchemaTables {
 #[derive(Debug, Default)]
 pub struct Catalog {
     schemas: Mutex<HashMap<String, Arc<SchemaTables>>>,
+    generations: AtomicU64,
 }
 
 impl Catalog {
-    /// The snapshot of `schema` read at `epoch`, if one is stored.
+    /// The snapshot of `schema` still current at `epoch`, if one is stored.
     pub fn current(&self, schema: &str, epoch: u64) -> Option<Arc<SchemaTables>> {
         let schemas = self.schemas.lock().ok()?;
-        schemas.get(schema).filter(|s| s.epoch == epoch).cloned()
+        schemas.get(schema).filter(|s| s.is_current(epoch)).cloned()
     }
 
-    /// Keeps `tables` unless a snapshot read at a later count is stored already.
-    pub fn store(&self, tables: Arc<SchemaTables>) {
+    /// Numbers a snapshot just read and keeps it, unless one read at a later count is stored
+    /// already; returns it.
+    pub fn store(&self, mut tables: SchemaTables) -> Arc<SchemaTables> {
+        tables.generation = self.generations.fetch_add(1, Ordering::AcqRel) + 1;
+        let tables = Arc::new(tables);
         if let Ok(mut schemas) = self.schemas.lock() {
             let newer = schemas.get(&tables.schema).is_some_and(|s| s.epoch > tables.epoch);
             if !newer {
-                schemas.insert(tables.schema.clone(), tables);
+                schemas.insert(tables.schema.clone(), tables.clone());
             }
         }
+        tables
     }
 }
 
@@ -133,8 +154,9 @@ mod tests {
     #[test]
     fn an_older_snapshot_never_replaces_a_newer_one() {
         let c = Catalog::default();
-        c.store(Arc::new(SchemaTables::new("shop", 5, [])));
-        c.store(Arc::new(SchemaTables::new("shop", 4, [])));
+        let first = c.store(SchemaTables::new("shop", 5, []));
+        let second = c.store(SchemaTables::new("shop", 4, []));
+        assert!(second.generation > first.generation);
         assert!(c.current("shop", 5).is_some());
         assert!(c.current("shop", 4).is_none());
     }

@@ -5,7 +5,7 @@ use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Reasons a session is pinned to one backend connection (also the metric label).
-pub const PIN_REASONS: [&str; 11] = [
+pub const PIN_REASONS: [&str; 12] = [
     "temporary_table",
     "user_lock",
     "lock_tables",
@@ -17,6 +17,7 @@ pub const PIN_REASONS: [&str; 11] = [
     "handler",
     "diagnostics",
     "rand_seed",
+    "auto_is_null",
 ];
 
 /// Process-wide counters (owned by the [`Context`], not global).

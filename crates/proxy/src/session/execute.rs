@@ -318,6 +318,12 @@ impl Session {
         if seeded {
             self.pins.seed_rand();
         }
+        if outcome.changes.iter().any(|c| {
+            matches!(c, SessionChange::SystemVariable { name, .. } if name.eq_ignore_ascii_case("sql_auto_is_null"))
+        }) {
+            let value = self.state.vars().get("sql_auto_is_null").map(String::as_str);
+            self.pins.follow_auto_is_null(value);
+        }
         let names_last_insert_id = stmts.iter().any(|s| {
             matches!(s.class.kind, StatementKind::Set(_))
                 && super::track_set::session_assignments(s.sql)

@@ -25,6 +25,9 @@ pub struct Pins {
     /// The session seeded RAND() (`rand_seed1`/`rand_seed2`): the generator's state moves
     /// with every RAND() and cannot be replayed elsewhere.
     rand_seeded: bool,
+    /// `sql_auto_is_null` is on: `WHERE id IS NULL` reads the row the connection inserted last
+    /// (ODBC's way to find it), which only the connection that inserted it knows.
+    auto_is_null: bool,
     /// The diagnostics area may stay on its connection, unread, past one point where the
     /// connection would otherwise go back: it was raised inside a transaction and has not
     /// been carried past one yet (see [`Pins::carry_diagnostics`]).
@@ -56,6 +59,7 @@ impl Pins {
             self.handlers > 0,
             self.diagnostics_next,
             self.rand_seeded,
+            self.auto_is_null,
         ];
         on.iter()
             .enumerate()
@@ -124,6 +128,11 @@ impl Pins {
             },
             _ => {}
         }
+    }
+
+    /// Follows the session's `sql_auto_is_null` (its value as the session state holds it).
+    pub fn follow_auto_is_null(&mut self, value: Option<&str>) {
+        self.auto_is_null = value.is_some_and(|v| v == "1" || v.eq_ignore_ascii_case("ON"));
     }
 
     /// The session seeded RAND() on its connection: it stays there for good.

@@ -150,16 +150,15 @@ impl Session {
     pub async fn schema_tables(&mut self, schema: &ShardedSchema) -> Result<Arc<SchemaTables>, ProxyError> {
         let epoch = self.ctx.schema_changes.current();
         if let Some(t) = &self.catalog {
-            if t.epoch == epoch && t.schema == schema.name {
+            if t.is_current(epoch) && t.schema == schema.name {
                 return Ok(t.clone());
             }
         }
         let tables = match self.ctx.catalog.current(&schema.name, epoch) {
             Some(t) => t,
             None => {
-                let t = Arc::new(self.read_schema_tables(schema, epoch).await?);
-                self.ctx.catalog.store(t.clone());
-                t
+                let t = self.read_schema_tables(schema, epoch).await?;
+                self.ctx.catalog.store(t)
             }
         };
         self.catalog = Some(tables.clone());

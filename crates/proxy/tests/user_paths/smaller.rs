@@ -2,7 +2,8 @@
 //! PyMySQL, through Tessera and directly: IS_USED_LOCK() answers the holder's connection id
 //! (Tessera's, the one CONNECTION_ID() and KILL use), FOUND_ROWS() after `INSERT ... SELECT`
 //! and `CREATE TABLE ... SELECT` counts their rows, and `mariadb -i` (CLIENT_IGNORE_SPACE)
-//! reads `COUNT (*)` as the server does.
+//! reads `COUNT (*)` as the server does; with `sql_auto_is_null` on, `WHERE id IS NULL` finds
+//! the row the client just inserted.
 
 use crate::common::{Client, Env};
 use crate::drivers::{cli, cli_with, pymysql, Login};
@@ -93,5 +94,26 @@ async fn ignore_space_from_the_client_flag_reads_as_the_server_reads_it() {
         assert_eq!(mode, ["1"]);
         let refused = cli(&login(side), spaced).expect_err("without -i a syntax error");
         assert_eq!(refused.code, 1064, "{refused:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sql_auto_is_null_finds_the_row_just_inserted() {
+    let env = Env::start("", "").await;
+    for (n, side) in sides(&env).into_iter().enumerate() {
+        let t = format!("ain_{n}");
+        let script = format!(
+            "CREATE TABLE {t} (id INT AUTO_INCREMENT PRIMARY KEY, v INT);\nINSERT INTO {t} (v) VALUES (1), (2);\n\
+             SET sql_auto_is_null = 1;\nINSERT INTO {t} (v) VALUES (7);\nSELECT id, v FROM {t} WHERE id IS NULL"
+        );
+        assert_eq!(cli(&login(side), &script).expect("CLI"), ["3\t7"], "mariadb CLI");
+        let again = script.replacen(
+            &format!("CREATE TABLE {t} (id INT AUTO_INCREMENT PRIMARY KEY, v INT);\n"),
+            "",
+            1,
+        );
+        assert_eq!(pymysql(&login(side), &again).expect("PyMySQL"), ["6\t7"], "PyMySQL");
+        let fresh = cli(&login(side), &format!("SELECT COUNT(*) FROM {t} WHERE id IS NULL")).expect("CLI");
+        assert_eq!(fresh, ["0"], "another client has sql_auto_is_null off");
     }
 }

@@ -38,14 +38,14 @@ type Key = (String, String, bool);
 #[derive(Default)]
 pub struct PlanCache {
     /// (schema, fingerprint, whether a string's value needs `NO_BACKSLASH_ESCAPES`) -> plans,
-    /// planned with the table metadata of the schema-change count kept beside them.
+    /// planned with the table metadata snapshot whose generation is kept beside them.
     entries: Mutex<(u64, HashMap<Key, Entry>)>,
 }
 
 impl PlanCache {
     /// The plan for `sql` on `schema`, planned on a miss with the table metadata `tables`;
     /// `backslash_escapes`: how the session reads strings (false: `NO_BACKSLASH_ESCAPES`).
-    /// Plans made with older metadata (a schema change since) are dropped.
+    /// Plans made with an older metadata snapshot are dropped.
     pub fn get(
         &self,
         sql: &str,
@@ -68,11 +68,11 @@ impl PlanCache {
         );
         if let Ok(mut guard) = self.entries.lock() {
             let (epoch, entries) = &mut *guard;
-            if *epoch < tables.epoch {
-                *epoch = tables.epoch;
+            if *epoch < tables.generation {
+                *epoch = tables.generation;
                 entries.clear();
             }
-            if let Some(e) = entries.get(&key).filter(|_| *epoch == tables.epoch) {
+            if let Some(e) = entries.get(&key).filter(|_| *epoch == tables.generation) {
                 let values = baked_values(sql, fp, &e.baked);
                 if let Some((_, p)) = e.plans.iter().find(|(v, _)| *v == values) {
                     return p.clone();
@@ -86,7 +86,7 @@ impl PlanCache {
         };
         if let Ok(mut guard) = self.entries.lock() {
             let (epoch, entries) = &mut *guard;
-            if *epoch != tables.epoch {
+            if *epoch != tables.generation {
                 return planned;
             }
             if entries.len() >= CAPACITY {
