@@ -417,7 +417,12 @@ fn detect_kill(mut lx: Lexer<'_>) -> StatementKind {
     let id = t
         .filter(|t| t.kind == TokenKind::Number)
         .and_then(|t| t.text.parse::<u64>().ok());
-    StatementKind::Kill { query, id }
+    // `KILL 4000000000 - 1`: an expression, evaluated by the caller.
+    let alone = lx.next_significant().is_none_or(|t| t.kind == TokenKind::Semicolon);
+    StatementKind::Kill {
+        query,
+        id: id.filter(|_| alone),
+    }
 }
 
 fn is_ident(t: &Token<'_>) -> bool {

@@ -275,6 +275,43 @@ impl Session {
     /// statement the target runs is interrupted on every backend connection it runs on (its own,
     /// each shard's, a pipelined lane's): KILL QUERY gives it MariaDB's 1317; KILL CONNECTION
     /// closes its backend connections and then its client connection, as MariaDB closes its own.
+    /// The connection id of `KILL [HARD|SOFT] [CONNECTION|QUERY] <expression>`, evaluated
+    /// as the server would (`KILL @id`, `KILL (SELECT ...)`, `KILL CONNECTION_ID()` with this
+    /// session's values) on a connection that carries the session's state.
+    pub async fn kill_id_of(&mut self, sql: &str) -> Result<u64, ProxyError> {
+        let expr = kill_expression(sql, self.state.backslash_escapes())
+            .ok_or_else(|| ProxyError::Unsupported("KILL QUERY ID and KILL USER".into()))?;
+        let text = format!("SELECT {expr}");
+        let values = self.session_info();
+        let text =
+            super::rewrite::replace_terms(&text, &values.terms(), self.state.backslash_escapes()).unwrap_or(text);
+        let was_held = self.held.is_some();
+        let before = self.pins.active();
+        let mut conn = self.acquire(Target::primary(0), SyncScope::default()).await?;
+        let answer = conn.query_rows(&text).await;
+        // The evaluation is not the statement a KILL of this session should interrupt.
+        self.handle.set_running(None);
+        let answer = match answer {
+            Ok(a) => a,
+            Err(e) => return Err(self.failed(conn, was_held, e)),
+        };
+        self.keep_or_release(conn, before);
+        let value = answer.1.first().and_then(|r| r.first().cloned().flatten());
+        let text = value
+            .map(|v| String::from_utf8_lossy(&v).into_owned())
+            .unwrap_or_default();
+        // The server reads the value as an integer: 3.7 kills 4, '12abc' kills 12.
+        let id = text
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite() && *v >= 0.0)
+            .map(|v| v.round() as u64)
+            .or_else(|| text.trim().split(|c: char| !c.is_ascii_digit()).next()?.parse().ok())
+            .unwrap_or(0);
+        Ok(id)
+    }
+
     pub async fn kill(&mut self, id: u64, query_only: bool) -> Result<Next, ProxyError> {
         let target = u32::try_from(id)
             .ok()
@@ -403,4 +440,43 @@ fn user_routing(ctx: &Context, user: &str) -> super::routing::SessionRouting {
         creds.is_none_or(|c| c.read_write_split),
         creds.map_or(crate::cluster::Consistency::Session, |c| c.read_consistency),
     )
+}
+
+/// The expression of `KILL [HARD|SOFT] [CONNECTION|QUERY] <expression>`; None for `KILL QUERY
+/// ID n` and `KILL USER u`, which name no connection.
+fn kill_expression(sql: &str, backslash_escapes: bool) -> Option<&str> {
+    let mut tokens = tessera_sql::Lexer::with_backslash_escapes(sql, backslash_escapes).filter(|t| t.is_significant());
+    tokens.next().filter(|t| t.is_word("KILL"))?;
+    let mut t = tokens.next()?;
+    if t.is_word("HARD") || t.is_word("SOFT") {
+        t = tokens.next()?;
+    }
+    if t.is_word("CONNECTION") || t.is_word("QUERY") {
+        t = tokens.next()?;
+    }
+    if t.is_word("ID") || t.is_word("USER") {
+        return None;
+    }
+    let expr = sql[t.offset..].trim_end().trim_end_matches(';').trim_end();
+    (!expr.is_empty()).then_some(expr)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::kill_expression;
+
+    #[test]
+    fn kill_expressions_are_found_after_the_options() {
+        assert_eq!(kill_expression("KILL @id", true), Some("@id"));
+        assert_eq!(
+            kill_expression("kill hard query (SELECT 5) ;", true),
+            Some("(SELECT 5)")
+        );
+        assert_eq!(
+            kill_expression("KILL CONNECTION CONNECTION_ID()", true),
+            Some("CONNECTION_ID()")
+        );
+        assert_eq!(kill_expression("KILL QUERY ID 7", true), None);
+        assert_eq!(kill_expression("KILL USER app", true), None);
+    }
 }

@@ -212,6 +212,11 @@ impl Session {
             // The command's future lives on the heap while it runs: an idle session keeps only
             // this loop's small state (10,000 idle clients in well under 100 MB).
             match in_heap(|| self.dispatch(&payload)).await {
+                // KILL of this very session: its own ERR (1927) goes out, then it closes.
+                Err(e) if self.fatal && self.handle.is_killed() => {
+                    in_heap(|| self.report(e)).await;
+                    return;
+                }
                 // KILL CONNECTION from another session: the statement it interrupted has
                 // answered; the connection closes now, as MariaDB closes it.
                 _ if self.handle.is_killed() => return,

@@ -217,8 +217,10 @@ impl Session {
                     )));
                 }
                 StatementKind::Kill { query, id } if stmts.len() == 1 => {
-                    let id =
-                        id.ok_or_else(|| ProxyError::Unsupported("KILL with an id that is not a number".into()))?;
+                    let id = match id {
+                        Some(id) => *id,
+                        None => in_heap(|| self.kill_id_of(stmts[0].sql)).await?,
+                    };
                     return in_heap(|| self.kill(id, *query)).await.map(Some);
                 }
                 _ => {}

@@ -117,3 +117,26 @@ async fn sql_auto_is_null_finds_the_row_just_inserted() {
         assert_eq!(fresh, ["0"], "another client has sql_auto_is_null off");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_takes_an_expression_as_the_server_does() {
+    let env = Env::start("", "").await;
+    for side in sides(&env) {
+        let mut victim: Client = side.client().await;
+        let id = victim.value("SELECT CONNECTION_ID()").await.expect("id");
+        let kill = format!("SET @victim = {id};\nKILL CONNECTION @victim");
+        pymysql(&login(side), &kill).expect("KILL @victim through PyMySQL");
+        assert!(
+            victim.try_query("SELECT 1").await.is_err(),
+            "the victim's connection is gone"
+        );
+        let mut own: Client = side.client().await;
+        let e = own
+            .query("KILL (CONNECTION_ID() + 0)")
+            .await
+            .expect_err("killed itself");
+        assert_eq!(e.code, 1927, "{e:?}");
+        let other = cli(&login(side), "KILL 4000000000 - 1").expect_err("no such connection");
+        assert_eq!(other.code, 1094, "{other:?}");
+    }
+}
