@@ -142,11 +142,11 @@ fn key_links(
     use tessera_sql::sqlparser::ast::{JoinConstraint, JoinOperator as J};
     let mut conjuncts = Vec::new();
     if let Some(w) = &select.selection {
-        split_and(w, &mut conjuncts);
+        super::scopes::split_and(w, &mut conjuncts);
     }
     for j in select.from.iter().flat_map(|t| &t.joins) {
         if let J::Inner(JoinConstraint::On(on)) | J::Join(JoinConstraint::On(on)) = &j.join_operator {
-            split_and(on, &mut conjuncts);
+            super::scopes::split_and(on, &mut conjuncts);
         }
     }
     let key_of = |e: &Expr| (0..refs.len()).find(|&i| p.is_key(e, std::slice::from_ref(&refs[i])));
@@ -161,21 +161,6 @@ fn key_links(
             _ => None,
         })
         .collect()
-}
-
-fn split_and<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
-    match e {
-        Expr::Nested(inner) => split_and(inner, out),
-        Expr::BinaryOp {
-            left,
-            op: BinaryOperator::And,
-            right,
-        } => {
-            split_and(left, out);
-            split_and(right, out);
-        }
-        other => out.push(other),
-    }
 }
 
 /// The queries directly inside `query` (derived tables, subqueries in expressions, CTEs), not

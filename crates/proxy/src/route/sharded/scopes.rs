@@ -467,7 +467,8 @@ fn all_joins(twj: &TableWithJoins) -> Vec<&tessera_sql::sqlparser::ast::Join> {
     out
 }
 
-fn split_and<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
+/// The conjuncts of `e` (`a AND (b AND c)` gives a, b, c).
+pub(super) fn split_and<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
     match e {
         Expr::Nested(inner) => split_and(inner, out),
         Expr::BinaryOp {
