@@ -84,10 +84,12 @@ check_program() {
     fi
 }
 
-# MariaDB server and client: used by crates/sandbox (demo, integration tests, bench).
+# MariaDB server and client: used by crates/sandbox (demo, integration tests, bench);
+# mariadb-test: MariaDB's own regression suite, run directly and through Tessera (`make mtr`).
 step_mariadb() {
     check_apt_pkg mariadb-server
     check_apt_pkg mariadb-client
+    check_apt_pkg mariadb-test
 }
 
 # Load generator for the benchmark kit, a font for its charts, taskset (util-linux) for --pin,

@@ -11,12 +11,22 @@ use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Poll, Waker};
+use std::time::{Duration, Instant};
 
 /// What the registry knows about one session.
 #[derive(Debug)]
 pub struct SessionHandle {
     pub id: u32,
     pub user: Mutex<String>,
+    /// The client's address, as the process list shows it.
+    pub host: String,
+    /// When the session logged in: [`SessionHandle::activity`] counts from here.
+    connected: Instant,
+    /// Milliseconds since `connected` at which the session's last command started (bit 0
+    /// set: it runs now) or ended: the process list's Command and Time.
+    activity: AtomicU64,
+    /// The session's default database, as the process list shows it.
+    db: Mutex<Option<String>>,
     /// The statement turn: its epoch (bits 1..) and whether it runs on a backend connection
     /// now (bit 0). Written only by the session, once per turn, without a lock.
     turn: AtomicU64,
@@ -201,6 +211,32 @@ impl SessionHandle {
         self.user.lock().map(|u| u.clone()).unwrap_or_default()
     }
 
+    /// A command starts (`busy`) or ends: the process list's Command and Time.
+    pub fn set_busy(&self, busy: bool) {
+        let ms = u64::try_from(self.connected.elapsed().as_millis()).unwrap_or(u64::MAX >> 1);
+        self.activity.store(ms << 1 | u64::from(busy), Ordering::Relaxed);
+    }
+
+    /// Whether a command runs now, and for how long it has run (or the session has waited).
+    pub fn activity(&self) -> (bool, Duration) {
+        let a = self.activity.load(Ordering::Relaxed);
+        let since = self.connected + Duration::from_millis(a >> 1);
+        (a & 1 == 1, since.elapsed())
+    }
+
+    /// Publishes the session's default database when it changed.
+    pub fn set_db(&self, db: Option<&str>) {
+        if let Ok(mut current) = self.db.lock() {
+            if current.as_deref() != db {
+                *current = db.map(str::to_string);
+            }
+        }
+    }
+
+    pub fn db(&self) -> Option<String> {
+        self.db.lock().ok().and_then(|d| d.clone())
+    }
+
     /// Records the connection the session holds user locks on, or that it holds none.
     pub fn set_user_lock_conn(&self, conn: Option<(&str, u32)>) {
         if let Ok(mut held) = self.user_lock_conn.lock() {
@@ -218,10 +254,14 @@ pub struct SessionRegistry {
 }
 
 impl SessionRegistry {
-    pub fn register(&self, id: u32, user: &str) -> Arc<SessionHandle> {
+    pub fn register(&self, id: u32, user: &str, host: &str) -> Arc<SessionHandle> {
         let handle = Arc::new(SessionHandle {
             id,
             user: Mutex::new(user.to_string()),
+            host: host.to_string(),
+            connected: Instant::now(),
+            activity: AtomicU64::new(0),
+            db: Mutex::new(None),
             turn: AtomicU64::new(0),
             recorded: Mutex::new(None),
             recorded_server: AtomicPtr::new(std::ptr::null_mut()),
@@ -270,6 +310,16 @@ impl SessionRegistry {
             .collect()
     }
 
+    /// The sessions of `user`, by connection id: what its process list shows.
+    pub fn sessions_of(&self, user: &str) -> Vec<Arc<SessionHandle>> {
+        let Ok(sessions) = self.sessions.lock() else {
+            return Vec::new();
+        };
+        let mut out: Vec<Arc<SessionHandle>> = sessions.values().filter(|h| h.user() == user).cloned().collect();
+        out.sort_by_key(|h| h.id);
+        out
+    }
+
     pub fn get(&self, id: u32) -> Option<Arc<SessionHandle>> {
         self.sessions.lock().ok().and_then(|s| s.get(&id).cloned())
     }
@@ -291,7 +341,7 @@ mod tests {
     #[test]
     fn a_statement_turn_ends_when_the_connection_is_given_back() {
         let registry = SessionRegistry::default();
-        let handle = registry.register(7, "app");
+        let handle = registry.register(7, "app", "127.0.0.1");
         let server = Arc::new(ServerInfo {
             name: "s".into(),
             address: "127.0.0.1:1".into(),

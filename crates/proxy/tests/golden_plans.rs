@@ -285,12 +285,14 @@ fn render(config: &str, schema: &str, file: &str) -> String {
     let current = std::fs::read_to_string(file).expect("golden file");
     let mut out = String::from("# Golden plans (see crates/proxy/tests/golden_plans.rs). Statements start in column 0;\n# the indented lines are the plan: step | shard | group | database | detail.\n");
     for sql in statements(&current) {
-        let fp = tessera_sql::fingerprint(&sql);
-        let plan = cache.get(&sql, &fp, schema, true, &tables);
+        // As a session on the schema plans it: `shop.t.col` written `t.col` first.
+        let planned = tessera_sql::drop_database_qualifier(&sql, &schema.name, true).unwrap_or_else(|| sql.clone());
+        let fp = tessera_sql::fingerprint(&planned);
+        let plan = cache.get(&planned, &fp, schema, true, &tables);
         out.push('\n');
         out.push_str(&sql);
         out.push('\n');
-        for row in explain::rows(&plan, schema, &names, &sql, &fp, true) {
+        for row in explain::rows(&plan, schema, &names, &planned, &fp, true) {
             let cells: Vec<&str> = row.iter().map(|c| c.as_deref().unwrap_or("-")).collect();
             out.push_str(&format!("    {}\n", cells.join(" | ")));
         }

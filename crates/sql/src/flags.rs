@@ -55,12 +55,15 @@ impl Flags {
     /// comments and literals aside: a column of that name only costs a primary read. Decided
     /// once here, not at every execution.
     pub const SEQUENCE: Flags = Flags(1 << 19);
+    /// Names `PROCESSLIST` (`SHOW PROCESSLIST`, `information_schema.PROCESSLIST`): Tessera
+    /// answers the process list with its own sessions.
+    pub const PROCESSLIST: Flags = Flags(1 << 20);
 
     /// Any of the advisory-lock functions.
     pub const LOCK_FUNCTIONS: Flags =
         Flags(Self::GET_LOCK.0 | Self::RELEASE_LOCK.0 | Self::RELEASE_ALL_LOCKS.0 | Self::IS_USED_LOCK.0);
 
-    const NAMES: [(&'static str, Flags); 20] = [
+    const NAMES: [(&'static str, Flags); 21] = [
         ("USER_VAR_WRITE", Self::USER_VAR_WRITE),
         ("USER_VAR_READ", Self::USER_VAR_READ),
         ("GET_LOCK", Self::GET_LOCK),
@@ -81,6 +84,7 @@ impl Flags {
         ("SESSION_INFO", Self::SESSION_INFO),
         ("DIAGNOSTICS", Self::DIAGNOSTICS),
         ("SEQUENCE", Self::SEQUENCE),
+        ("PROCESSLIST", Self::PROCESSLIST),
     ];
 
     pub const fn empty() -> Flags {

@@ -21,6 +21,7 @@ mod keyword;
 pub mod lexer;
 pub mod parse_modes;
 mod pure;
+pub mod qualifiers;
 mod scan;
 pub mod select_items;
 pub mod set_scope;
@@ -35,6 +36,7 @@ pub use lexer::{
     TokenKind,
 };
 pub use parse_modes::reads_alike;
+pub use qualifiers::drop_database_qualifier;
 pub use set_scope::{scope_session_targets, sets_next_transaction};
 pub use split::{ends_in_parenthesis, set_assignments, split_statements, split_statements_with};
 pub use txn_end::{completion_type_level, end_options, EndOptions};

@@ -275,6 +275,7 @@ impl<'a, V: FnMut(Token<'a>, bool)> Walker<'a, V> {
             | Kw::User
             | Kw::SessionUser
             | Kw::SystemUser => self.function_call(st, kw),
+            Kw::Processlist => self.flags.insert(Flags::PROCESSLIST),
             // CURRENT_USER may be written without parentheses.
             Kw::CurrentUser if st.prev != TokenKind::Dot => self.flags.insert(Flags::SESSION_INFO),
             _ => {}

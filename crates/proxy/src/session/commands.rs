@@ -37,7 +37,7 @@ impl Session {
                 return None;
             }
         };
-        let handle = ctx.sessions.register(id, &authed.user);
+        let handle = ctx.sessions.register(id, &authed.user, &host);
         let routing = user_routing(&ctx, &authed.user);
         let mut session = Session {
             state: SessionVars::after_handshake(authed.charset, None),

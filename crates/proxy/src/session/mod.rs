@@ -19,6 +19,7 @@ pub mod params;
 pub mod pins;
 pub mod pipelined;
 pub mod prepared;
+pub mod processlist;
 pub mod query;
 pub mod restore;
 pub mod rewrite;
@@ -152,6 +153,7 @@ pub async fn serve(ctx: Arc<Context>, tcp: TcpStream, host: String) {
 
 impl Session {
     async fn run(&mut self) {
+        self.handle.set_db(self.state.schema.as_deref());
         loop {
             let short_pin = self.held.as_ref().is_some_and(|c| !c.in_transaction) && self.pins.only_short_lived();
             let mut release_timer = short_pin.then(|| Box::pin(tokio::time::sleep(SHORT_PIN_IDLE)));
@@ -211,7 +213,11 @@ impl Session {
             }
             // The command's future lives on the heap while it runs: an idle session keeps only
             // this loop's small state (10,000 idle clients in well under 100 MB).
-            match in_heap(|| self.dispatch(&payload)).await {
+            self.handle.set_busy(true);
+            let answered = in_heap(|| self.dispatch(&payload)).await;
+            self.handle.set_busy(false);
+            self.handle.set_db(self.state.schema.as_deref());
+            match answered {
                 // KILL of this very session: its own ERR (1927) goes out, then it closes.
                 Err(e) if self.fatal && self.handle.is_killed() => {
                     in_heap(|| self.report(e)).await;

@@ -180,27 +180,31 @@ fn unknown(id: u32, command: &'static str) -> ProxyError {
 
 impl Session {
     pub async fn stmt_prepare(&mut self, raw: &[u8]) -> Result<Next, ProxyError> {
-        let text = String::from_utf8_lossy(raw);
-        let class = tessera_sql::classify_with(&text, self.state.backslash_escapes());
-        let session_functions = reads_session_functions(&class) && matches!(text, std::borrow::Cow::Borrowed(_));
+        let decoded = String::from_utf8_lossy(raw);
+        let lossless = matches!(decoded, std::borrow::Cow::Borrowed(_));
+        // `db.t.col` on a logical schema is prepared (and planned) as `t.col`.
+        let unqualified = lossless.then(|| self.unqualified(&decoded)).flatten();
+        let text: &str = unqualified.as_deref().unwrap_or(&decoded);
+        let raw: &[u8] = unqualified.as_deref().map_or(raw, str::as_bytes);
+        let class = tessera_sql::classify_with(text, self.state.backslash_escapes());
+        let session_functions = reads_session_functions(&class) && lossless;
         let mut rewritten = session_functions
-            .then(|| prepared_session_functions(&text, self.state.backslash_escapes()))
+            .then(|| prepared_session_functions(text, self.state.backslash_escapes()))
             .flatten();
-        let lossless = matches!(text, std::borrow::Cow::Borrowed(_));
         if lossless
             && class.flags.contains(tessera_sql::Flags::SESSION_INFO)
             && super::query::answers_session_info(&class.kind)
         {
             // Identity and tracking values are the session's own: spliced into its text.
             let info = self.session_info();
-            let base = rewritten.as_deref().unwrap_or(&text);
+            let base = rewritten.as_deref().unwrap_or(text);
             if let Some(r) = super::rewrite::replace_terms(base, &info.terms(), self.state.backslash_escapes()) {
                 rewritten = Some(r);
             }
         }
         if lossless && matches!(class.kind, tessera_sql::StatementKind::Set(_)) {
             // An unscoped `@@name` target would change the connection unreported.
-            let base = rewritten.as_deref().unwrap_or(&text);
+            let base = rewritten.as_deref().unwrap_or(text);
             if let Some(r) = tessera_sql::scope_session_targets(base, self.state.backslash_escapes()) {
                 rewritten = Some(r);
             }
@@ -210,11 +214,11 @@ impl Session {
             None => Arc::from(raw),
         };
         let scope = sync_scope(&[Stmt {
-            sql: &text,
+            sql: text,
             class: std::borrow::Cow::Borrowed(&class),
         }]);
-        let sharded = self.plan_prepared(&text, &class).await?;
-        let (target, backend_sql) = self.prepare_target(&text, &class, sharded.as_deref(), &sql).await?;
+        let sharded = self.plan_prepared(text, &class).await?;
+        let (target, backend_sql) = self.prepare_target(text, &class, sharded.as_deref(), &sql).await?;
         let was_held = self.held.is_some();
         let acquired = self.acquire(target, scope).await;
         self.target_schema = None;
@@ -244,7 +248,7 @@ impl Session {
         let plan = PreparedPlan {
             reads_only,
             sql,
-            text: Arc::from(text.as_ref()),
+            text: Arc::from(text),
             class,
             scope,
             session_functions,

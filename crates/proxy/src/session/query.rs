@@ -53,6 +53,13 @@ impl Session {
         {
             return in_heap(|| self.explain_route(statement)).await;
         }
+        if let Some(read) = single(&stmts, |_| true)
+            .filter(|s| s.class.flags.contains(Flags::PROCESSLIST))
+            .and_then(|s| self.process_list_read(s.sql))
+        {
+            let sql = stmts[0].sql.to_string();
+            return in_heap(|| self.answer_process_list(&sql, read)).await;
+        }
         if let Some(next) = self.answer_locally(&stmts).await? {
             return Ok(next);
         }
@@ -100,6 +107,16 @@ impl Session {
                 Err(e) => exclude = Some(self.retry_or_fail(target, was_held, exclude, e)?),
             }
         }
+    }
+
+    /// How a statement reads the process list, which Tessera answers with its own sessions.
+    fn process_list_read(&self, sql: &str) -> Option<super::processlist::ProcessListRead> {
+        let in_schema = self
+            .state
+            .schema
+            .as_deref()
+            .is_some_and(|d| d.eq_ignore_ascii_case("information_schema"));
+        super::processlist::process_list_read(sql, in_schema, self.state.backslash_escapes())
     }
 
     /// A SET of the client's own session tracking (never the backend's), then the rest of it.

@@ -36,6 +36,14 @@ impl Session {
         Some((index, self.ctx.topology.clone()))
     }
 
+    /// `sql` with its `db.t.col` references written `t.col` when the session is on the
+    /// logical schema `db` (see [`tessera_sql::drop_database_qualifier`]); None otherwise.
+    pub fn unqualified(&self, sql: &str) -> Option<String> {
+        let name = self.state.schema.as_deref()?;
+        self.ctx.topology.schema(name)?;
+        tessera_sql::drop_database_qualifier(sql, name, self.state.backslash_escapes())
+    }
+
     /// Whether a statement kind is planned by the sharding planner.
     pub fn is_sharded_kind(kind: &StatementKind) -> bool {
         matches!(
@@ -66,8 +74,10 @@ impl Session {
     ) -> Result<Next, ProxyError> {
         let topology = self.ctx.topology.clone();
         let schema = &topology.schemas[schema_index];
-        let fp = tessera_sql::fingerprint(sql);
         let escapes = self.state.backslash_escapes();
+        let unqualified = tessera_sql::drop_database_qualifier(sql, &schema.name, escapes);
+        let sql = unqualified.as_deref().unwrap_or(sql);
+        let fp = tessera_sql::fingerprint(sql);
         let tables = self.schema_tables(schema).await?;
         let plan = self.ctx.plans.get(sql, &fp, schema, escapes, &tables);
         let values = Values {
@@ -77,7 +87,7 @@ impl Session {
             backslash_escapes: escapes,
         };
         match &*plan {
-            ShardPlan::Reject(m) => Err(self.refusal(schema, sql, m).await),
+            ShardPlan::Reject(m) => Err(self.refusal(schema, sql, m, &tables).await),
             ShardPlan::Read { shards, one, many, .. } => {
                 let shards = resolve(shards, schema, &values)?;
                 if let ([shard], None) = (shards.as_slice(), &binary) {
@@ -88,7 +98,7 @@ impl Session {
                 }
                 let scatter = match many {
                     Ok(s) => s,
-                    Err(m) => return Err(self.refusal(schema, sql, m).await),
+                    Err(m) => return Err(self.refusal(schema, sql, m, &tables).await),
                 };
                 self.scatter_read(schema, &shards, scatter, sql, &fp, binary).await
             }
@@ -603,12 +613,20 @@ impl Session {
     /// The error for a statement Tessera refuses: MariaDB's own when the statement is wrong
     /// for one server too (a syntax error, a UNION of different widths), found by preparing it
     /// on the default shard; else the refusal naming what is not supported.
-    async fn refusal(&mut self, schema: &ShardedSchema, sql: &str, message: &str) -> ProxyError {
+    async fn refusal(
+        &mut self,
+        schema: &ShardedSchema,
+        sql: &str,
+        message: &str,
+        tables: &crate::catalog::SchemaTables,
+    ) -> ProxyError {
         let shard = schema.default_shard;
         let Ok(mut conn) = self.shard_conn(schema, shard).await else {
             return unsupported(message);
         };
-        let text: std::sync::Arc<[u8]> = std::sync::Arc::from(for_shard(sql, schema, shard).as_bytes());
+        let fp = tessera_sql::fingerprint(sql);
+        let renamed = crate::route::sharded::renamed(sql, &fp, schema, tables);
+        let text: std::sync::Arc<[u8]> = std::sync::Arc::from(for_shard(&renamed, schema, shard).as_bytes());
         let verdict = conn.prepare(&text).await;
         conn.forget_statement(&text);
         let in_txn = self.sharded_transaction_open();
@@ -984,6 +1002,8 @@ impl Session {
         let rows: Vec<explain::Row> = match self.logical_schema() {
             Some((index, topology)) => {
                 let schema = &topology.schemas[index];
+                let unqualified = self.unqualified(statement);
+                let statement = unqualified.as_deref().unwrap_or(statement);
                 let fp = tessera_sql::fingerprint(statement);
                 let class = tessera_sql::classify(statement);
                 if Self::is_sharded_kind(&class.kind) {

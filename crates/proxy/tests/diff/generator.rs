@@ -1,26 +1,117 @@
-//! Seeded random SELECTs inside the supported space: single tables and co-located or broadcast
-//! joins; column lists; WHERE from shard-key and other predicates with AND / OR / NOT;
-//! aggregates with GROUP BY / HAVING; DISTINCT; UNION; ORDER BY that is total whenever LIMIT is
-//! used (the primary key breaks ties). Each statement says how to compare it.
+//! Seeded random SELECTs: single tables and joins of any tables (on keys, on other columns, outer,
+//! with `=` and `<=>`), derived tables, IN / EXISTS / scalar subqueries (correlated or not),
+//! UNION branches, schema-qualified names (`shop.t`, `shop.t.col`); column lists; WHERE from
+//! shard-key and other predicates with AND / OR / NOT; aggregates with GROUP BY / HAVING;
+//! DISTINCT; ORDER BY that is total whenever LIMIT is used (the primary keys break ties). Each
+//! statement says how to compare it, and whether Tessera may refuse it by design
+//! ([`verdict`]).
+
+mod derived;
+mod from;
+mod predicates;
+mod subquery;
+mod union;
+mod verdict;
 
 use super::corpus::{Marks, Statement};
-use super::data::{quote, Dataset};
+use super::data::Dataset;
 use super::rng::Rng;
-use super::schema::{self, Column, Kind, Rule, Table};
+use super::schema::{self, Column, Kind, Table};
 use std::collections::HashMap;
+use verdict::Verdict;
 
-/// A table in a FROM clause, with its alias (None: columns unqualified).
+/// How a column of a table without alias is written.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Qual {
+    /// `col`
+    Bare,
+    /// `t.col`
+    Table,
+    /// `shop.t.col`
+    Schema,
+}
+
+/// A table in a FROM clause, with its alias (None: columns written as `qual` says).
 #[derive(Clone, Copy)]
 struct Ref {
     alias: Option<&'static str>,
     table: &'static Table,
+    qual: Qual,
+    /// Written `shop.t` in the FROM clause.
+    in_schema: bool,
+    /// The inner side of an outer join: its columns may be NULL-extended.
+    null_ext: bool,
 }
 
-/// A FROM clause: its text, its tables, and columns whose order is total over its rows.
+impl Ref {
+    fn new(alias: Option<&'static str>, table: &'static Table) -> Ref {
+        Ref {
+            alias,
+            table,
+            qual: Qual::Bare,
+            in_schema: false,
+            null_ext: false,
+        }
+    }
+
+    /// The table as the FROM clause names it: `[shop.]t [alias]`.
+    fn in_from(&self) -> String {
+        let schema = if self.in_schema { "shop." } else { "" };
+        match self.alias {
+            Some(a) => format!("{schema}{} {a}", self.table.name),
+            None => format!("{schema}{}", self.table.name),
+        }
+    }
+
+    /// The name other clauses see: the alias, else the table's name.
+    fn visible(&self) -> &'static str {
+        self.alias.unwrap_or(self.table.name)
+    }
+
+    fn col(&self, name: &str) -> ColRef {
+        let column = self
+            .table
+            .columns
+            .iter()
+            .find(|c| c.name == name)
+            .expect("a column of the table");
+        ColRef { r: *self, column }
+    }
+
+    fn pk(&self) -> ColRef {
+        self.col(self.table.pk)
+    }
+
+    /// The shard key column, for sharded tables.
+    fn key(&self) -> Option<ColRef> {
+        self.table.key.map(|k| self.col(k))
+    }
+}
+
+/// A FROM clause: its text, its tables, columns whose order is total over its rows, conjuncts
+/// every WHERE over it includes, and whether Tessera may refuse statements over it.
 struct Source {
     from: String,
     refs: Vec<Ref>,
     total_order: Vec<String>,
+    extra: Vec<String>,
+    /// Tables of the subqueries in its WHERE and select list.
+    inner_tables: Vec<&'static Table>,
+    verdict: Verdict,
+}
+
+impl Source {
+    fn new(from: String, refs: Vec<Ref>) -> Source {
+        let total_order = refs.iter().map(|r| r.pk().sql()).collect();
+        Source {
+            from,
+            refs,
+            total_order,
+            extra: Vec::new(),
+            inner_tables: Vec::new(),
+            verdict: Verdict::default(),
+        }
+    }
 }
 
 /// A column of a source.
@@ -32,15 +123,46 @@ struct ColRef {
 
 impl ColRef {
     fn sql(&self) -> String {
-        match self.r.alias {
-            Some(a) => format!("{a}.{}", self.column.name),
-            None => self.column.name.to_string(),
+        let name = self.column.name;
+        match (self.r.alias, self.r.qual) {
+            (Some(a), _) => format!("{a}.{name}"),
+            (None, Qual::Bare) => name.to_string(),
+            (None, Qual::Table) => format!("{}.{name}", self.r.table.name),
+            (None, Qual::Schema) => format!("shop.{}.{name}", self.r.table.name),
+        }
+    }
+
+    /// Written with its table (for use inside a subquery, where a bare name binds inside).
+    fn qualified(&self) -> String {
+        match (self.r.alias, self.r.qual) {
+            (None, Qual::Bare) => format!("{}.{}", self.r.table.name, self.column.name),
+            _ => self.sql(),
         }
     }
 
     fn is_key(&self) -> bool {
         self.r.table.key == Some(self.column.name)
     }
+}
+
+/// Type families that compare without surprises: integers, decimals, doubles, strings of one
+/// collation, dates, datetimes.
+fn class(c: &Column) -> (u8, Option<&'static str>) {
+    let family = match c.kind {
+        Kind::Int | Kind::BigInt | Kind::TinyInt => 0,
+        Kind::Decimal => 1,
+        Kind::Double => 2,
+        Kind::Str => 3,
+        Kind::Date => 4,
+        Kind::DateTime => 5,
+    };
+    (family, c.collation)
+}
+
+/// Whether `a` and `b` may be compared, joined or UNIONed (same family; strings of the same
+/// collation: `tags.name` against another string is MariaDB's error 1267).
+fn compatible(a: &Column, b: &Column) -> bool {
+    class(a) == class(b)
 }
 
 /// The random statement generator.
@@ -69,11 +191,18 @@ impl Generator {
 
     /// The `n`-th statement (call in order: the stream depends on the seed only).
     pub fn statement(&mut self, n: usize) -> Statement {
-        let source = self.source();
         let (sql, mut marks) = match self.rng.below(100) {
-            0..=44 => self.plain(&source),
-            45..=79 => self.aggregate(&source),
-            80..=91 => self.distinct(&source),
+            0..=79 => {
+                let mut source = self.source();
+                let (sql, mut marks) = match self.rng.below(100) {
+                    0..=49 => self.plain(&mut source),
+                    50..=84 => self.aggregate(&source),
+                    _ => self.distinct(&source),
+                };
+                source.verdict.apply(&mut marks);
+                (sql, marks)
+            }
+            80..=89 => self.derived(),
             _ => self.union(),
         };
         marks.prepared = self.rng.chance(self.prepared_pct);
@@ -84,72 +213,65 @@ impl Generator {
         }
     }
 
+    /// A FROM clause with, sometimes, subquery conditions in its WHERE.
     fn source(&mut self) -> Source {
-        let t = |alias: &'static str, table: &'static Table| Ref {
-            alias: Some(alias),
-            table,
+        let mut s = match self.rng.below(100) {
+            0..=34 => self.single_source(&schema::TABLES[..]),
+            35..=54 => self.fixed_join(),
+            55..=89 => self.composed_source(&schema::TABLES[..]),
+            _ => self.composed_source(&[schema::PRODUCTS, schema::SETTINGS]),
         };
-        let (o, c, p) = (
-            t("o", table("orders")),
-            t("c", table("customers")),
-            t("p", table("products")),
-        );
-        let joins: [(String, Vec<Ref>, Vec<&str>); 8] = [
+        let only_unsharded = s.refs.iter().all(|r| r.table.key.is_none());
+        let pct = if only_unsharded { 70 } else { 35 };
+        if self.rng.chance(pct) {
+            self.add_subquery(&mut s, "x1");
+            if self.rng.chance(15) {
+                self.add_subquery(&mut s, "x2");
+            }
+        }
+        s
+    }
+
+    /// The co-located and broadcast joins the generator started with (tables sometimes
+    /// written `shop.t`).
+    fn fixed_join(&mut self) -> Source {
+        let t = |alias: &'static str, name: &str| Ref::new(Some(alias), table(name));
+        let ext = |r: Ref| Ref { null_ext: true, ..r };
+        let (o, c, p) = (t("o", "orders"), t("c", "customers"), t("p", "products"));
+        let joins: [(&str, Vec<Ref>); 8] = [
+            ("orders o JOIN customers c ON o.customer_id = c.id", vec![o, c]),
             (
-                "orders o JOIN customers c ON o.customer_id = c.id".into(),
-                vec![o, c],
-                vec!["o.id"],
+                "orders o LEFT JOIN customers c ON o.customer_id = c.id",
+                vec![o, ext(c)],
             ),
             (
-                "orders o LEFT JOIN customers c ON o.customer_id = c.id".into(),
-                vec![o, c],
-                vec!["o.id"],
+                "customers c LEFT JOIN orders o ON o.customer_id = c.id",
+                vec![c, ext(o)],
+            ),
+            ("orders o JOIN products p ON o.product_id = p.id", vec![o, p]),
+            ("orders o LEFT JOIN products p ON o.product_id = p.id", vec![o, ext(p)]),
+            ("tags t JOIN products p ON t.weight = p.id", vec![t("t", "tags"), p]),
+            (
+                "events e JOIN products p ON e.customer_id = p.id",
+                vec![t("e", "events"), p],
             ),
             (
-                "customers c LEFT JOIN orders o ON o.customer_id = c.id".into(),
-                vec![c, o],
-                vec!["c.id", "o.id"],
-            ),
-            (
-                "orders o JOIN products p ON o.product_id = p.id".into(),
-                vec![o, p],
-                vec!["o.id"],
-            ),
-            (
-                "orders o LEFT JOIN products p ON o.product_id = p.id".into(),
-                vec![o, p],
-                vec!["o.id"],
-            ),
-            (
-                "tags t JOIN products p ON t.weight = p.id".into(),
-                vec![t("t", table("tags")), p],
-                vec!["t.id"],
-            ),
-            (
-                "events e JOIN products p ON e.customer_id = p.id".into(),
-                vec![t("e", table("events")), p],
-                vec!["e.id"],
-            ),
-            (
-                "orders o JOIN customers c ON o.customer_id = c.id JOIN products p ON o.product_id = p.id".into(),
+                "orders o JOIN customers c ON o.customer_id = c.id JOIN products p ON o.product_id = p.id",
                 vec![o, c, p],
-                vec!["o.id"],
             ),
         ];
-        if self.rng.chance(62) {
-            let table = self.rng.pick(&schema::TABLES[..]);
-            return Source {
-                from: table.name.to_string(),
-                refs: vec![Ref { alias: None, table }],
-                total_order: vec![table.pk.to_string()],
-            };
+        let (text, refs) = self.rng.pick(&joins).clone();
+        let mut from = text.to_string();
+        let mut out = Vec::new();
+        for mut r in refs {
+            if self.rng.chance(40) {
+                r.in_schema = true;
+                let plain = format!("{} {}", r.table.name, r.visible());
+                from = from.replacen(&plain, &r.in_from(), 1);
+            }
+            out.push(r);
         }
-        let (from, refs, order) = self.rng.pick(&joins).clone();
-        Source {
-            from,
-            refs,
-            total_order: order.into_iter().map(str::to_string).collect(),
-        }
+        Source::new(from, out)
     }
 
     fn columns(&self, s: &Source) -> Vec<ColRef> {
@@ -169,20 +291,26 @@ impl Generator {
         out
     }
 
-    fn plain(&mut self, s: &Source) -> (String, Marks) {
+    fn plain(&mut self, s: &mut Source) -> (String, Marks) {
         let star = self.rng.chance(8);
         let cols = {
             let k = 1 + self.rng.below(4);
             self.pick_columns(s, k)
         };
+        let mut marks = Marks::default();
         let list = if star {
             "*".to_string()
         } else {
-            cols.iter().map(ColRef::sql).collect::<Vec<_>>().join(", ")
+            let mut items: Vec<String> = cols.iter().map(ColRef::sql).collect();
+            if self.rng.chance(25) {
+                let (item, ci) = self.scalar_item(s, "x3");
+                items.push(format!("{item} AS sq"));
+                marks.ci |= ci;
+            }
+            items.join(", ")
         };
         let mut sql = format!("SELECT {list} FROM {}", s.from);
         self.push_where(&mut sql, s, 75);
-        let mut marks = Marks::default();
         match self.rng.below(100) {
             0..=44 => {
                 let mut keys = self.order_items(s, &cols, star);
@@ -235,143 +363,6 @@ impl Generator {
             1 => format!(" LIMIT {offset}, {count}"),
             _ => format!(" LIMIT {count} OFFSET {offset}"),
         }
-    }
-
-    fn push_where(&mut self, sql: &mut String, s: &Source, pct: u32) {
-        if self.rng.chance(pct) {
-            let p = self.predicate(s, 0);
-            sql.push_str(&format!(" WHERE {p}"));
-        }
-    }
-
-    fn predicate(&mut self, s: &Source, depth: usize) -> String {
-        if depth < 2 && self.rng.chance(30) {
-            let (a, b) = (self.predicate(s, depth + 1), self.predicate(s, depth + 1));
-            let op = if self.rng.chance(60) { "AND" } else { "OR" };
-            let combined = format!("({a} {op} {b})");
-            return if self.rng.chance(8) {
-                format!("NOT {combined}")
-            } else {
-                combined
-            };
-        }
-        let keys: Vec<ColRef> = self.columns(s).into_iter().filter(ColRef::is_key).collect();
-        if !keys.is_empty() && self.rng.chance(55) {
-            let k = *self.rng.pick(&keys);
-            return self.key_predicate(k);
-        }
-        let c = self.pick_columns(s, 1)[0];
-        self.column_predicate(c)
-    }
-
-    /// A literal for column `c`: mostly a value present in the data, sometimes an absent one.
-    fn literal(&mut self, c: ColRef) -> String {
-        let pool = &self.pools[&(c.r.table.name, c.column.name)];
-        if !pool.is_empty() && self.rng.chance(85) {
-            return self.rng.pick(pool).clone();
-        }
-        match c.column.kind {
-            Kind::Str => quote(&format!("zz{}", self.rng.below(100))),
-            Kind::Date => format!("'{}-06-15'", self.rng.range(1940, 2040)),
-            Kind::DateTime => format!("'{}-06-15 12:00:00'", self.rng.range(1940, 2040)),
-            Kind::Decimal => format!("{}.{:02}", self.rng.range(-2000, 200_000), self.rng.below(100)),
-            Kind::Double => format!("{}", self.rng.range(-4000, 4000) as f64 / 8.0),
-            _ => self.rng.range(-1000, 10_000).to_string(),
-        }
-    }
-
-    /// One to four distinct literals, comma-separated (an IN list).
-    fn literal_list(&mut self, c: ColRef) -> String {
-        let n = 1 + self.rng.below(4);
-        let mut out: Vec<String> = (0..n).map(|_| self.literal(c)).collect();
-        out.sort();
-        out.dedup();
-        out.join(", ")
-    }
-
-    fn key_predicate(&mut self, k: ColRef) -> String {
-        let col = k.sql();
-        let range = k.r.table.rule == Rule::Range;
-        let choice = self.rng.below(if range { 100 } else { 75 });
-        match choice {
-            0..=29 => format!("{col} = {}", self.literal(k)),
-            30..=44 => format!("{col} IN ({})", self.literal_list(k)),
-            45..=56 => format!("({col} = {} OR {col} = {})", self.literal(k), self.literal(k)),
-            57..=64 if k.column.nullable => format!("{col} IS NULL"),
-            57..=64 => format!("{col} <> {}", self.literal(k)),
-            65..=74 => format!("{col} IS NOT NULL"),
-            75..=84 => {
-                let mut v = [self.int_literal(k), self.int_literal(k)];
-                v.sort();
-                format!("{col} BETWEEN {} AND {}", v[0], v[1])
-            }
-            85..=89 => format!("{col} < {}", self.int_literal(k)),
-            90..=94 => format!("{col} >= {}", self.int_literal(k)),
-            _ => {
-                let mut v = [self.int_literal(k), self.int_literal(k)];
-                v.sort();
-                format!("({col} > {} AND {col} <= {})", v[0], v[1])
-            }
-        }
-    }
-
-    /// An integer near the range table's bounds (or one of its keys).
-    fn int_literal(&mut self, k: ColRef) -> i64 {
-        if self.rng.chance(50) {
-            if let Ok(v) = self.literal(k).parse::<i64>() {
-                return v;
-            }
-        }
-        let b = *self.rng.pick(&schema::EVENT_BOUNDS);
-        b + self.rng.range(-3, 3)
-    }
-
-    fn column_predicate(&mut self, c: ColRef) -> String {
-        let col = c.sql();
-        if c.column.nullable && self.rng.chance(12) {
-            let not = if self.rng.chance(50) { " NOT" } else { "" };
-            return format!("{col} IS{not} NULL");
-        }
-        match (c.column.kind, self.rng.below(100)) {
-            (Kind::Str, 0..=24) => format!("{col} LIKE {}", self.like_pattern(c)),
-            (_, 0..=44) => {
-                let op = *self.rng.pick(&["=", "<>", "<", "<=", ">", ">="]);
-                format!("{col} {op} {}", self.literal(c))
-            }
-            (_, 45..=64) => {
-                let mut v = [self.literal(c), self.literal(c)];
-                if c.column.kind.is_numeric() {
-                    v.sort_by(|a, b| {
-                        a.parse::<f64>()
-                            .unwrap_or(0.0)
-                            .total_cmp(&b.parse::<f64>().unwrap_or(0.0))
-                    });
-                }
-                format!("{col} BETWEEN {} AND {}", v[0], v[1])
-            }
-            (_, 65..=79) => format!("{col} IN ({})", self.literal_list(c)),
-            _ => {
-                let op = *self.rng.pick(&["<", ">="]);
-                format!("{col} {op} {}", self.literal(c))
-            }
-        }
-    }
-
-    /// `'<prefix>%'` from a value of the column (values with LIKE metacharacters skipped).
-    fn like_pattern(&mut self, c: ColRef) -> String {
-        let pool = &self.pools[&(c.r.table.name, c.column.name)];
-        let plain: Vec<String> = pool
-            .iter()
-            .filter(|v| !v.contains(['%', '_', '\\']) && !v.contains("''"))
-            .cloned()
-            .collect();
-        if plain.is_empty() {
-            return "'a%'".into();
-        }
-        let v = self.rng.pick(&plain).trim_matches('\'').to_string();
-        let take = 1 + self.rng.below(2);
-        let prefix: String = v.chars().take(take).collect();
-        format!("'{prefix}%'")
     }
 
     fn aggregate(&mut self, s: &Source) -> (String, Marks) {
@@ -518,37 +509,6 @@ impl Generator {
         if self.rng.chance(50) {
             let keys: Vec<String> = list.iter().map(|c| format!("{c}{}", self.direction())).collect();
             sql.push_str(&format!(" ORDER BY {}", keys.join(", ")));
-            marks.ordered = true;
-            if self.rng.chance(50) {
-                sql.push_str(&self.limit());
-            }
-        }
-        (sql, marks)
-    }
-
-    /// Two one-column selects of one table joined by UNION or UNION ALL.
-    fn union(&mut self) -> (String, Marks) {
-        let table = self.rng.pick(&schema::TABLES[..]);
-        let s = Source {
-            from: table.name.to_string(),
-            refs: vec![Ref { alias: None, table }],
-            total_order: vec![table.pk.to_string()],
-        };
-        let c = self.pick_columns(&s, 1)[0];
-        let mut parts = Vec::new();
-        for _ in 0..2 {
-            let mut part = format!("SELECT {} FROM {}", c.sql(), table.name);
-            self.push_where(&mut part, &s, 90);
-            parts.push(part);
-        }
-        let all = self.rng.chance(50);
-        let mut sql = parts.join(if all { " UNION ALL " } else { " UNION " });
-        let mut marks = Marks {
-            ci: !all && c.column.kind == Kind::Str,
-            ..Marks::default()
-        };
-        if !all && self.rng.chance(50) {
-            sql.push_str(&format!(" ORDER BY 1{}", self.direction()));
             marks.ordered = true;
             if self.rng.chance(50) {
                 sql.push_str(&self.limit());

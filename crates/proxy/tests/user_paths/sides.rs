@@ -3,7 +3,7 @@
 
 use crate::common::Client;
 
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 pub enum Side {
     /// Tessera's port (user app/app).
     Proxy(u16),

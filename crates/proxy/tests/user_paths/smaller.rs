@@ -3,7 +3,9 @@
 //! (Tessera's, the one CONNECTION_ID() and KILL use), FOUND_ROWS() after `INSERT ... SELECT`
 //! and `CREATE TABLE ... SELECT` counts their rows, and `mariadb -i` (CLIENT_IGNORE_SPACE)
 //! reads `COUNT (*)` as the server does; with `sql_auto_is_null` on, `WHERE id IS NULL` finds
-//! the row the client just inserted.
+//! the row the client just inserted; SHOW PROCESSLIST and information_schema.PROCESSLIST list
+//! the clients' own sessions (their connection ids, users, states and statements), so that a
+//! tool that reads the list and KILLs an id reaches the right client.
 
 use crate::common::{Client, Env};
 use crate::drivers::{cli, cli_with, pymysql, Login};
@@ -138,5 +140,70 @@ async fn kill_takes_an_expression_as_the_server_does() {
         assert_eq!(e.code, 1927, "{e:?}");
         let other = cli(&login(side), "KILL 4000000000 - 1").expect_err("no such connection");
         assert_eq!(other.code, 1094, "{other:?}");
+    }
+}
+
+/// The process list through Tessera lists Tessera's sessions as the server lists its threads:
+/// an idle client as Sleep, a running one with its statement, by the ids KILL takes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_process_list_shows_the_clients_sessions() {
+    let env = Env::start("", "").await;
+    for side in sides(&env).into_iter().rev() {
+        let user = login(side).user;
+        let mut idle: Client = side.client().await;
+        let idle_id = idle.value("SELECT CONNECTION_ID()").await.expect("id");
+        let mut busy: Client = side.client().await;
+        let busy_id = busy.value("SELECT CONNECTION_ID()").await.expect("id");
+        let sleeping = tokio::spawn(async move {
+            let answer = match busy.query("SELECT SLEEP(60)").await {
+                Ok(_) => "answered".to_string(),
+                Err(e) => e.code.to_string(),
+            };
+            (busy, answer)
+        });
+        // Wait until the list shows the statement running (a state, not a time).
+        let running = format!(
+            "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = {busy_id} AND COMMAND = 'Query' \
+             AND INFO = 'SELECT SLEEP(60)' AND USER = '{user}'"
+        );
+        let mut seen = false;
+        for _ in 0..600 {
+            if cli(&login(side), &running).expect("CLI") == ["1"] {
+                seen = true;
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        assert!(seen, "{side:?}: the running statement is listed");
+        let idle_row = format!("SELECT COMMAND, DB FROM information_schema.processlist p WHERE p.ID = {idle_id}");
+        assert_eq!(cli(&login(side), &idle_row).expect("CLI"), ["Sleep\ttest"], "{side:?}");
+        assert_eq!(
+            pymysql(&login(side), &idle_row).expect("PyMySQL"),
+            ["Sleep\ttest"],
+            "{side:?}"
+        );
+        let show = cli(&login(side), "SHOW FULL PROCESSLIST").expect("CLI");
+        for id in [&idle_id, &busy_id] {
+            assert!(
+                show.iter().any(|row| row.split('\t').next() == Some(id.as_str())),
+                "{side:?}: {id} in {show:?}"
+            );
+        }
+        let own = cli(&login(side), "SHOW PROCESSLIST").expect("CLI");
+        assert!(own.iter().any(|r| r.contains("SHOW PROCESSLIST")), "{side:?}: {own:?}");
+        // A tool KILLs the id the list gave it: the right client's statement ends.
+        cli(&login(side), &format!("KILL QUERY {busy_id}")).expect("KILL QUERY");
+        let (mut busy, answer) = sleeping.await.expect("sleeper");
+        assert_eq!(answer, "1317", "{side:?}: SLEEP interrupted");
+        assert_eq!(
+            busy.value("SELECT 2").await.as_deref(),
+            Some("2"),
+            "{side:?}: still connected"
+        );
+        assert_eq!(
+            idle.value("SELECT 3").await.as_deref(),
+            Some("3"),
+            "{side:?}: idle client untouched"
+        );
     }
 }

@@ -75,7 +75,7 @@ pub fn check_colocated(p: &Planner, query: &Query, tables: &[TableRef]) -> Resul
         return Err("a statement over sharded tables with different shard functions".into());
     }
     let sharded_refs = count_sharded_refs(p, query);
-    let by_keys = if sharded_refs <= 1 || super::scopes::keys_link_all(p, query, sharded_refs) {
+    let by_keys = if sharded_refs == 0 || super::scopes::keys_link_all(p, query, sharded_refs) {
         check_derived(p, query)
     } else {
         Err(NOT_ON_KEYS.into())
@@ -195,7 +195,7 @@ fn child_queries(query: &Query) -> Vec<Query> {
 
 /// How many references to sharded tables the query makes (a table joined to itself counts
 /// twice).
-fn count_sharded_refs(p: &Planner, query: &Query) -> usize {
+pub fn count_sharded_refs<V: tessera_sql::sqlparser::ast::Visit>(p: &Planner, query: &V) -> usize {
     let mut n = 0;
     let mut edits = Vec::new();
     let _ = tessera_sql::sqlparser::ast::visit_relations(query, |name| {
@@ -208,6 +208,24 @@ fn count_sharded_refs(p: &Planner, query: &Query) -> usize {
         ControlFlow::<()>::Continue(())
     });
     n
+}
+
+/// Whether every sharded table `node` names is sharded by the same function (only then can
+/// their rows with equal keys be on one shard).
+pub fn one_shard_function<V: tessera_sql::sqlparser::ast::Visit>(p: &Planner, node: &V) -> bool {
+    let mut first = None;
+    let mut agree = true;
+    let mut edits = Vec::new();
+    let _ = tessera_sql::sqlparser::ast::visit_relations(node, |name| {
+        if let Place::Sharded { function, .. } = resolve(name, p.schema, &p.offsets, &mut edits).place {
+            match &first {
+                None => first = Some(function),
+                Some(f) => agree &= *f == function,
+            }
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    agree
 }
 
 /// Derived tables over sharded tables must be shard-local: no LIMIT, and aggregates only when
@@ -241,12 +259,7 @@ fn derived_is_local(p: &Planner, q: &Query) -> Result<(), String> {
     let SetExpr::Select(s) = &*q.body else {
         return Err("a derived table with UNION over a sharded table".into());
     };
-    let keys = p.all_keys();
-    let grouped_by_key = matches!(&s.group_by, GroupByExpr::Expressions(list, _) if list.iter().any(|e| match e {
-        Expr::Identifier(i) => keys.iter().any(|k| k.eq_ignore_ascii_case(&i.value)),
-        Expr::CompoundIdentifier(parts) => parts.last().is_some_and(|i| keys.iter().any(|k| k.eq_ignore_ascii_case(&i.value))),
-        _ => false,
-    }));
+    let grouped_by_key = super::scopes::groups_by_key(p, s);
     let aggregates = s.projection.iter().any(|i| match i {
         tessera_sql::sqlparser::ast::SelectItem::UnnamedExpr(e)
         | tessera_sql::sqlparser::ast::SelectItem::ExprWithAlias { expr: e, .. } => contains_aggregate(e),

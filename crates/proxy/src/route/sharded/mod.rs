@@ -290,10 +290,6 @@ impl<'a> Planner<'a> {
         self.fp.placeholders.binary_search(&offset).ok()
     }
 
-    pub fn all_keys(&self) -> Vec<String> {
-        self.keys.clone()
-    }
-
     /// Whether `e` names the shard key of one of `sharded` ((name or alias, key) pairs).
     pub fn is_key(&self, e: &Expr, sharded: &[(String, String)]) -> bool {
         match e {
@@ -522,6 +518,17 @@ pub fn plan(sql: &str, fp: &Fingerprint, schema: &ShardedSchema, tables: &Schema
         Err(e) => unparsed(&p, &e.to_string()),
     };
     Planned { plan, baked: p.baked }
+}
+
+/// The statement with its logical database qualifiers as [`DATABASE_MARKER`], as one shard
+/// would run it (the client's text when it does not parse): what a refusal checks against a
+/// shard, so that a statement the server would reject gets the server's error.
+pub fn renamed(sql: &str, fp: &Fingerprint, schema: &ShardedSchema, tables: &SchemaTables) -> String {
+    let mut p = Planner::new(sql, fp, schema, tables);
+    if let Ok((stmt, _)) = parse_for_planning(sql) {
+        let _ = tables::all_tables(&stmt, schema, &p.offsets, &mut p.common_edits);
+    }
+    p.one_template().render(sql, &fp.literals)
 }
 
 /// Parses a statement; MariaDB's `LOCK IN SHARE MODE` (which sqlparser does not know) is

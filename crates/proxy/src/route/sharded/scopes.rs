@@ -32,9 +32,18 @@ struct Entry {
     /// The alias, else the table's name.
     name: String,
     source: Source,
+    /// Its rows differ from shard to shard (a sharded table, a derived table over one).
+    sharded: bool,
 }
 
 type Scope = Vec<Entry>;
+
+/// A condition of a WHERE or an ON, and (for an ON) the NULL-extended references as its join
+/// sees them; None: as the whole FROM leaves them.
+struct Conjunct<'q> {
+    expr: &'q Expr,
+    null_ext: Option<Vec<usize>>,
+}
 
 /// What a column reference is bound to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,14 +60,74 @@ enum Binding {
 /// equalities (`expected`: how many sharded references the query makes; a reference the walk
 /// does not reach makes the answer false).
 pub fn keys_link_all(p: &Planner, query: &Query, expected: usize) -> bool {
-    let mut walk = Walk {
-        p,
-        refs: 0,
-        links: Vec::new(),
-        ctes: Vec::new(),
-    };
+    let mut walk = Walk::new(p);
     walk.query(query, &[]);
-    walk.refs == expected && connected(walk.refs, &walk.links)
+    walk.links_all(expected)
+}
+
+/// [`keys_link_all`] for one SELECT (a UNION branch).
+pub fn select_keys_link_all(p: &Planner, select: &Select, expected: usize) -> bool {
+    let mut walk = Walk::new(p);
+    walk.select(select, &[]);
+    walk.links_all(expected)
+}
+
+/// Whether a (derived) SELECT groups by the shard key of a sharded table of its FROM: its
+/// groups then never span shards.
+pub fn groups_by_key(p: &Planner, select: &Select) -> bool {
+    let GroupByExpr::Expressions(list, _) = &select.group_by else {
+        return false;
+    };
+    let mut walk = Walk::new(p);
+    let mut scope = Scope::new();
+    let mut conjuncts = Vec::new();
+    for twj in &select.from {
+        walk.add_from_item(twj, &mut scope, &mut conjuncts);
+    }
+    list.iter()
+        .map(|e| match e {
+            // A FROM column (or one that may be) comes before a select alias of that name.
+            Expr::Identifier(i)
+                if scope
+                    .iter()
+                    .any(|entry| walk.has_column(entry, &i.value) != Some(false)) =>
+            {
+                e
+            }
+            _ => grouped_item(select, e),
+        })
+        .any(|e| matches!(walk.bind(e, &[&scope]), Binding::Key(_)))
+}
+
+/// What a GROUP BY item groups by: `GROUP BY 2` the second select item, `GROUP BY a` the item
+/// aliased `a` (the caller checks first that no FROM column is named so), else the expression.
+fn grouped_item<'s>(select: &'s Select, e: &'s Expr) -> &'s Expr {
+    let item_expr = |i: &'s SelectItem| match i {
+        SelectItem::UnnamedExpr(x) | SelectItem::ExprWithAlias { expr: x, .. } => Some(x),
+        _ => None,
+    };
+    match e {
+        Expr::Value(v) => match &v.value {
+            tessera_sql::sqlparser::ast::Value::Number(n, _) => n
+                .parse::<usize>()
+                .ok()
+                .and_then(|n| select.projection.get(n.checked_sub(1)?))
+                .and_then(item_expr)
+                .unwrap_or(e),
+            _ => e,
+        },
+        Expr::Identifier(name) => select
+            .projection
+            .iter()
+            .find_map(|i| match i {
+                SelectItem::ExprWithAlias { expr, alias } if alias.value.eq_ignore_ascii_case(&name.value) => {
+                    Some(expr)
+                }
+                _ => None,
+            })
+            .unwrap_or(e),
+        _ => e,
+    }
 }
 
 /// Whether the links join `n` nodes into one component.
@@ -87,19 +156,44 @@ struct Walk<'p, 'a> {
     /// Sharded references numbered so far.
     refs: usize,
     links: Vec<(usize, usize)>,
-    /// Common table expressions in scope: name and columns.
-    ctes: Vec<(String, Option<Columns>)>,
+    /// Common table expressions in scope: name, columns, whether over sharded tables.
+    ctes: Vec<(String, Option<Columns>, bool)>,
+    /// Sharded references on the inner side of an outer join met so far: their columns may be
+    /// NULL-extended, and a NULL-extended key `<=>` another key matches that table's NULL-key
+    /// rows, which live on another shard.
+    null_ext: Vec<usize>,
+    /// A SELECT with no sharded table in its FROM (nor in an enclosing one) has a subquery over
+    /// a sharded table: every shard would answer it with part of that table's rows.
+    unanchored: bool,
 }
 
-impl Walk<'_, '_> {
+impl<'p, 'a> Walk<'p, 'a> {
+    fn new(p: &'p Planner<'a>) -> Self {
+        Walk {
+            p,
+            refs: 0,
+            links: Vec::new(),
+            ctes: Vec::new(),
+            null_ext: Vec::new(),
+            unanchored: false,
+        }
+    }
+
+    /// Whether the walk met `expected` sharded references, all anchored and linked.
+    fn links_all(&self, expected: usize) -> bool {
+        self.refs == expected && !self.unanchored && connected(self.refs, &self.links)
+    }
+
     /// Walks a query; its output columns when they can be listed.
     fn query(&mut self, q: &Query, outer: &[&Scope]) -> Option<Columns> {
         let ctes_before = self.ctes.len();
         if let Some(with) = &q.with {
             for cte in &with.cte_tables {
+                let before = self.refs;
                 let columns = self.query(&cte.query, &[]);
                 let columns = renamed(columns, &cte.alias);
-                self.ctes.push((cte.alias.name.value.clone(), columns));
+                self.ctes
+                    .push((cte.alias.name.value.clone(), columns, self.refs > before));
             }
         }
         let columns = self.set_expr(&q.body, outer);
@@ -128,29 +222,55 @@ impl Walk<'_, '_> {
             self.add_from_item(twj, &mut scope, &mut conjuncts);
         }
         if let Some(w) = &s.selection {
-            split_and(w, &mut conjuncts);
+            let mut exprs = Vec::new();
+            split_and(w, &mut exprs);
+            conjuncts.extend(exprs.into_iter().map(|expr| Conjunct { expr, null_ext: None }));
         }
         let mut chain: Vec<&Scope> = outer.to_vec();
         chain.push(&scope);
+        let before = self.refs;
         let nested = self.nested_queries(s, &chain);
+        let anchored = chain.iter().any(|scope| scope.iter().any(|e| e.sharded));
+        if self.refs > before && !anchored {
+            self.unanchored = true;
+        }
         for c in conjuncts {
-            self.link(c, &chain, &nested);
+            self.link(&c, &chain, &nested);
         }
         self.output(s, &chain)
     }
 
-    /// Adds a FROM item's tables to `scope` and its join conditions to `conjuncts`.
-    fn add_from_item<'q>(&mut self, twj: &'q TableWithJoins, scope: &mut Scope, conjuncts: &mut Vec<&'q Expr>) {
+    /// Adds a FROM item's tables to `scope` and its join conditions to `conjuncts`; marks the
+    /// references an outer join NULL-extends.
+    fn add_from_item<'q>(&mut self, twj: &'q TableWithJoins, scope: &mut Scope, conjuncts: &mut Vec<Conjunct<'q>>) {
+        use JoinOperator as J;
+        let start = self.refs;
         self.factor(&twj.relation, scope, conjuncts);
         for j in &twj.joins {
+            let before = self.refs;
             self.factor(&j.relation, scope, conjuncts);
             if let Some(on) = join_condition(&j.join_operator) {
-                split_and(on, conjuncts);
+                // Inside its own ON, a join's tables are real rows: NULL-extended only by
+                // earlier outer joins.
+                let mut exprs = Vec::new();
+                split_and(on, &mut exprs);
+                let seen = Some(self.null_ext.clone());
+                conjuncts.extend(exprs.into_iter().map(|expr| Conjunct {
+                    expr,
+                    null_ext: seen.clone(),
+                }));
+            }
+            let (left, right) = (start..before, before..self.refs);
+            match j.join_operator {
+                J::Left(_) | J::LeftOuter(_) => self.null_ext.extend(right),
+                J::Right(_) | J::RightOuter(_) => self.null_ext.extend(left),
+                J::FullOuter(_) => self.null_ext.extend(left.chain(right)),
+                _ => {}
             }
         }
     }
 
-    fn factor<'q>(&mut self, f: &'q TableFactor, scope: &mut Scope, conjuncts: &mut Vec<&'q Expr>) {
+    fn factor<'q>(&mut self, f: &'q TableFactor, scope: &mut Scope, conjuncts: &mut Vec<Conjunct<'q>>) {
         let alias_of = |a: &Option<TableAlias>| a.as_ref().map(|a| a.name.value.clone());
         match f {
             TableFactor::Table { name, alias, .. } => {
@@ -160,10 +280,14 @@ impl Walk<'_, '_> {
                 };
                 let cte = single
                     .as_ref()
-                    .and_then(|n| self.ctes.iter().rev().find(|(c, _)| c.eq_ignore_ascii_case(n)));
-                let (table, source) = match cte {
-                    Some((n, columns)) => (n.clone(), Source::Derived(columns.clone())),
-                    None => self.table(name),
+                    .and_then(|n| self.ctes.iter().rev().find(|(c, ..)| c.eq_ignore_ascii_case(n)));
+                let (table, source, sharded) = match cte {
+                    Some((n, columns, sharded)) => (n.clone(), Source::Derived(columns.clone()), *sharded),
+                    None => {
+                        let (table, source) = self.table(name);
+                        let sharded = matches!(source, Source::Sharded { .. });
+                        (table, source, sharded)
+                    }
                 };
                 let source = match (alias, source) {
                     (Some(a), Source::Derived(c)) => Source::Derived(renamed(c, a)),
@@ -172,9 +296,11 @@ impl Walk<'_, '_> {
                 scope.push(Entry {
                     name: alias_of(alias).unwrap_or(table),
                     source,
+                    sharded,
                 });
             }
             TableFactor::Derived { subquery, alias, .. } => {
+                let before = self.refs;
                 let columns = self.query(subquery, &[]);
                 let columns = match alias {
                     Some(a) => renamed(columns, a),
@@ -183,12 +309,14 @@ impl Walk<'_, '_> {
                 scope.push(Entry {
                     name: alias_of(alias).unwrap_or_default(),
                     source: Source::Derived(columns),
+                    sharded: self.refs > before,
                 });
             }
             TableFactor::NestedJoin { table_with_joins, .. } => self.add_from_item(table_with_joins, scope, conjuncts),
             _ => scope.push(Entry {
                 name: String::new(),
                 source: Source::Table(None),
+                sharded: false,
             }),
         }
     }
@@ -242,15 +370,15 @@ impl Walk<'_, '_> {
     }
 
     /// Records the key link a conjunct makes, if any.
-    fn link(&mut self, c: &Expr, chain: &[&Scope], nested: &[(Query, Option<Columns>)]) {
-        match c {
-            Expr::BinaryOp {
-                left,
-                op: BinaryOperator::Eq | BinaryOperator::Spaceship,
-                right,
-            } => {
+    fn link(&mut self, c: &Conjunct<'_>, chain: &[&Scope], nested: &[(Query, Option<Columns>)]) {
+        match c.expr {
+            Expr::BinaryOp { left, op, right } if matches!(op, BinaryOperator::Eq | BinaryOperator::Spaceship) => {
                 if let (Binding::Key(a), Binding::Key(b)) = (self.bind(left, chain), self.bind(right, chain)) {
-                    self.links.push((a, b));
+                    let extended = c.null_ext.as_ref().unwrap_or(&self.null_ext);
+                    let null_safe = *op == BinaryOperator::Spaceship;
+                    if !(null_safe && (extended.contains(&a) || extended.contains(&b))) {
+                        self.links.push((a, b));
+                    }
                 }
             }
             Expr::InSubquery {

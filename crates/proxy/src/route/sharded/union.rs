@@ -123,6 +123,15 @@ fn check_branch(p: &Planner, s: &Select) -> Result<(), String> {
     if !placed || s.from.len() != 1 || s.from.iter().any(|t| !t.joins.is_empty()) {
         return Err("a UNION branch that is not a plain select of one sharded table across shards".into());
     }
+    if !super::colocate::one_shard_function(p, s) {
+        return Err("a UNION branch over sharded tables with different shard functions".into());
+    }
+    let refs = super::colocate::count_sharded_refs(p, s);
+    if refs > 0 && !super::scopes::select_keys_link_all(p, s, refs) {
+        return Err(
+            "a subquery in a UNION branch over sharded tables that is not an equality on their shard keys".into(),
+        );
+    }
     Ok(())
 }
 
