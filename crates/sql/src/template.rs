@@ -93,6 +93,29 @@ impl SqlTemplate {
         }
     }
 
+    /// The template of `sql[window]` alone after the `edits` inside it, in time proportional
+    /// to the window (an extended INSERT's rows, each cut from a megabyte statement); its
+    /// literal holes keep their indexes in `literals`.
+    pub fn build_window(sql: &str, literals: &[Range<usize>], edits: &[Edit], window: Range<usize>) -> SqlTemplate {
+        let first = literals.partition_point(|r| r.start < window.start);
+        let last = first + literals[first..].partition_point(|r| r.start < window.end);
+        let shift = |r: &Range<usize>| r.start - window.start..r.end.min(window.end) - window.start;
+        let local: Vec<Range<usize>> = literals[first..last].iter().map(shift).collect();
+        let edits: Vec<Edit> = edits
+            .iter()
+            .filter(|e| e.range.start >= window.start && e.range.end <= window.end)
+            .map(|e| Edit::replace(shift(&e.range), e.text.clone()))
+            .collect();
+        let mut t = SqlTemplate::build(&sql[window], &local, &edits);
+        for p in &mut t.parts {
+            if let Part::Literal(i) = p {
+                *i += first;
+            }
+        }
+        t.verbatim = false;
+        t
+    }
+
     /// True when the template is the statement itself.
     pub fn is_verbatim(&self) -> bool {
         self.verbatim
@@ -100,7 +123,11 @@ impl SqlTemplate {
 
     /// The SQL for a statement `sql` (same fingerprint as the planned one) with its literals.
     pub fn render(&self, sql: &str, literals: &[Range<usize>]) -> String {
-        let mut out = String::with_capacity(sql.len() + 64);
+        let size = |p: &Part| match p {
+            Part::Text(t) => t.len(),
+            Part::Literal(i) => literals.get(*i).map_or(0, |r| r.len()),
+        };
+        let mut out = String::with_capacity(self.parts.iter().map(size).sum());
         for p in &self.parts {
             match p {
                 Part::Text(t) => out.push_str(t),
@@ -157,5 +184,31 @@ mod placeholder_tests {
         let f = fingerprint(sql);
         let t = SqlTemplate::build(sql, &f.literals, &[]);
         assert_eq!(t.render(sql, &f.literals), sql);
+    }
+}
+
+#[cfg(test)]
+mod window_tests {
+    use super::*;
+    use crate::fingerprint::fingerprint;
+
+    #[test]
+    fn a_window_renders_its_own_text_with_the_statements_literals() {
+        let sql = "INSERT INTO shop.t VALUES (1, 'a'), (2, 'b'), (3, 'c')";
+        let f = fingerprint(sql);
+        let second = sql.find("(2").unwrap()..sql.find(", (3").unwrap();
+        let t = SqlTemplate::build_window(sql, &f.literals, &[], second);
+        assert_eq!(t.render(sql, &f.literals), "(2, 'b')");
+        let other = "INSERT INTO shop.t VALUES (7, 'x'), (8, 'yy'), (9, 'z')";
+        let g = fingerprint(other);
+        assert_eq!(t.render(other, &g.literals), "(8, 'yy')");
+        let at = sql.find("shop").unwrap();
+        let head = SqlTemplate::build_window(
+            sql,
+            &f.literals,
+            &[Edit::replace(at..at + 4, "`s_1`")],
+            0..sql.find("(1").unwrap(),
+        );
+        assert_eq!(head.render(sql, &f.literals), "INSERT INTO `s_1`.t VALUES ");
     }
 }

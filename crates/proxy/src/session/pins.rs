@@ -141,6 +141,13 @@ impl Pins {
     }
 
     /// The client has an XA transaction open on its connection.
+    /// Whether the session created a temporary table of this name (which a `DROP TABLE` of
+    /// that name drops first, on the session's own connection).
+    pub fn has_temp_table(&self, name: &str) -> bool {
+        let name = name.rsplit('.').next().unwrap_or(name);
+        self.temp_tables.contains(&name.trim_matches('`').to_ascii_lowercase())
+    }
+
     pub fn in_xa(&self) -> bool {
         self.xa
     }

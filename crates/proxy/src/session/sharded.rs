@@ -54,6 +54,7 @@ impl Session {
                 | StatementKind::Update
                 | StatementKind::Delete
                 | StatementKind::Ddl
+                | StatementKind::DropTable(_)
         )
     }
 
@@ -172,7 +173,9 @@ impl Session {
         }
         match &stmt.class.kind {
             StatementKind::Use(db) => return self.use_schema(db).await,
-            StatementKind::Ddl if self.txn.is_open() => {
+            // A DROP of the session's own temporary tables runs on its shard only.
+            StatementKind::DropTable(names) if names.iter().all(|n| self.pins.has_temp_table(n)) => {}
+            StatementKind::Ddl | StatementKind::DropTable(_) if self.txn.is_open() => {
                 // DDL commits the open transaction first, as on one server.
                 self.end_sharded_txn(true).await?;
                 return self.run_sharded(sql, stmt, index).await;

@@ -29,13 +29,35 @@ pub fn parse_one(sql: &str) -> Result<Statement, AnalyzeError> {
 pub struct Offsets<'a> {
     sql: &'a str,
     line_starts: Vec<usize>,
+    /// Per line, the byte offset of every [`STRIDE`]-th character: a location on a long line
+    /// (a dump's extended INSERT is one line of a megabyte) is found without counting its
+    /// characters from the line's start.
+    marks: Vec<Vec<usize>>,
 }
+
+/// Characters between two marks of a line.
+const STRIDE: usize = 256;
 
 impl<'a> Offsets<'a> {
     pub fn new(sql: &'a str) -> Self {
         let mut line_starts = vec![0];
         line_starts.extend(sql.match_indices('\n').map(|(i, _)| i + 1));
-        Offsets { sql, line_starts }
+        let marks = line_starts
+            .iter()
+            .map(|&start| {
+                let line = &sql[start..];
+                let line = &line[..line.find('\n').unwrap_or(line.len())];
+                if line.len() <= STRIDE {
+                    return Vec::new();
+                }
+                line.char_indices().step_by(STRIDE).map(|(i, _)| start + i).collect()
+            })
+            .collect();
+        Offsets {
+            sql,
+            line_starts,
+            marks,
+        }
     }
 
     /// The byte offset of a location (clamped to the text).
@@ -45,10 +67,17 @@ impl<'a> Offsets<'a> {
             return self.sql.len();
         };
         let column = (loc.column as usize).max(1) - 1;
-        self.sql[start..]
+        let (base, rest) = match self.marks.get(line).filter(|m| !m.is_empty()) {
+            Some(m) => {
+                let k = (column / STRIDE).min(m.len() - 1);
+                (m[k], column - k * STRIDE)
+            }
+            None => (start, column),
+        };
+        self.sql[base..]
             .char_indices()
-            .nth(column)
-            .map_or(self.sql.len(), |(i, _)| start + i)
+            .nth(rest)
+            .map_or(self.sql.len(), |(i, _)| base + i)
     }
 
     /// The byte range of a span; None for an empty (unknown) span.
@@ -149,5 +178,21 @@ mod tests {
         let o = Offsets::new(sql);
         let texts: Vec<_> = s.projection.iter().map(|p| o.text(p).unwrap()).collect();
         assert_eq!(texts, ["a", "count(*)  AS n", "'é'", "SUM(x+1)", "COUNT(*)"]);
+    }
+
+    #[test]
+    fn locations_on_long_lines_with_wide_characters_are_exact() {
+        let rows: Vec<String> = (0..400).map(|i| format!("({i}, 'é😀{i}')")).collect();
+        let sql = format!("INSERT INTO t VALUES\n{}", rows.join(","));
+        let Statement::Insert(i) = parse_one(&sql).unwrap() else {
+            panic!()
+        };
+        let Some(source) = &i.source else { panic!() };
+        let SetExpr::Values(v) = &*source.body else { panic!() };
+        let o = Offsets::new(&sql);
+        for (n, row) in v.rows.iter().enumerate() {
+            assert_eq!(o.text(&row[0]), Some(n.to_string().as_str()));
+            assert_eq!(o.text(&row[1]).map(str::to_string), Some(format!("'é😀{n}'")));
+        }
     }
 }

@@ -8,7 +8,7 @@ use super::{Planner, ShardPlan, ShardSet};
 use crate::route::shard_fn::ShardFunction;
 use std::ops::Range;
 use tessera_sql::sqlparser::ast::{
-    AssignmentTarget, Expr, FromTable, ObjectName, OnInsert, SetExpr, Statement, TableFactor,
+    AssignmentTarget, Expr, FromTable, ObjectName, ObjectType, OnInsert, SetExpr, Statement, TableFactor,
 };
 use tessera_sql::{Edit, SqlTemplate};
 
@@ -100,7 +100,18 @@ fn last_ident(n: &ObjectName) -> Option<String> {
 
 /// DDL runs on every shard of sharded and broadcast tables, on the one shard of others.
 fn ddl(p: &mut Planner, stmt: &Statement) -> ShardPlan {
-    let tables = tables::all_tables(stmt, p.schema, &p.offsets, &mut p.common_edits);
+    let mut tables = tables::all_tables(stmt, p.schema, &p.offsets, &mut p.common_edits);
+    // `DROP TABLE` names are not relations to the AST's visitor.
+    if let Statement::Drop {
+        object_type: ObjectType::Table,
+        names,
+        ..
+    } = stmt
+    {
+        for name in names {
+            tables.push(tables::resolve(name, p.schema, &p.offsets, &mut p.common_edits));
+        }
+    }
     let everywhere = tables
         .iter()
         .any(|t| matches!(t.place, Place::Sharded { .. } | Place::Broadcast));
@@ -311,7 +322,7 @@ fn split_rows(
         let (Some(a), Some(b)) = (p.offsets.of(first), p.offsets.of(last)) else {
             return ShardPlan::Reject("an INSERT row whose place is unknown".into());
         };
-        let Some(open) = last_token_before(p.sql, a.start, tessera_sql::TokenKind::LParen) else {
+        let Some(open) = row_open_paren(p.sql, a.start) else {
             return ShardPlan::Reject("an INSERT row without parentheses".into());
         };
         let _ = b;
@@ -345,17 +356,7 @@ fn split_rows(
     };
     let (start, end) = (first.0.start, last.0.end + 1);
     let len = p.sql.len();
-    let cut = |keep: Range<usize>| -> SqlTemplate {
-        let mut edits = p.common_edits.clone();
-        edits.retain(|e| e.range.start >= keep.start && e.range.end <= keep.end);
-        if keep.start > 0 {
-            edits.push(Edit::replace(0..keep.start, ""));
-        }
-        if keep.end < len {
-            edits.push(Edit::replace(keep.end..len, ""));
-        }
-        SqlTemplate::build(p.sql, &p.fp.literals, &edits)
-    };
+    let cut = |keep: Range<usize>| SqlTemplate::build_window(p.sql, &p.fp.literals, &p.common_edits, keep);
     let head = cut(0..start);
     let tail = cut(end..len);
     let rows = ranges.iter().map(|(r, s)| (cut(r.clone()), s.clone())).collect();
@@ -430,10 +431,16 @@ fn matching_paren(sql: &str, open: usize) -> Option<usize> {
     None
 }
 
-fn last_token_before(sql: &str, pos: usize, kind: tessera_sql::TokenKind) -> Option<usize> {
+/// The `(` that opens the row whose first value starts at `first`: only blanks lie between
+/// them as a client writes rows; with a comment there, the text is lexed from the start.
+fn row_open_paren(sql: &str, first: usize) -> Option<usize> {
+    let before = sql.get(..first)?.trim_end();
+    if before.ends_with('(') {
+        return Some(before.len() - 1);
+    }
     tessera_sql::Lexer::new(sql)
-        .take_while(|t| t.offset < pos)
-        .filter(|t| t.kind == kind)
+        .take_while(|t| t.offset < first)
+        .filter(|t| t.kind == tessera_sql::TokenKind::LParen)
         .last()
         .map(|t| t.offset)
 }
