@@ -73,3 +73,13 @@ difftest:
 	DIFFTEST_N=$(N) DIFFTEST_SEED=$(SEED) DIFFTEST_SELF=$(SELF) \
 		$(CARGO) test -p tessera-proxy --test sharding_diff $(DIFFTEST_CARGO_FLAGS) -- \
 		--exact tessera_answers_like_one_mariadb --nocapture
+
+# MariaDB's own `main` suite (mariadb-test, tests/mtr/README.md) against a running server,
+# directly and through Tessera; fails when a test passes directly but not through Tessera
+# and is not listed in tests/mtr/inherent.txt. Results in target/mtr/.
+# Example: make mtr MTR_TESTS="select insert func_str"
+.PHONY: mtr
+MTR_TESTS ?=
+mtr:
+	$(CARGO) build --release --bin tessera
+	TESSERA_BIN=$(CURDIR)/target/release/tessera MTR_TESTS="$(MTR_TESTS)" bash scripts/mariadb-test-run.sh

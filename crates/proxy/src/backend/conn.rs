@@ -293,8 +293,16 @@ impl BackendConn {
         Ok(())
     }
 
-    /// COM_RESET_CONNECTION: back to a fresh session (prepared statements are gone too).
+    /// COM_RESET_CONNECTION: back to a fresh session (prepared statements are gone too). A
+    /// ROLLBACK goes first, in the same write: MariaDB's reset can leave an InnoDB transaction
+    /// running (one left open by a statement that failed with autocommit off, 1205), which
+    /// would hold its locks on the pooled connection the next client gets.
     pub async fn reset(&mut self) -> Result<(), ProxyError> {
+        self.begin_command(|b| {
+            b.extend_from_slice(&[COM_QUERY]);
+            b.extend_from_slice(b"ROLLBACK AND NO CHAIN NO RELEASE");
+        });
+        self.pending_oks += 1;
         self.begin_command(|b| b.extend_from_slice(&[COM_RESET_CONNECTION]));
         self.flush().await?;
         self.read_ok().await?;
