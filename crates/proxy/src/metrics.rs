@@ -5,7 +5,7 @@ use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Reasons a session is pinned to one backend connection (also the metric label).
-pub const PIN_REASONS: [&str; 12] = [
+pub const PIN_REASONS: [&str; 13] = [
     "temporary_table",
     "user_lock",
     "lock_tables",
@@ -18,6 +18,7 @@ pub const PIN_REASONS: [&str; 12] = [
     "diagnostics",
     "rand_seed",
     "auto_is_null",
+    "backup",
 ];
 
 /// Process-wide counters (owned by the [`Context`], not global).

@@ -15,7 +15,9 @@
 //! On a runtime built by [`runtime_with_park`] the sends of a whole turn of the runtime go
 //! out together: the park hook of its threads ([`ParkHook`]) submits what is queued just
 //! before a thread sleeps, so the driver is not woken per turn; a parking thread also submits
-//! another thread's ring that has sends waiting, unless that ring is locked. A runtime that
+//! another thread's ring that has sends waiting (the driver does, when that ring is locked).
+//! A send queued while another thread of the runtime sleeps kicks the driver at once (the
+//! queueing thread may stay busy for long, and the sleeper would not look). A runtime that
 //! stays busy still sends: the driver is kicked once [`PARK_BATCH`] sends are queued, once a
 //! stream waits for its own send, or once the ring's streams have read [`STALE_READS`] times
 //! since the oldest queued send (the runtime runs on without parking).
@@ -73,6 +75,10 @@ struct Shard {
     deferred: AtomicBool,
     /// At park: reads on the ring's streams since the oldest queued send.
     reads_deferred: AtomicU32,
+    /// At park: the runtime's threads asleep now (shared by the shards of one runtime).
+    asleep: Arc<AtomicUsize>,
+    /// The eventfd the ring signals completions on, which the driver waits for.
+    events: Arc<EventFd>,
 }
 
 /// The process's io_uring sends: one ring (`Shard`) per worker thread of the runtime. A
@@ -81,15 +87,20 @@ struct Shard {
 /// (the kernel runs the sends in it). A send in flight stays with the ring it was queued on.
 pub struct Ring {
     shards: Box<[Arc<Shard>]>,
-    /// Worker threads given a shard so far (at their first park).
+    /// Threads given a shard so far (at their first park or send).
     threads: AtomicUsize,
     /// Sends are submitted by the runtime's park hook ([`ParkHook`]).
     at_park: bool,
+    /// The runtime's threads asleep now: a send queued while one sleeps kicks the driver,
+    /// since the queueing thread may stay busy long before it parks.
+    asleep: Arc<AtomicUsize>,
 }
 
 thread_local! {
-    /// The shard of this worker thread (taken at its first park; see [`Ring::local`]).
+    /// The shard of this thread (taken at its first park or send; see [`Ring::local`]).
     static THREAD_SHARD: Cell<Option<usize>> = const { Cell::new(None) };
+    /// This thread is counted in [`Ring::asleep`] (between its park and its unpark).
+    static COUNTED_ASLEEP: Cell<bool> = const { Cell::new(false) };
 }
 
 /// Submits the ring's queued sends when a thread of its runtime is about to park, so that
@@ -101,7 +112,19 @@ pub struct ParkHook(Arc<OnceLock<Arc<Ring>>>);
 impl ParkHook {
     fn before_park(&self) {
         if let Some(ring) = self.0.get() {
+            // Counted before it looks at the queues: a send queued after that look sees it
+            // asleep and kicks the driver (both sides order through SeqCst).
+            ring.asleep.fetch_add(1, Ordering::SeqCst);
+            COUNTED_ASLEEP.with(|c| c.set(true));
             ring.submit_at_park();
+        }
+    }
+
+    fn after_unpark(&self) {
+        if let Some(ring) = self.0.get() {
+            if COUNTED_ASLEEP.with(|c| c.replace(false)) {
+                ring.asleep.fetch_sub(1, Ordering::SeqCst);
+            }
         }
     }
 }
@@ -111,7 +134,7 @@ impl ParkHook {
 /// multi-thread one with that many workers (0: one per core).
 pub fn runtime_with_park(workers: usize) -> io::Result<(tokio::runtime::Runtime, ParkHook)> {
     let hook = ParkHook(Arc::new(OnceLock::new()));
-    let at_park = hook.clone();
+    let (at_park, at_unpark) = (hook.clone(), hook.clone());
     let mut builder = match workers {
         1 => tokio::runtime::Builder::new_current_thread(),
         _ => tokio::runtime::Builder::new_multi_thread(),
@@ -121,6 +144,7 @@ pub fn runtime_with_park(workers: usize) -> io::Result<(tokio::runtime::Runtime,
     }
     let runtime = builder
         .on_thread_park(move || at_park.before_park())
+        .on_thread_unpark(move || at_unpark.after_unpark())
         .enable_all()
         .build()?;
     Ok((runtime, hook))
@@ -172,13 +196,15 @@ impl Ring {
             _ => runtime.metrics().num_workers().max(1),
         };
         let entries = if count == 1 { ENTRIES } else { SHARD_ENTRIES };
+        let asleep = Arc::new(AtomicUsize::new(0));
         let shards = (0..count)
-            .map(|_| Shard::start(&runtime, park.is_some(), entries))
+            .map(|_| Shard::start(&runtime, park.is_some(), entries, Arc::clone(&asleep)))
             .collect::<io::Result<Vec<_>>>()?;
         let ring = Arc::new(Ring {
             shards: shards.into(),
             threads: AtomicUsize::new(0),
             at_park: park.is_some(),
+            asleep,
         });
         if let Some(park) = park {
             // Cannot fail: the hook was checked unset above, on this thread.
@@ -187,15 +213,37 @@ impl Ring {
         Ok(ring)
     }
 
-    /// The calling thread's shard and its index: a worker thread's own (taken at its first
-    /// park), shard 0 for any other thread.
+    /// The calling thread's shard and its index: its own, taken at its first park or first
+    /// send (a loaded machine may start a worker late, busy before it ever parks).
     #[inline]
     fn local(&self) -> (usize, &Shard) {
         let index = match self.shards.len() {
             1 => 0,
-            n => THREAD_SHARD.with(Cell::get).map_or(0, |i| i % n),
+            n => self.own_index() % n,
         };
         (index, &self.shards[index])
+    }
+
+    /// The shard of a thread that only reads: its own if it has one, else the first.
+    #[inline]
+    fn reading(&self) -> &Shard {
+        let index = match self.shards.len() {
+            1 => 0,
+            n => THREAD_SHARD.with(Cell::get).map_or(0, |i| i % n),
+        };
+        &self.shards[index]
+    }
+
+    /// The calling thread's index among the ring's threads, taken on first use.
+    fn own_index(&self) -> usize {
+        THREAD_SHARD.with(|t| match t.get() {
+            Some(index) => index,
+            None => {
+                let index = self.threads.fetch_add(1, Ordering::Relaxed);
+                t.set(Some(index));
+                index
+            }
+        })
     }
 
     /// The park hook's work: submit the parking thread's sends, then those of any other shard
@@ -205,17 +253,10 @@ impl Ring {
         if n == 1 {
             return self.shards[0].submit_at_park();
         }
-        let own = THREAD_SHARD.with(|t| match t.get() {
-            Some(index) => index,
-            None => {
-                let index = self.threads.fetch_add(1, Ordering::Relaxed);
-                t.set(Some(index));
-                index
-            }
-        }) % n;
+        let own = self.own_index() % n;
         self.shards[own].submit_at_park();
         for (i, shard) in self.shards.iter().enumerate() {
-            if i != own && shard.deferred.load(Ordering::Relaxed) {
+            if i != own && shard.deferred.load(Ordering::SeqCst) {
                 shard.submit_if_free();
             }
         }
@@ -241,14 +282,19 @@ impl Shard {
     /// Sets up a ring and spawns its driver on `runtime`. On a current_thread runtime
     /// completions may wait for the driver's next submission instead of interrupting the thread
     /// (IORING_SETUP_COOP_TASKRUN). `at_park`: the runtime's park hook submits the sends.
-    fn start(runtime: &tokio::runtime::Handle, at_park: bool, entries: u32) -> io::Result<Arc<Shard>> {
+    fn start(
+        runtime: &tokio::runtime::Handle,
+        at_park: bool,
+        entries: u32,
+        asleep: Arc<AtomicUsize>,
+    ) -> io::Result<Arc<Shard>> {
         let mut builder = IoUring::builder();
         if runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread {
             builder.setup_coop_taskrun();
         }
         let ring = Arc::new(builder.build(entries)?);
         // The eventfd tells the driver of completions it did not reap itself (see `turn`).
-        let events = EventFd::new()?;
+        let events = Arc::new(EventFd::new()?);
         ring.submitter().register_eventfd(events.0.as_raw_fd())?;
         let shard = Arc::new(Shard {
             ring: Arc::clone(&ring),
@@ -265,8 +311,10 @@ impl Shard {
             at_park,
             deferred: AtomicBool::new(false),
             reads_deferred: AtomicU32::new(0),
+            asleep,
+            events: Arc::clone(&events),
         });
-        // SAFETY: the AsyncFd owns the eventfd, which stays open as long as it does. (Called
+        // SAFETY: the AsyncFd shares the eventfd, which stays open as long as it does. (Called
         // on `runtime`, from `Ring::start`.)
         let events = unsafe { AsyncFd::register_with_interest(events, tokio::io::Interest::READABLE) }
             .map_err(|e| io::Error::other(e.to_string()))?;
@@ -299,11 +347,12 @@ impl Shard {
             inner.free.push(slot);
             return Err(e);
         }
+        let first = inner.queued == 1;
         let kick = match self.at_park {
-            false => inner.queued == 1,
+            false => first,
             true => {
-                if inner.queued == 1 {
-                    self.deferred.store(true, Ordering::Relaxed);
+                if first {
+                    self.deferred.store(true, Ordering::SeqCst);
                 }
                 inner.queued == PARK_BATCH
             }
@@ -312,6 +361,11 @@ impl Shard {
         self.sends.fetch_add(1, Ordering::Relaxed);
         if kick {
             self.kick.notify_one();
+        } else if self.at_park && first && self.asleep.load(Ordering::SeqCst) > 0 {
+            // The first send of a turn waits for a park, unless another thread sleeps now:
+            // this one may stay busy long before it parks (see `before_park`). The eventfd
+            // wakes the sleeper (a kick would queue the driver behind this thread's task).
+            self.events.signal();
         }
         Ok(slot)
     }
@@ -388,13 +442,15 @@ impl Shard {
         drop(close);
     }
 
-    /// Another thread's park: one turn if no thread holds the lock (never waits for it); what
-    /// it leaves is the driver's.
+    /// Another thread's park: one turn if no thread holds the lock (never waits for it; the
+    /// driver is kicked instead); what it leaves is the driver's.
     fn submit_if_free(&self) {
         let inner = match self.inner.try_lock() {
             Ok(inner) => inner,
             Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
-            Err(std::sync::TryLockError::WouldBlock) => return,
+            // Its thread is queueing or reaping: the driver takes the turn instead, so that
+            // this thread's sleep does not leave a send behind.
+            Err(std::sync::TryLockError::WouldBlock) => return self.kick.notify_one(),
         };
         let (mut wake, mut close) = (Vec::new(), Vec::new());
         if let Err(e) = self.turn_locked(inner, None, &mut wake, &mut close) {
@@ -628,6 +684,14 @@ impl EventFd {
         Ok(EventFd(unsafe { OwnedFd::from_raw_fd(fd) }))
     }
 
+    /// Makes it readable: wakes the driver through the runtime's epoll (whichever thread
+    /// sleeps in it), where a task wake-up would wait behind a busy thread's task.
+    fn signal(&self) {
+        let one = 1u64.to_ne_bytes();
+        // SAFETY: the fd is open and `one` has the 8 bytes an eventfd write needs.
+        let _ = unsafe { libc::write(self.0.as_raw_fd(), one.as_ptr().cast(), one.len()) };
+    }
+
     /// Resets the counter (it is non-blocking: nothing to read is fine).
     fn drain(&self) {
         let mut count = [0u8; 8];
@@ -644,11 +708,11 @@ impl AsRawFd for EventFd {
 
 /// Submits the queued sends and delivers completions whenever a send is queued or the
 /// eventfd tells of a completion posted outside a submission. Runs as long as the runtime.
-async fn drive(ring: Arc<Shard>, events: AsyncFd<EventFd>) {
+async fn drive(ring: Arc<Shard>, events: AsyncFd<Arc<EventFd>>) {
     let (mut wake, mut close, mut signalled) = (Vec::new(), Vec::new(), true);
     let mut failing = false;
     loop {
-        let turned = ring.turn(signalled.then(|| events.get_ref()), &mut wake, &mut close);
+        let turned = ring.turn(signalled.then(|| &**events.get_ref()), &mut wake, &mut close);
         match turned {
             Ok(_) => {}
             Err(ref e) if !failing => tracing::warn!(error = %e, "io_uring submission failed; retrying"),
@@ -840,7 +904,7 @@ impl Drop for UringTcp {
 impl AsyncRead for UringTcp {
     fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        this.ring.local().1.note_read();
+        this.ring.reading().note_read();
         match this.tcp.as_mut() {
             Some(tcp) => Pin::new(tcp).poll_read(cx, buf),
             None => Poll::Ready(Err(gone())),

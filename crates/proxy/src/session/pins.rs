@@ -11,6 +11,13 @@ pub struct Pins {
     temp_tables: BTreeSet<String>,
     user_locks: u32,
     table_locks: bool,
+    /// `FLUSH TABLES [t, ...] WITH READ LOCK` / `FOR EXPORT`: held until UNLOCK TABLES (a
+    /// transaction's start does not release the global read lock).
+    read_lock: bool,
+    /// `BACKUP STAGE START` until `BACKUP STAGE END`.
+    backup_stage: bool,
+    /// `BACKUP LOCK t` until `BACKUP UNLOCK`.
+    backup_lock: bool,
     /// SQL_CALC_FOUND_ROWS ran: FOUND_ROWS() must be read on the same connection.
     found_rows_next: bool,
     /// Client statement ids with an open server-side cursor.
@@ -50,7 +57,7 @@ impl Pins {
         let on = [
             !self.temp_tables.is_empty(),
             self.user_locks > 0,
-            self.table_locks,
+            self.table_locks || self.read_lock,
             self.found_rows_next,
             !self.cursors.is_empty(),
             self.xa,
@@ -60,6 +67,7 @@ impl Pins {
             self.diagnostics_next,
             self.rand_seeded,
             self.auto_is_null,
+            self.backup_stage || self.backup_lock,
         ];
         on.iter()
             .enumerate()
@@ -104,9 +112,10 @@ impl Pins {
                 }
             }
             StatementKind::LockTables => self.table_locks = true,
-            StatementKind::UnlockTables | StatementKind::Begin | StatementKind::StartTransactionReadOnly => {
-                self.table_locks = false
-            }
+            StatementKind::UnlockTables => (self.table_locks, self.read_lock) = (false, false),
+            StatementKind::Begin | StatementKind::StartTransactionReadOnly => self.table_locks = false,
+            StatementKind::Flush if takes_read_lock(sql) => self.read_lock = true,
+            StatementKind::Other => self.track_backup(sql),
             StatementKind::Set(tessera_sql::SetKind::TransactionNext) => self.next_transaction = true,
             // `SET @@tx_isolation = ...` without a scope: the next transaction only, untracked.
             StatementKind::Set(_) if tessera_sql::sets_next_transaction(sql, true) => self.next_transaction = true,
@@ -150,6 +159,25 @@ impl Pins {
 
     pub fn in_xa(&self) -> bool {
         self.xa
+    }
+
+    /// `BACKUP STAGE x` (START takes the backup lock, END lets it go) and `BACKUP LOCK t` /
+    /// `BACKUP UNLOCK`.
+    fn track_backup(&mut self, sql: &str) {
+        let mut words = tessera_sql::Lexer::new(sql).filter(|t| t.is_significant());
+        if !words.next().is_some_and(|t| t.is_word("BACKUP")) {
+            return;
+        }
+        match words.next() {
+            Some(t) if t.is_word("STAGE") => match words.next() {
+                Some(t) if t.is_word("END") => self.backup_stage = false,
+                Some(_) => self.backup_stage = true,
+                None => {}
+            },
+            Some(t) if t.is_word("LOCK") => self.backup_lock = true,
+            Some(t) if t.is_word("UNLOCK") => self.backup_lock = false,
+            _ => {}
+        }
     }
 
     fn track_xa(&mut self, sql: &str) {
@@ -253,6 +281,20 @@ pub fn reason_names(bits: u16) -> impl Iterator<Item = &'static str> {
         .map(|(_, r)| *r)
 }
 
+/// `FLUSH ... WITH READ LOCK` and `FLUSH TABLES t ... FOR EXPORT` hold locks on the connection.
+fn takes_read_lock(sql: &str) -> bool {
+    let sql = sql.trim_end().trim_end_matches(';');
+    let words: Vec<_> = tessera_sql::Lexer::new(sql).filter(|t| t.is_significant()).collect();
+    let ends = |tail: &[&str]| {
+        words.len() >= tail.len()
+            && words[words.len() - tail.len()..]
+                .iter()
+                .zip(tail)
+                .all(|(t, w)| t.is_word(w))
+    };
+    ends(&["WITH", "READ", "LOCK"]) || ends(&["FOR", "EXPORT"])
+}
+
 /// The n-th whitespace-separated word, lowercased, without backquotes or a trailing `;`.
 fn word(sql: &str, n: usize) -> Option<String> {
     let w = sql.split_whitespace().nth(n)?;
@@ -316,6 +358,27 @@ mod tests {
         run(&mut p, "LOCK TABLES t WRITE");
         assert_eq!(p.reasons(), vec!["lock_tables"]);
         run(&mut p, "UNLOCK TABLES");
+        run(&mut p, "flush tables with read lock");
+        run(&mut p, "BEGIN");
+        assert_eq!(
+            p.reasons(),
+            vec!["lock_tables"],
+            "a transaction keeps the global read lock"
+        );
+        run(&mut p, "UNLOCK TABLES");
+        run(&mut p, "FLUSH TABLES t1, t2 FOR EXPORT;");
+        assert_eq!(p.reasons(), vec!["lock_tables"]);
+        run(&mut p, "unlock tables");
+        run(&mut p, "FLUSH TABLES");
+        assert!(!p.is_pinned(), "a plain flush holds nothing");
+        run(&mut p, "BACKUP STAGE START");
+        run(&mut p, "backup stage block_commit");
+        assert_eq!(p.reasons(), vec!["backup"]);
+        run(&mut p, "BACKUP STAGE END");
+        run(&mut p, "BACKUP LOCK t1");
+        assert_eq!(p.reasons(), vec!["backup"]);
+        run(&mut p, "BACKUP UNLOCK");
+        assert!(!p.is_pinned());
         run(&mut p, "SELECT SQL_CALC_FOUND_ROWS * FROM t LIMIT 1");
         assert_eq!(p.reasons(), vec!["found_rows"]);
         run(&mut p, "SELECT FOUND_ROWS()");

@@ -321,3 +321,41 @@ async fn a_refusal_under_lock_tables_does_not_leak_the_lock() {
         }
     }
 }
+
+/// Client A takes `locks` (global read lock, export lock, backup stage or backup lock) and
+/// leaves without letting go; B then writes. Returns whether B's write went through.
+async fn leaving_lock_scenario(side: Side, locks: &[&str], key: u32) -> bool {
+    let mut a = side.client().await;
+    for sql in locks {
+        a.query(sql).await.unwrap_or_else(|e| panic!("{side:?}: {sql}: {e}"));
+    }
+    a.query("SELECT 1").await.expect("A still there");
+    drop(a);
+    let mut b = side.client().await;
+    // Bounds a leaked lock's wait (the server lets A's lock go as soon as A's connection ends).
+    b.query("SET SESSION lock_wait_timeout = 10").await.expect("timeout");
+    let written = b.query(&format!("INSERT INTO leak_rows VALUES ({key})")).await;
+    written.is_ok()
+}
+
+/// FLUSH ... WITH READ LOCK, FOR EXPORT, BACKUP STAGE and BACKUP LOCK hold locks on their
+/// connection: a client that leaves holding one must not hand it to the next client.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn global_and_backup_locks_of_a_client_that_leaves_reach_no_one() {
+    let (_env, proxy, direct) = env_with_one_connection().await;
+    let cases: [&[&str]; 5] = [
+        &["FLUSH TABLES WITH READ LOCK"],
+        &["FLUSH TABLES leak_rows WITH READ LOCK"],
+        &["FLUSH TABLES leak_rows FOR EXPORT"],
+        &["BACKUP STAGE START", "BACKUP STAGE BLOCK_COMMIT"],
+        &["BACKUP LOCK leak_rows"],
+    ];
+    for (i, locks) in cases.iter().enumerate() {
+        let key = 5000 + i as u32 * 2;
+        assert!(leaving_lock_scenario(direct, locks, key).await, "directly: {locks:?}");
+        assert!(
+            leaving_lock_scenario(proxy, locks, key + 1).await,
+            "through Tessera: {locks:?}"
+        );
+    }
+}
