@@ -359,3 +359,51 @@ async fn global_and_backup_locks_of_a_client_that_leaves_reach_no_one() {
         );
     }
 }
+
+/// Client A, autocommit off, gets 1205 (lock wait timeout) on a row B holds, then leaves.
+/// Returns the InnoDB transactions still open once B has committed (polled until none or
+/// 10 s: A's connection is reset, or closed, after A left).
+async fn lock_wait_scenario(side: Side, direct: Side) -> Option<String> {
+    let mut b = direct.client().await;
+    b.query("BEGIN").await.expect("B begins");
+    b.query("SELECT * FROM leak_auto WHERE id = 1 FOR UPDATE")
+        .await
+        .expect("B locks the row");
+    let mut a = side.client().await;
+    a.query("SET autocommit = 0").await.expect("autocommit off");
+    a.query("SET SESSION innodb_lock_wait_timeout = 1")
+        .await
+        .expect("timeout");
+    let waited = a.query("UPDATE leak_auto SET v = 2 WHERE id = 1").await;
+    assert_eq!(
+        waited.err().map(|e| e.code),
+        Some(1205),
+        "{side:?}: A waits for B's row"
+    );
+    drop(a);
+    b.query("COMMIT").await.expect("B commits");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let open = b.value("SELECT COUNT(*) FROM information_schema.INNODB_TRX").await;
+        if open.as_deref() == Some("0") || std::time::Instant::now() > deadline {
+            return open;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+/// A transaction left open by a failed first statement under autocommit off (an ERR packet
+/// carries no transaction state) ends with its client: the pooled connection is rolled back
+/// before its reset, so no InnoDB transaction stays open on the connection the next client gets.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transaction_a_failed_statement_left_open_ends_with_its_client() {
+    let (_env, proxy, direct) = env_with_one_connection().await;
+    let mut setup = direct.client().await;
+    setup
+        .query("INSERT INTO leak_auto (id, v) VALUES (1, 1)")
+        .await
+        .expect("row");
+    for side in [direct, proxy] {
+        assert_eq!(lock_wait_scenario(side, direct).await.as_deref(), Some("0"), "{side:?}");
+    }
+}
