@@ -33,7 +33,15 @@ impl Session {
         for text in assignments {
             match parse_assignment(text, &mut global) {
                 Some(a) if !a.global && TRACKING_VARIABLES.contains(&a.name.as_str()) => {
-                    let value = self.evaluate(a.value, &tracking).await?;
+                    let value = match self.evaluate(a.value, &tracking).await? {
+                        Evaluated::Default => None,
+                        Evaluated::Null => return Err(wrong_value(&a.name, "NULL")),
+                        Evaluated::Value(v) => Some(v),
+                    };
+                    let value = match (a.name.as_str(), value) {
+                        ("session_track_system_variables", Some(list)) => Some(self.variable_list(&list).await?),
+                        (_, value) => value,
+                    };
                     tracking
                         .set(&a.name, value.as_deref())
                         .map_err(|bad| wrong_value(&a.name, &bad))?;
@@ -46,36 +54,69 @@ impl Session {
         Ok((!rest.is_empty()).then(|| format!("SET {}", rest.join(", "))))
     }
 
-    /// The value of an assignment's expression: a literal as written, DEFAULT as None, any
-    /// other expression evaluated by a backend (with the client's own tracking values in it).
-    async fn evaluate(&mut self, expr: &str, tracking: &ClientTracking) -> Result<Option<String>, ProxyError> {
+    /// The value of an assignment's expression: a literal as written, any other expression
+    /// evaluated by a backend (with the client's own tracking values in it).
+    async fn evaluate(&mut self, expr: &str, tracking: &ClientTracking) -> Result<Evaluated, ProxyError> {
         let tokens: Vec<_> = Lexer::new(expr).filter(|t| t.is_significant()).collect();
         match tokens.as_slice() {
-            [t] if t.is_word("DEFAULT") => return Ok(None),
-            [t] if t.kind == TokenKind::String => return Ok(Some(unquote(t.text).into_owned())),
-            [t] if matches!(t.kind, TokenKind::Word | TokenKind::Number) => return Ok(Some(t.text.to_string())),
+            [t] if t.is_word("DEFAULT") => return Ok(Evaluated::Default),
+            [t] if t.is_word("NULL") => return Ok(Evaluated::Null),
+            [t] if t.kind == TokenKind::String => return Ok(Evaluated::Value(unquote(t.text).into_owned())),
+            [t] if matches!(t.kind, TokenKind::Word | TokenKind::Number) => {
+                return Ok(Evaluated::Value(t.text.to_string()))
+            }
             _ => {}
         }
         let values = tracking.values_sql();
         let terms: Vec<Term<'_>> = super::info::tracking_terms(&values).collect();
         let expr = replace_terms(expr, &terms, self.state.backslash_escapes()).unwrap_or_else(|| expr.to_string());
-        let sql = format!("SELECT {expr}");
-        // The held connection when there is one (a transaction or pin may hold the only one).
+        Ok(match self.first_value(&format!("SELECT {expr}")).await? {
+            Some(v) => Evaluated::Value(v),
+            None => Evaluated::Null,
+        })
+    }
+
+    /// A tracking list as MariaDB stores it: `*` if it names `*`, else its names lower case,
+    /// sorted, each once. Refused as MariaDB refuses it (1193) when an entry is empty or names
+    /// a variable the server does not have.
+    async fn variable_list(&mut self, list: &str) -> Result<String, ProxyError> {
+        let names = list_entries(list).map_err(unknown_variable)?;
+        if names.iter().any(|n| n == "*") {
+            return Ok("*".into());
+        }
+        for name in &names {
+            let sql = format!(
+                "SELECT COUNT(*) FROM information_schema.SYSTEM_VARIABLES WHERE VARIABLE_NAME = UPPER({})",
+                crate::state::quote_string(name)
+            );
+            if self.first_value(&sql).await?.as_deref() == Some("0") {
+                return Err(unknown_variable(name));
+            }
+        }
+        Ok(names.into_iter().collect::<Vec<_>>().join(","))
+    }
+
+    /// The first column of the first row `sql` answers (None: NULL or no row), read on the
+    /// held connection when there is one (a transaction or pin may hold the only one).
+    async fn first_value(&mut self, sql: &str) -> Result<Option<String>, ProxyError> {
         let (_, rows) = match self.held.as_mut() {
-            Some(conn) => conn.query_rows(&sql).await?,
+            Some(conn) => conn.query_rows(sql).await?,
             None => {
                 let pool = self.ctx.groups[0].primary().pool_for(&self.user).clone();
                 let mut conn = pool.checkout(self.flavour(), self.state.schema.is_none()).await?;
-                conn.query_rows(&sql).await?
+                conn.query_rows(sql).await?
             }
         };
         let value = rows.first().and_then(|r| r.first()).cloned().flatten();
-        Ok(Some(
-            value
-                .map(|v| String::from_utf8_lossy(&v).into_owned())
-                .unwrap_or_default(),
-        ))
+        Ok(value.map(|v| String::from_utf8_lossy(&v).into_owned()))
     }
+}
+
+/// What a tracking assignment's expression came to.
+enum Evaluated {
+    Default,
+    Null,
+    Value(String),
 }
 
 /// Whether a SET assigns one of the client's own session tracking variables (a session
@@ -141,6 +182,35 @@ fn parse_assignment<'a>(text: &'a str, global: &mut bool) -> Option<Assignment<'
 }
 
 /// MariaDB's 1231 for a value a variable does not take.
+/// The entries of a tracking list, trimmed, lower case, sorted and each once; Err: the text
+/// MariaDB names for an empty entry (the rest of the list from it).
+fn list_entries(list: &str) -> Result<std::collections::BTreeSet<String>, &str> {
+    let mut names = std::collections::BTreeSet::new();
+    if list.is_empty() {
+        return Ok(names);
+    }
+    let mut rest = list;
+    loop {
+        let (entry, after) = rest.split_once(',').map_or((rest, None), |(e, a)| (e, Some(a)));
+        if entry.trim().is_empty() {
+            return Err(rest.trim_start());
+        }
+        names.insert(entry.trim().to_ascii_lowercase());
+        match after {
+            Some(a) => rest = a,
+            None => return Ok(names),
+        }
+    }
+}
+
+fn unknown_variable(name: &str) -> ProxyError {
+    ProxyError::Backend(ErrPacket::new(
+        1193,
+        "HY000",
+        format!("Unknown system variable '{name}'"),
+    ))
+}
+
 fn wrong_value(name: &str, value: &str) -> ProxyError {
     ProxyError::Backend(ErrPacket::new(
         1231,

@@ -407,3 +407,39 @@ async fn a_transaction_a_failed_statement_left_open_ends_with_its_client() {
         assert_eq!(lock_wait_scenario(side, direct).await.as_deref(), Some("0"), "{side:?}");
     }
 }
+
+/// The client's own tracking list (which Tessera keeps, since its backend connections track
+/// everything) is checked and stored as MariaDB does: NULL refused (1231), an unknown or
+/// empty entry refused (1193), names lower case, sorted, once each, `*` alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_tracking_list_is_refused_and_stored_as_the_server_does() {
+    let (_env, proxy, direct) = env_with_one_connection().await;
+    let (mut p, mut d) = (proxy.client().await, direct.client().await);
+    let read = "SELECT CONCAT('[', @@session_track_system_variables, ']')";
+    for value in [
+        "NULL",
+        "@unset",
+        "'time_zone,autocommit'",
+        "' Autocommit , TIME_ZONE'",
+        "'sql_mode,autocommit,sql_mode'",
+        "'autocommit,*'",
+        "'autocommit,,time_zone'",
+        "'autocommit,'",
+        "''",
+        "'  '",
+        "'bogus'",
+        "CONCAT(@@session_track_system_variables, ',autocommit')",
+        "DEFAULT",
+    ] {
+        let set = format!("SET session_track_system_variables = {value}");
+        same_answer(&mut p, &mut d, &set)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        same_answer(&mut p, &mut d, read)
+            .await
+            .unwrap_or_else(|e| panic!("after {set}: {e}"));
+    }
+    same_answer(&mut p, &mut d, "SET session_track_schema = NULL")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+}
