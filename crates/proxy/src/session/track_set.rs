@@ -84,14 +84,19 @@ impl Session {
         if names.iter().any(|n| n == "*") {
             return Ok("*".into());
         }
-        for name in &names {
-            let sql = format!(
-                "SELECT COUNT(*) FROM information_schema.SYSTEM_VARIABLES WHERE VARIABLE_NAME = UPPER({})",
-                crate::state::quote_string(name)
-            );
-            if self.first_value(&sql).await?.as_deref() == Some("0") {
-                return Err(unknown_variable(name));
-            }
+        if names.is_empty() {
+            return Ok(String::new());
+        }
+        // One round trip (Connector/J sets a list at every login): the names the server has.
+        let quoted: Vec<String> = names.iter().map(|n| crate::state::quote_string(n)).collect();
+        let sql = format!(
+            "SELECT LOWER(VARIABLE_NAME) FROM information_schema.SYSTEM_VARIABLES WHERE VARIABLE_NAME IN (UPPER({}))",
+            quoted.join("), UPPER(")
+        );
+        let rows = self.backend_rows(&sql).await?;
+        let known: std::collections::BTreeSet<&[u8]> = rows.iter().filter_map(|r| r.first()?.as_deref()).collect();
+        if let Some(unknown) = names.iter().find(|n| !known.contains(n.as_bytes())) {
+            return Err(unknown_variable(unknown));
         }
         Ok(names.into_iter().collect::<Vec<_>>().join(","))
     }
@@ -99,6 +104,13 @@ impl Session {
     /// The first column of the first row `sql` answers (None: NULL or no row), read on the
     /// held connection when there is one (a transaction or pin may hold the only one).
     async fn first_value(&mut self, sql: &str) -> Result<Option<String>, ProxyError> {
+        let rows = self.backend_rows(sql).await?;
+        let value = rows.first().and_then(|r| r.first()).cloned().flatten();
+        Ok(value.map(|v| String::from_utf8_lossy(&v).into_owned()))
+    }
+
+    /// The rows `sql` answers, read on the held connection when there is one.
+    async fn backend_rows(&mut self, sql: &str) -> Result<Vec<Vec<Option<Vec<u8>>>>, ProxyError> {
         let (_, rows) = match self.held.as_mut() {
             Some(conn) => conn.query_rows(sql).await?,
             None => {
@@ -107,8 +119,7 @@ impl Session {
                 conn.query_rows(sql).await?
             }
         };
-        let value = rows.first().and_then(|r| r.first()).cloned().flatten();
-        Ok(value.map(|v| String::from_utf8_lossy(&v).into_owned()))
+        Ok(rows)
     }
 }
 
