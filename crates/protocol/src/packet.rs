@@ -11,6 +11,8 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 /// Largest payload of one frame; a logical packet of this size or more continues in the next frame.
 pub const MAX_FRAME: usize = 0xff_ffff;
 const READ_CHUNK: usize = 16 * 1024;
+/// What [`PacketStream::peer_closed`] makes room for per read.
+const WATCH_READ: usize = 512;
 /// Buffers grown beyond this by a large packet are released once empty again.
 const SHRINK_ABOVE: usize = 256 * 1024;
 /// Whole buffered results at least this long are lent to the client's stream rather than
@@ -194,6 +196,23 @@ impl<S: AsyncRead + SendBuffer> PacketStream<S> {
     /// Waits until some input is buffered (returns at once if there is).
     pub async fn await_input(&mut self) -> Result<()> {
         self.fill(1).await
+    }
+
+    /// Resolves once the peer has closed the connection (or it failed), while the other side
+    /// works on a command. What the peer sends meanwhile (a pipelined command, COM_QUIT) is
+    /// kept in the read buffer for later reads; once `limit` bytes wait there, reading stops
+    /// and this stays pending. Cancel-safe: nothing read is lost when it is dropped.
+    pub async fn peer_closed(&mut self, limit: usize) {
+        while self.rbuf.len() < limit {
+            // Room for a small packet: usually the read buffer's spare tail, so no allocation
+            // (the command being answered may still hold the rest of the buffer).
+            self.rbuf.reserve(WATCH_READ.min(limit - self.rbuf.len()));
+            match self.stream.read_buf(&mut self.rbuf).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+        std::future::pending::<()>().await
     }
 
     /// Waits for input, and for the rest of a result set that has begun while fewer than

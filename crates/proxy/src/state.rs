@@ -290,14 +290,21 @@ impl SessionVars {
 }
 
 /// The value of variable `name` as SQL read with or without `backslash_escapes`. Session
-/// tracking reports a NULL `character_set_results` as an empty string, which must be replayed
-/// as NULL.
+/// tracking (and `@@name`) report a NULL value of the variables that take one as an empty
+/// string, which must be replayed as NULL: no character set or storage engine has an empty name.
 pub fn variable_literal(name: &str, v: &str, backslash_escapes: bool) -> String {
-    if v.is_empty() && name == "character_set_results" {
+    if v.is_empty() && NULLABLE_BY_EMPTY.contains(&name) {
         return "NULL".into();
     }
     value_literal(v, backslash_escapes)
 }
+
+/// Session variables whose NULL reads back as an empty string.
+const NULLABLE_BY_EMPTY: [&str; 3] = [
+    "character_set_results",
+    "default_tmp_storage_engine",
+    "enforce_storage_engine",
+];
 
 /// A system variable value as SQL: numbers bare, NULL bare, everything else quoted (see
 /// [`quote_string_as`]).
@@ -416,6 +423,8 @@ mod tests {
     #[test]
     fn literals() {
         assert_eq!(variable_literal("character_set_results", "", true), "NULL");
+        assert_eq!(variable_literal("default_tmp_storage_engine", "", true), "NULL");
+        assert_eq!(variable_literal("default_tmp_storage_engine", "Aria", true), "'Aria'");
         assert_eq!(variable_literal("sql_mode", "", true), "''");
         assert_eq!(value_literal("262144", true), "262144");
         assert_eq!(value_literal("-1.5", true), "-1.5");

@@ -19,6 +19,9 @@ use tokio::io::AsyncRead;
 
 /// Flush to the client once this much is queued, even mid-result.
 const FLUSH_AT: usize = 64 * 1024;
+/// While the backend works, what the client sends (a pipelined command) is buffered up to this;
+/// beyond, its leaving is noticed only when its answer is written.
+const CLIENT_INPUT_WATCHED_UP_TO: usize = 64 * 1024;
 
 /// What kind of response the backend is about to send.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -290,6 +293,24 @@ fn payloads(frames: &Bytes) -> std::collections::VecDeque<Bytes> {
     packets
 }
 
+/// Waits for the backend's next answer (`answer`) unless the client closes its connection
+/// first. Then the statement is abandoned: the caller closes the backend connection (a failed
+/// forward breaks it), and the server sees its client leave, as it would see this client leave
+/// without Tessera in between (a lock wait or SLEEP ends, a statement that writes nothing runs
+/// on to its end, a transaction rolls back).
+async fn unless_client_left<T, C: AsyncRead + SendBuffer>(
+    client: &mut PacketStream<C>,
+    answer: impl std::future::Future<Output = Result<T, ProxyError>>,
+) -> Result<T, ProxyError> {
+    tokio::select! {
+        biased;
+        answer = answer => answer,
+        () = client.peer_closed(CLIENT_INPUT_WATCHED_UP_TO) => {
+            Err(ProxyError::Client(tessera_protocol::ProtocolError::Closed))
+        }
+    }
+}
+
 /// Flushes what was written to the client; a flush that takes longer than `write_timeout`
 /// fails (the client stopped reading).
 async fn flush_client<C: AsyncRead + SendBuffer>(
@@ -346,10 +367,15 @@ impl<C: AsyncRead + SendBuffer> Forwarder<'_, BackendConn, C> {
             return Ok(false);
         }
         let seq = self.client.seq();
-        let whole = match conn.io.await_whole_result(seq, WAIT_FOR_WHOLE_UP_TO).await {
-            Ok(Some(whole)) => whole,
-            Ok(None) => return Ok(false),
-            Err(e) => return Err(conn.lost(e)),
+        let awaited = unless_client_left(self.client, async {
+            conn.io
+                .await_whole_result(seq, WAIT_FOR_WHOLE_UP_TO)
+                .await
+                .map_err(|e| conn.lost(e))
+        });
+        let whole = match awaited.await? {
+            Some(whole) => whole,
+            None => return Ok(false),
         };
         conn.response_started = true;
         let frames = &conn.io.buffered()[..whole.len];
@@ -414,7 +440,7 @@ impl<'a, S: ResponseSource, C: AsyncRead + SendBuffer> Forwarder<'a, S, C> {
         {
             self.flush_client().await?;
         }
-        let packet = self.backend.packet().await?;
+        let packet = unless_client_left(self.client, self.backend.packet()).await?;
         self.note_started();
         Ok(packet)
     }

@@ -57,6 +57,7 @@ impl Session {
             last: LastStatement::default(),
             handle,
             fatal: false,
+            failed_change_users: 0,
             released: false,
             last_insert_id_dirty: false,
             routing,
@@ -227,6 +228,8 @@ impl Session {
     }
 
     /// COM_CHANGE_USER: re-authenticate (auth switch with a fresh challenge), then start over.
+    /// A refused attempt answers 1045 and the connection goes on, reset, as the user it was;
+    /// after three refusals every further attempt answers 1047.
     pub async fn change_user(&mut self, data: &[u8]) -> Result<Next, ProxyError> {
         let mut r = Reader::new(data);
         let user = String::from_utf8_lossy(r.null_terminated()?).into_owned();
@@ -238,26 +241,19 @@ impl Session {
         } else {
             self.charset
         };
-        let scramble = self.scramble.clone();
-        self.client.write_with(|b| {
-            tessera_protocol::handshake::encode_auth_switch(b, tessera_protocol::auth::NATIVE_PASSWORD, &scramble)
-        });
-        self.client.flush().await?;
-        let answer = self.client.read_packet().await?;
-        let is_tls = self.client.get_ref().is_tls();
-        let login = Login {
-            user: &user,
-            host: &self.host,
-            scramble: &scramble,
-            is_tls,
-        };
-        let creds = self.ctx.users.get(&user).cloned();
-        let plugin = tessera_protocol::auth::NATIVE_PASSWORD;
-        if let Err(e) = auth::verify(&mut self.client, creds.as_ref(), &login, plugin, answer.to_vec()).await {
-            self.fatal = true;
+        // MariaDB resets the session before it authenticates, whatever the outcome; a refused
+        // attempt keeps the user, the database and the character set the session had.
+        self.reset_session_state().await;
+        if self.failed_change_users >= MAX_FAILED_CHANGE_USERS {
+            return Err(ProxyError::UnknownCommand);
+        }
+        if let Err(e) = self.authenticate_change(&user).await {
+            match e {
+                ProxyError::AccessDenied { .. } => self.failed_change_users += 1,
+                _ => self.fatal = true,
+            }
             return Err(e);
         }
-        self.reset_session_state().await;
         let last_write = self.routing.last_write;
         self.routing = user_routing(&self.ctx, &user);
         self.routing.last_write = last_write;
@@ -269,6 +265,26 @@ impl Session {
         }
         self.enter_schema(schema).await?;
         Ok(Next::Continue)
+    }
+
+    /// COM_CHANGE_USER's authentication as `user`: an auth switch to mysql_native_password
+    /// with the session's scramble, and the client's answer checked.
+    async fn authenticate_change(&mut self, user: &str) -> Result<(), ProxyError> {
+        let scramble = self.scramble.clone();
+        self.client.write_with(|b| {
+            tessera_protocol::handshake::encode_auth_switch(b, tessera_protocol::auth::NATIVE_PASSWORD, &scramble)
+        });
+        self.client.flush().await?;
+        let answer = self.client.read_packet().await?;
+        let login = Login {
+            user,
+            host: &self.host,
+            scramble: &scramble,
+            is_tls: self.client.get_ref().is_tls(),
+        };
+        let creds = self.ctx.users.get(user).cloned();
+        let plugin = tessera_protocol::auth::NATIVE_PASSWORD;
+        auth::verify(&mut self.client, creds.as_ref(), &login, plugin, answer.to_vec()).await
     }
 
     /// `KILL [QUERY] id`, where id is a Tessera connection id (CONNECTION_ID() answers it). The
@@ -404,6 +420,9 @@ impl Session {
         Ok(())
     }
 }
+
+/// Refused COM_CHANGE_USER attempts a connection gets, as MariaDB counts them.
+const MAX_FAILED_CHANGE_USERS: u8 = 3;
 
 /// What a KILL sends to a backend thread that runs the target's statement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -92,6 +92,9 @@ pub struct Session {
     /// Set when backend state was lost (e.g. the server died mid-transaction): close after
     /// reporting the error, as MySQL itself would.
     pub fatal: bool,
+    /// COM_CHANGE_USER attempts refused so far: after three, MariaDB answers every further
+    /// one with "Unknown command" (MDEV-3915, no password guessing on an open connection).
+    pub failed_change_users: u8,
     /// The client's COMMIT or ROLLBACK released the session (RELEASE, or `completion_type`
     /// RELEASE): the connection closes after its OK, as MariaDB closes it.
     pub released: bool,

@@ -333,3 +333,62 @@ async fn kill_stops_a_scatter_read_on_every_shard() {
     };
     rounds(side, &mut watch, (SCATTER_LOCK_WAIT, 2)).await;
 }
+
+/// A user lock wait the holder never releases: MariaDB ends it when its client leaves.
+const USER_LOCK_WAIT: Work = Work {
+    sql: "SELECT GET_LOCK('kill_dangling', 3600)",
+    running: "INFO = 'SELECT GET_LOCK(''kill_dangling'', 3600)' AND STATE = 'User lock'",
+    kills: BOTH,
+};
+
+/// One round of a client that vanishes (its socket closed without COM_QUIT, as mysqltest's
+/// `dirty_close` and a killed process do) while its statement waits: the wait ends on the
+/// backend as it does when the client is the server's own, and the transaction the client had
+/// open is rolled back (its row is not there, its row lock is free).
+async fn vanish_round(side: Side, watch: &mut Watch, other: &mut Client, work: Work) {
+    let mut a = side.client().await;
+    a.query("SET @@sql_select_limit = 7").await.expect("session state");
+    a.query("BEGIN").await.expect("begin");
+    a.query("INSERT INTO kill_locked VALUES (1)").await.expect("insert");
+    let task = tokio::spawn(async move { a.try_query(work.sql).await });
+    let threads = watch.until_running(&work, 1).await;
+    task.abort();
+    assert!(
+        task.await.is_err_and(|e| e.is_cancelled()),
+        "the client left while its statement waited"
+    );
+    watch.until_idle(&threads, &work).await;
+    watch.until_running(&work, 0).await;
+    let row = timeout(
+        DEADLINE,
+        other.query("SELECT id FROM kill_locked WHERE id = 1 FOR UPDATE"),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("{side:?}: the row lock of the client that left is still held"))
+    .expect("read");
+    assert!(
+        row.is_empty(),
+        "{side:?}: the insert of the client that left was rolled back"
+    );
+}
+
+/// Issue 43 (mtr's `dirty_close`): a client that vanishes while its statement waits does not
+/// leave the statement waiting on the backend, nor its transaction open, nor its state on the
+/// pooled connection (one connection, so the next client gets the one the statement ran on).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_vanishes_mid_statement_leaves_no_work_behind() {
+    let (_env, proxy, direct, mut watch) = start("pipeline_lanes = 0", "max_size = 1").await;
+    let mut holder = direct.client().await;
+    assert_eq!(
+        holder.value("SELECT GET_LOCK('kill_dangling', 0)").await.as_deref(),
+        Some("1")
+    );
+    for side in [direct, proxy] {
+        let mut other = side.client().await;
+        for _ in 0..ROUNDS / 4 {
+            vanish_round(side, &mut watch, &mut other, USER_LOCK_WAIT).await;
+        }
+        drop(other);
+        assert_fresh_state(side).await;
+    }
+}

@@ -207,3 +207,83 @@ async fn the_process_list_shows_the_clients_sessions() {
         );
     }
 }
+
+/// One COM_CHANGE_USER as libmariadb sends it (declaring caching_sha2_password, so that both
+/// MariaDB and Tessera switch to mysql_native_password with a new challenge): "OK" or the
+/// error number.
+async fn change_user(c: &mut Client, (user, password): (&str, &str)) -> String {
+    let mut p = vec![0x11u8];
+    p.extend_from_slice(user.as_bytes());
+    p.extend_from_slice(&[0, 0]);
+    p.extend_from_slice(b"test\0");
+    p.extend_from_slice(&45u16.to_le_bytes());
+    p.extend_from_slice(b"caching_sha2_password\0");
+    let mut answer = c.raw(&p).await;
+    while answer.first() == Some(&0xfe) && answer.len() > 1 {
+        let (_, scramble) = tessera_protocol::handshake::parse_auth_switch(&answer).expect("auth switch");
+        let response = tessera_protocol::auth::native_scramble(password.as_bytes(), &scramble);
+        c.io.send(&response).await.expect("send");
+        answer = c.io.read_packet().await.expect("answer");
+    }
+    match answer.first() {
+        Some(0x00) => "OK".into(),
+        _ => tessera_protocol::response::ErrPacket::parse(&answer)
+            .expect("err")
+            .code
+            .to_string(),
+    }
+}
+
+/// MariaDB's `change_user_notembedded` (MDEV-3915): a refused COM_CHANGE_USER answers 1045 and
+/// the connection goes on as the user it was, reset (user variables gone); the fourth refusal
+/// and every attempt after it answer 1047, a good password included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_change_user_keeps_the_connection_for_three_tries() {
+    let env = Env::start("", "").await;
+    for side in sides(&env) {
+        let own = (login(side).user, login(side).password);
+        let mut c: Client = side.client().await;
+        c.query("SET @kept = 1").await.expect("set");
+        let mut seen = vec![change_user(&mut c, ("nobody", "bar")).await];
+        let after = "SELECT CONCAT_WS(',', IFNULL(@kept, 'reset'), DATABASE(), SUBSTRING_INDEX(USER(), '@', 1))";
+        seen.push(c.value(after).await.expect("after a refusal"));
+        seen.push(change_user(&mut c, ("nobody", "")).await);
+        seen.push(change_user(&mut c, own).await);
+        seen.push(change_user(&mut c, (own.0, "wrong")).await);
+        seen.push(change_user(&mut c, ("nobody", "bar")).await);
+        seen.push(change_user(&mut c, own).await);
+        seen.push(c.value("SELECT 'still connected'").await.expect("connected"));
+        let want = [
+            "1045",
+            &format!("reset,test,{}", own.0),
+            "1045",
+            "OK",
+            "1045",
+            "1047",
+            "1047",
+            "still connected",
+        ];
+        assert_eq!(seen, want, "{side:?}");
+    }
+}
+
+/// mtr's `default`-family tests: `default_tmp_storage_engine = NULL` (use the default engine)
+/// reads back as NULL and survives the replay onto the connection a temporary table pins.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_null_storage_engine_variable_is_replayed_as_null() {
+    let env = Env::start("", "").await;
+    let script = "SET default_tmp_storage_engine = NULL, enforce_storage_engine = NULL;\n\
+                  SELECT @@default_tmp_storage_engine IS NULL, @@enforce_storage_engine IS NULL;\n\
+                  SELECT COUNT(*) > 0 FROM information_schema.ENGINES;\n\
+                  CREATE TEMPORARY TABLE null_engine (a INT);\n\
+                  SELECT COUNT(*) FROM null_engine;\n\
+                  SELECT @@default_tmp_storage_engine IS NULL";
+    for side in sides(&env) {
+        assert_eq!(
+            cli(&login(side), script).expect("CLI"),
+            ["1\t1", "1", "0", "1"],
+            "{side:?}"
+        );
+        assert_eq!(pymysql(&login(side), script).expect("PyMySQL"), ["1"], "{side:?}");
+    }
+}
