@@ -292,18 +292,25 @@ impl SessionVars {
 /// The value of variable `name` as SQL read with or without `backslash_escapes`. Session
 /// tracking (and `@@name`) report a NULL value of the variables that take one as an empty
 /// string, which must be replayed as NULL: no character set or storage engine has an empty name.
+/// `system_versioning_asof` reads `DEFAULT` (the current time), a keyword to replay, not a
+/// string.
 pub fn variable_literal(name: &str, v: &str, backslash_escapes: bool) -> String {
     if v.is_empty() && NULLABLE_BY_EMPTY.contains(&name) {
         return "NULL".into();
     }
+    if v == "DEFAULT" && name == "system_versioning_asof" {
+        return "DEFAULT".into();
+    }
     value_literal(v, backslash_escapes)
 }
 
-/// Session variables whose NULL reads back as an empty string.
-const NULLABLE_BY_EMPTY: [&str; 3] = [
+/// Session variables whose NULL reads back as an empty string, an empty value they refuse.
+const NULLABLE_BY_EMPTY: [&str; 5] = [
     "character_set_results",
     "default_tmp_storage_engine",
     "enforce_storage_engine",
+    "innodb_ft_user_stopword_table",
+    "innodb_tmpdir",
 ];
 
 /// A system variable value as SQL: numbers bare, NULL bare, everything else quoted (see
@@ -425,6 +432,11 @@ mod tests {
         assert_eq!(variable_literal("character_set_results", "", true), "NULL");
         assert_eq!(variable_literal("default_tmp_storage_engine", "", true), "NULL");
         assert_eq!(variable_literal("default_tmp_storage_engine", "Aria", true), "'Aria'");
+        assert_eq!(variable_literal("system_versioning_asof", "DEFAULT", true), "DEFAULT");
+        assert_eq!(
+            variable_literal("default_master_connection", "DEFAULT", true),
+            "'DEFAULT'"
+        );
         assert_eq!(variable_literal("sql_mode", "", true), "''");
         assert_eq!(value_literal("262144", true), "262144");
         assert_eq!(value_literal("-1.5", true), "-1.5");

@@ -38,7 +38,9 @@ pub use lexer::{
 pub use parse_modes::reads_alike;
 pub use qualifiers::drop_database_qualifier;
 pub use set_scope::{scope_session_targets, sets_next_transaction};
-pub use split::{ends_in_parenthesis, set_assignments, split_statements, split_statements_with};
+pub use split::{
+    ends_in_parenthesis, set_assignments, split_statements, split_statements_with, statement_set_assignments,
+};
 pub use txn_end::{completion_type_level, end_options, EndOptions};
 pub use uservars::{
     assigned_user_variables, assigned_user_variables_with, references_user_variables, references_user_variables_with,

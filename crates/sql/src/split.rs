@@ -73,6 +73,36 @@ pub fn set_assignments(sql: &str) -> Option<Vec<&str>> {
     Some(pieces)
 }
 
+/// The assignments of MariaDB's `SET STATEMENT a = 1, b = f(x, y) FOR <statement>`, which hold
+/// for the inner statement only: split on the top-level commas before the top-level `FOR`,
+/// trimmed. None when `sql` is not a `SET STATEMENT`.
+pub fn statement_set_assignments(sql: &str) -> Option<Vec<&str>> {
+    let mut lexer = Lexer::new(sql).filter(|t| t.is_significant());
+    if !lexer.next()?.is_word("SET") || !lexer.next()?.is_word("STATEMENT") {
+        return None;
+    }
+    let mut pieces = Vec::new();
+    let mut start = None;
+    let mut depth = 0u32;
+    for t in lexer {
+        let from = *start.get_or_insert(t.offset);
+        match t.kind {
+            TokenKind::LParen => depth += 1,
+            TokenKind::RParen => depth = depth.saturating_sub(1),
+            TokenKind::Comma if depth == 0 => {
+                pieces.push(trim(&sql[from..t.offset]));
+                start = None;
+            }
+            _ if depth == 0 && t.is_word("FOR") => {
+                pieces.push(trim(&sql[from..t.offset]));
+                return Some(pieces);
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
 /// Trims the whitespace the lexer skips (ASCII only: other spaces are identifier chars).
 fn trim(piece: &str) -> &str {
     piece.trim_matches(|c: char| c.is_ascii() && is_space(c as u8))
@@ -104,6 +134,24 @@ fn has_pair(bytes: &[u8], pair: &[u8; 2]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn statement_set_assignments_stop_at_the_for() {
+        assert_eq!(
+            statement_set_assignments("SET STATEMENT a = 1, @@session.b = f(x, y) FOR SELECT 1, 2"),
+            Some(vec!["a = 1", "@@session.b = f(x, y)"])
+        );
+        assert_eq!(
+            statement_set_assignments("set /* c */ statement max_statement_time=(SELECT 1) for update t set a = 1"),
+            Some(vec!["max_statement_time=(SELECT 1)"])
+        );
+        assert_eq!(statement_set_assignments("SET a = 1"), None);
+        assert_eq!(
+            statement_set_assignments("SET STATEMENT a = 1"),
+            None,
+            "no FOR: not a statement"
+        );
+    }
 
     #[test]
     fn only_statements_ending_plainly_in_a_parenthesis_take_an_appended_one() {

@@ -11,6 +11,7 @@ use crate::pool::PooledConn;
 use crate::route::Target;
 use crate::state::SyncScope;
 use tessera_protocol::command::{COM_INIT_DB, COM_QUERY};
+use tessera_protocol::response::SessionChange;
 use tessera_sql::{Classification, Flags, StatementKind};
 
 /// The variables that SET NAMES and its relatives change, in the order a replay must set them
@@ -258,7 +259,10 @@ impl Session {
         if stmts.iter().any(|s| changes_schema(&s.class.kind)) {
             self.ctx.schema_changes.record();
         }
-        self.state.apply_changes(&outcome.changes);
+        match statement_only_variables(stmts) {
+            names if names.is_empty() => self.state.apply_changes(&outcome.changes),
+            names => self.undo_statement_only_changes(&mut conn, &outcome.changes, &names),
+        }
         if outcome.error.is_none() && !conn.broken {
             self.follow_autocommit_status(&mut conn, outcome.status);
         }
@@ -306,11 +310,30 @@ impl Session {
         }
     }
 
+    /// `SET STATEMENT x = v FOR ...` sets x for its statement only: once it has ended x is the
+    /// session's value again on the connection, but MariaDB may report v in the statement's
+    /// own answer (a result's EOF goes before the restore), and the restore in the
+    /// connection's next answer. Neither the session nor the connection takes v; the
+    /// statement's other changes apply as usual.
+    fn undo_statement_only_changes(&mut self, conn: &mut PooledConn, changes: &[SessionChange], names: &[String]) {
+        let kept: Vec<SessionChange> = changes
+            .iter()
+            .filter(|c| !matches!(c, SessionChange::SystemVariable { name, .. } if names.contains(&name.to_ascii_lowercase())))
+            .cloned()
+            .collect();
+        self.state.apply_changes(&kept);
+        for name in names {
+            match self.state.vars().get(name) {
+                Some(value) => conn.state.set_var(name.clone(), value.clone()),
+                None => conn.state.remove_var(name),
+            }
+        }
+    }
+
     /// Changes session tracking reports that no replay can carry: a seeded RAND() pins the
     /// session to its connection, and LAST_INSERT_ID set by name (`SET last_insert_id = n`,
     /// `identity`) is read back before the connection goes back.
     fn follow_unreplayed_changes(&mut self, outcome: &Outcome, stmts: &[Stmt<'_>]) {
-        use tessera_protocol::response::SessionChange;
         let seeded = outcome.changes.iter().any(|c| {
             matches!(c, SessionChange::SystemVariable { name, .. }
                 if name.eq_ignore_ascii_case("rand_seed1") || name.eq_ignore_ascii_case("rand_seed2"))
@@ -683,4 +706,13 @@ pub fn sync_scope(stmts: &[Stmt<'_>]) -> SyncScope {
     scope.generates_ids_only = matches!(stmts, [s] if matches!(s.class.kind, K::Insert | K::Replace)
         && !s.class.flags.intersects(Flags::LAST_INSERT_ID | Flags::LAST_INSERT_ID_SET));
     scope
+}
+
+/// The variables the `SET STATEMENT ... FOR` statements among `stmts` set for themselves only.
+fn statement_only_variables(stmts: &[Stmt<'_>]) -> Vec<String> {
+    stmts
+        .iter()
+        .filter(|s| matches!(s.class.kind, StatementKind::Set(tessera_sql::SetKind::StatementFor)))
+        .flat_map(|s| super::track_set::statement_only_variables(s.sql))
+        .collect()
 }

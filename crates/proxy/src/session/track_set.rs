@@ -155,6 +155,18 @@ pub fn session_assignments(sql: &str) -> Vec<(String, &str)> {
         .collect()
 }
 
+/// The variables (lower case) a `SET STATEMENT a = 1, b = 2 FOR ...` sets for its inner
+/// statement only; empty for anything else.
+pub fn statement_only_variables(sql: &str) -> Vec<String> {
+    let mut global = false;
+    tessera_sql::statement_set_assignments(sql)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|text| parse_assignment(text, &mut global))
+        .map(|a| a.name)
+        .collect()
+}
+
 /// `[GLOBAL|SESSION|LOCAL] name = value`, `@@[scope.]name := value`; `global` carries a scope
 /// word over to the following assignments, as MariaDB does. None for other forms (NAMES ...).
 fn parse_assignment<'a>(text: &'a str, global: &mut bool) -> Option<Assignment<'a>> {

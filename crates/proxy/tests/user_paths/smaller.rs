@@ -267,23 +267,28 @@ async fn a_refused_change_user_keeps_the_connection_for_three_tries() {
     }
 }
 
-/// mtr's `default`-family tests: `default_tmp_storage_engine = NULL` (use the default engine)
-/// reads back as NULL and survives the replay onto the connection a temporary table pins.
+/// Values session tracking reports in a form a plain replay refuses: a NULL
+/// `default_tmp_storage_engine`, `enforce_storage_engine` or `innodb_tmpdir` reads back as an
+/// empty string (refused, 1286 or 1231), and `system_versioning_asof = DEFAULT` as `DEFAULT`
+/// (refused as a string). Each survives the replay onto the connection the next statements run on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_null_storage_engine_variable_is_replayed_as_null() {
+async fn values_tracking_reports_in_another_form_are_replayed_as_set() {
     let env = Env::start("", "").await;
-    let script = "SET default_tmp_storage_engine = NULL, enforce_storage_engine = NULL;\n\
-                  SELECT @@default_tmp_storage_engine IS NULL, @@enforce_storage_engine IS NULL;\n\
+    let script = "SET default_tmp_storage_engine = NULL, enforce_storage_engine = NULL, innodb_tmpdir = NULL;\n\
+                  SET system_versioning_asof = '2020-01-01 00:00:00';\n\
+                  SET system_versioning_asof = DEFAULT;\n\
+                  SELECT @@default_tmp_storage_engine IS NULL, @@enforce_storage_engine IS NULL, @@innodb_tmpdir IS NULL;\n\
                   SELECT COUNT(*) > 0 FROM information_schema.ENGINES;\n\
                   CREATE TEMPORARY TABLE null_engine (a INT);\n\
                   SELECT COUNT(*) FROM null_engine;\n\
-                  SELECT @@default_tmp_storage_engine IS NULL";
+                  SELECT @@default_tmp_storage_engine IS NULL, @@system_versioning_asof";
     for side in sides(&env) {
+        let want = ["1\t1\t1", "1", "0", "1\tDEFAULT"];
+        assert_eq!(cli(&login(side), script).expect("CLI"), want, "{side:?}");
         assert_eq!(
-            cli(&login(side), script).expect("CLI"),
-            ["1\t1", "1", "0", "1"],
+            pymysql(&login(side), script).expect("PyMySQL"),
+            ["1\tDEFAULT"],
             "{side:?}"
         );
-        assert_eq!(pymysql(&login(side), script).expect("PyMySQL"), ["1"], "{side:?}");
     }
 }

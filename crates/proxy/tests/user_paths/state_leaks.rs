@@ -443,3 +443,46 @@ async fn a_client_tracking_list_is_refused_and_stored_as_the_server_does() {
         .await
         .unwrap_or_else(|e| panic!("{e}"));
 }
+
+/// Client A runs `set_statement`, then reads `probe` while client B holds the connection A's
+/// statement ran on (B's transaction), so that A's read runs on another one. Returns what A
+/// reads there and what a fresh client reads afterwards.
+async fn statement_only_scenario(side: Side, set_statement: &str, probe: &str) -> Vec<Option<String>> {
+    let mut a = side.client().await;
+    a.query(set_statement)
+        .await
+        .unwrap_or_else(|e| panic!("{set_statement}: {e}"));
+    let mut b = side.client().await;
+    b.query("BEGIN").await.expect("B begins");
+    b.query("SELECT COUNT(*) FROM leak_rows FOR UPDATE")
+        .await
+        .expect("B holds a connection");
+    let seen_by_a = a.value(probe).await;
+    b.query("COMMIT").await.expect("B commits");
+    drop(a);
+    drop(b);
+    let mut c = side.client().await;
+    vec![seen_by_a, c.value(probe).await]
+}
+
+/// `SET STATEMENT x = v FOR ...` sets x for its statement only. MariaDB reports x = v in the
+/// statement's own answer (and the restore in a later one): a session that took v carried it
+/// to the next connection it ran on (two pooled connections here, so it moves).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_set_statement_value_stays_with_its_statement() {
+    let env = Env::start("pipeline_lanes = 0", "max_size = 2").await;
+    env.backend_sql("CREATE TABLE test.leak_rows (a INT)");
+    let proxy = Side::Proxy(env.port());
+    let direct = Side::Direct(env.sandbox.servers()[0].port());
+    for set_statement in [
+        "SET STATEMENT default_week_format = 3 FOR DO 1",
+        "SET STATEMENT default_week_format = 3, div_precision_increment = 9 FOR SELECT 1",
+        "set statement DEFAULT_WEEK_FORMAT=3 for select @@default_week_format",
+    ] {
+        let probe = "SELECT CONCAT(@@default_week_format, '/', @@div_precision_increment)";
+        let want = statement_only_scenario(direct, set_statement, probe).await;
+        assert_eq!(want, vec![Some("0/4".into()); 2], "directly: {set_statement}");
+        let got = statement_only_scenario(proxy, set_statement, probe).await;
+        assert_eq!(got, want, "through Tessera: {set_statement}");
+    }
+}

@@ -543,14 +543,14 @@ async fn every_session_variable_in_every_set_spelling_stays_with_its_client() {
     eprintln!("state matrix: {} known defects left (see KNOWN_DEFECTS)", known.len());
     assert!(unknown.is_empty(), "{}", report("mismatches", &unknown));
     assert!(
-        known.len() <= 15,
+        known.len() <= 12,
         "more known-defect mismatches than when listed: {known:?}"
     );
 }
 
 /// Defects found by this matrix and not fixed yet, each with what goes wrong (issue 43's
 /// closing note carries them). A mismatch outside this list fails the test.
-const KNOWN_DEFECTS: [(&str, &str, &str); 6] = [
+const KNOWN_DEFECTS: [(&str, &str, &str); 3] = [
     // Tessera answers the client's own tracking SETs itself, but only a SET on its own.
     (
         "session_track_schema",
@@ -559,15 +559,6 @@ const KNOWN_DEFECTS: [(&str, &str, &str); 6] = [
     ),
     ("session_track_state_change", "; SET", "the same"),
     ("session_track_system_variables", "; SET", "the same"),
-    // SET STATEMENT's restore is reported by MariaDB in a later OK of the connection (with
-    // a value a sync cannot replay): the next client's statement adopts it.
-    (
-        "default_week_format",
-        "A reads it after B",
-        "SET STATEMENT restore reported late",
-    ),
-    ("innodb_lock_wait_timeout", "A reads it after B", "the same"),
-    ("system_versioning_insert_history", "A reads it after B", "the same"),
 ];
 
 fn known_defect(mismatch: &str) -> bool {
