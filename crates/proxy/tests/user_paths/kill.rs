@@ -180,7 +180,7 @@ impl Watch {
             }
             assert!(
                 Instant::now() < deadline,
-                "{work:?}: still busy after the KILL: {busy:?}"
+                "{work:?}: still busy after the KILL or the client's leaving: {busy:?}"
             );
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
