@@ -259,7 +259,7 @@ impl Session {
         if stmts.iter().any(|s| changes_schema(&s.class.kind)) {
             self.ctx.schema_changes.record();
         }
-        match statement_only_variables(stmts) {
+        match set_statement_variables_of(stmts) {
             names if names.is_empty() => self.state.apply_changes(&outcome.changes),
             names => self.undo_statement_only_changes(&mut conn, &outcome.changes, &names),
         }
@@ -318,7 +318,10 @@ impl Session {
     fn undo_statement_only_changes(&mut self, conn: &mut PooledConn, changes: &[SessionChange], names: &[String]) {
         let kept: Vec<SessionChange> = changes
             .iter()
-            .filter(|c| !matches!(c, SessionChange::SystemVariable { name, .. } if names.contains(&name.to_ascii_lowercase())))
+            .filter(|c| {
+                !matches!(c, SessionChange::SystemVariable { name, .. }
+                    if names.iter().any(|n| n.eq_ignore_ascii_case(name)))
+            })
             .cloned()
             .collect();
         self.state.apply_changes(&kept);
@@ -709,7 +712,7 @@ pub fn sync_scope(stmts: &[Stmt<'_>]) -> SyncScope {
 }
 
 /// The variables the `SET STATEMENT ... FOR` statements among `stmts` set for themselves only.
-fn statement_only_variables(stmts: &[Stmt<'_>]) -> Vec<String> {
+fn set_statement_variables_of(stmts: &[Stmt<'_>]) -> Vec<String> {
     stmts
         .iter()
         .filter(|s| matches!(s.class.kind, StatementKind::Set(tessera_sql::SetKind::StatementFor)))
