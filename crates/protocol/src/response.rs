@@ -66,6 +66,7 @@ impl OkPacket {
                 ok.info = r.lenenc_bytes()?.to_vec();
             }
             if status & SERVER_SESSION_STATE_CHANGED != 0 && !r.is_empty() {
+                skip_state_length_padding(&mut r);
                 ok.session_state = r.lenenc_bytes()?.to_vec();
             }
         } else if !r.is_empty() {
@@ -116,6 +117,20 @@ pub enum SessionChange {
     TransactionCharacteristics(String),
     TransactionState(String),
     Unknown(u8),
+}
+
+/// MariaDB reserves the one-byte length of session_state_info by appending the character NUL
+/// in the database's character set: under a `ucs2`, `utf16` or `utf32` default database that is
+/// two or four bytes, and the length goes into the last one. The zeros before it are padding:
+/// nothing follows session_state_info in an OK packet, so a zero length with bytes behind it is one.
+fn skip_state_length_padding(r: &mut Reader<'_>) {
+    let mut ahead = r.clone();
+    for _ in 0..3 {
+        match ahead.u8() {
+            Ok(0) if !ahead.is_empty() => *r = ahead.clone(),
+            _ => break,
+        }
+    }
 }
 
 /// Decodes session_state_info: a sequence of (type, length-encoded data).
@@ -261,6 +276,33 @@ pub fn encode_result_end(out: &mut BytesMut, warnings: u16, status: u16, capabil
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Bytes MariaDB 10.11 sent for `USE dx` and `DROP DATABASE dx` while the default database
+    /// had character set ucs2 (`SET character_set_server = ucs2` before `CREATE DATABASE dx`):
+    /// one zero byte before the length of session_state_info.
+    #[test]
+    fn state_info_padded_under_a_ucs2_database_is_read() {
+        let caps = crate::flags::CLIENT_PROTOCOL_41 | crate::flags::CLIENT_SESSION_TRACK;
+        let use_db = [0, 0, 0, 2, 64, 0, 0, 0, 0, 8, 1, 3, 2, b'd', b'x', 2, 1, b'1'];
+        let ok = OkPacket::parse(&use_db, caps).unwrap();
+        assert_eq!(
+            ok.session_changes().unwrap(),
+            [SessionChange::Schema("dx".into()), SessionChange::StateChanged]
+        );
+        let mut drop_db = vec![0, 1, 0, 2, 65, 0, 0, 0, 0, 29, 0, 24, 9];
+        drop_db.extend_from_slice(b"last_gtid");
+        drop_db.push(13);
+        drop_db.extend_from_slice(b"0-87072770-63");
+        drop_db.extend_from_slice(&[1, 1, 0]);
+        let changes = OkPacket::parse(&drop_db, caps).unwrap().session_changes().unwrap();
+        assert_eq!(changes.last(), Some(&SessionChange::Schema(String::new())));
+        let utf32 = [0, 0, 0, 2, 64, 0, 0, 0, 0, 0, 0, 5, 1, 3, 2, b'd', b'x'];
+        let changes = OkPacket::parse(&utf32, caps).unwrap().session_changes().unwrap();
+        assert_eq!(changes, [SessionChange::Schema("dx".into())]);
+        let plain = [0, 0, 0, 2, 64, 0, 0, 0, 5, 1, 3, 2, b'd', b'x'];
+        let changes = OkPacket::parse(&plain, caps).unwrap().session_changes().unwrap();
+        assert_eq!(changes, [SessionChange::Schema("dx".into())]);
+    }
 
     fn tracked_ok() -> OkPacket {
         let mut state = BytesMut::new();

@@ -5,7 +5,7 @@ use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Reasons a session is pinned to one backend connection (also the metric label).
-pub const PIN_REASONS: [&str; 13] = [
+pub const PIN_REASONS: [&str; 14] = [
     "temporary_table",
     "user_lock",
     "lock_tables",
@@ -19,6 +19,7 @@ pub const PIN_REASONS: [&str; 13] = [
     "rand_seed",
     "auto_is_null",
     "backup",
+    "optimizer_trace",
 ];
 
 /// Process-wide counters (owned by the [`Context`], not global).

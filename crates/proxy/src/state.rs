@@ -273,13 +273,13 @@ impl SessionVars {
         }
     }
 
-    /// Makes `self` match `target` within `scope` after a successful sync.
+    /// Makes `self` match `target` within `scope` after a successful sync. The database is
+    /// not copied: only a COM_INIT_DB that succeeded changes it.
     pub fn sync_to(&mut self, target: &SessionVars, scope: SyncScope) {
         self.vars.clone_from(&target.vars);
         self.autocommit_off = target.autocommit_off;
         self.statement_time = target.statement_time;
         self.no_backslash_escapes = target.no_backslash_escapes;
-        self.schema.clone_from(&target.schema);
         if scope.user_vars {
             self.user_vars.clone_from(&target.user_vars);
         }

@@ -58,12 +58,16 @@ impl Flags {
     /// Names `PROCESSLIST` (`SHOW PROCESSLIST`, `information_schema.PROCESSLIST`): Tessera
     /// answers the process list with its own sessions.
     pub const PROCESSLIST: Flags = Flags(1 << 20);
+    /// May make FOUND_ROWS() differ from the rows sent: a `LIMIT` with an offset, an `OFFSET`,
+    /// or a `LIMIT`/`FETCH` beside a `UNION`/`INTERSECT`/`EXCEPT`. A hint (a column named
+    /// `offset` sets it too): [`crate::found_rows_effect`] reads the statement to be sure.
+    pub const PAGING: Flags = Flags(1 << 21);
 
     /// Any of the advisory-lock functions.
     pub const LOCK_FUNCTIONS: Flags =
         Flags(Self::GET_LOCK.0 | Self::RELEASE_LOCK.0 | Self::RELEASE_ALL_LOCKS.0 | Self::IS_USED_LOCK.0);
 
-    const NAMES: [(&'static str, Flags); 21] = [
+    const NAMES: [(&'static str, Flags); 22] = [
         ("USER_VAR_WRITE", Self::USER_VAR_WRITE),
         ("USER_VAR_READ", Self::USER_VAR_READ),
         ("GET_LOCK", Self::GET_LOCK),
@@ -85,6 +89,7 @@ impl Flags {
         ("DIAGNOSTICS", Self::DIAGNOSTICS),
         ("SEQUENCE", Self::SEQUENCE),
         ("PROCESSLIST", Self::PROCESSLIST),
+        ("PAGING", Self::PAGING),
     ];
 
     pub const fn empty() -> Flags {

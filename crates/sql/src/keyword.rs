@@ -4,6 +4,12 @@
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Kw {
     None,
+    Except,
+    Fetch,
+    Intersect,
+    Limit,
+    Offset,
+    Union,
     Alter,
     Analyze,
     As,
@@ -142,9 +148,11 @@ const KEYWORDS: &[(&str, Kw)] = &[
     ("DROP", Kw::Drop),
     ("DUMPFILE", Kw::Dumpfile),
     ("ERRORS", Kw::Errors),
+    ("EXCEPT", Kw::Except),
     ("EXECUTE", Kw::Execute),
     ("EXISTS", Kw::Exists),
     ("EXPLAIN", Kw::Explain),
+    ("FETCH", Kw::Fetch),
     ("FLUSH", Kw::Flush),
     ("FOR", Kw::For),
     ("FORMAT", Kw::Format),
@@ -159,12 +167,14 @@ const KEYWORDS: &[(&str, Kw)] = &[
     ("IN", Kw::In),
     ("INFILE", Kw::Infile),
     ("INSERT", Kw::Insert),
+    ("INTERSECT", Kw::Intersect),
     ("INTO", Kw::Into),
     ("IS_FREE_LOCK", Kw::IsFreeLock),
     ("IS_USED_LOCK", Kw::IsUsedLock),
     ("KILL", Kw::Kill),
     ("LASTVAL", Kw::Lastval),
     ("LAST_INSERT_ID", Kw::LastInsertId),
+    ("LIMIT", Kw::Limit),
     ("LOAD", Kw::Load),
     ("LOCAL", Kw::Local),
     ("LOCK", Kw::Lock),
@@ -174,6 +184,7 @@ const KEYWORDS: &[(&str, Kw)] = &[
     ("NEXT", Kw::Next),
     ("NEXTVAL", Kw::Nextval),
     ("NOT", Kw::Not),
+    ("OFFSET", Kw::Offset),
     ("ONLY", Kw::Only),
     ("OR", Kw::Or),
     ("OUTFILE", Kw::Outfile),
@@ -214,6 +225,7 @@ const KEYWORDS: &[(&str, Kw)] = &[
     ("TO", Kw::To),
     ("TRANSACTION", Kw::Transaction),
     ("TRUNCATE", Kw::Truncate),
+    ("UNION", Kw::Union),
     ("UNLOCK", Kw::Unlock),
     ("UPDATE", Kw::Update),
     ("USE", Kw::Use),
@@ -230,7 +242,7 @@ const KEYWORDS: &[(&str, Kw)] = &[
 const MAX_LEN: usize = 19;
 
 /// Open-addressing hash table of indexes into [`KEYWORDS`], built at compile time.
-const SLOTS: usize = 512;
+const SLOTS: usize = 1024;
 const EMPTY: u8 = u8::MAX;
 const TABLE: [u8; SLOTS] = build_table();
 

@@ -17,6 +17,8 @@
 
 pub mod classify;
 mod flags;
+pub mod found_rows;
+pub mod get_diagnostics;
 mod keyword;
 pub mod lexer;
 pub mod parse_modes;
@@ -31,6 +33,7 @@ pub mod uservars;
 
 pub use classify::{classify, classify_with, Classification, RouteHint, SetKind, StatementKind};
 pub use flags::Flags;
+pub use found_rows::{found_rows_effect, FoundRowsEffect};
 pub use lexer::{
     escape_reading, is_plain_words, quoted_end, starts_with_keyword, unquote, unquote_as, EscapeReading, Lexer, Token,
     TokenKind,

@@ -93,6 +93,10 @@ struct Stmt {
     load_columns: bool,
     /// `SET STATEMENT .. FOR`: whether the inner statement writes, once its `FOR` was seen.
     inner_writes: Option<bool>,
+    /// A `UNION`, `INTERSECT` or `EXCEPT` was seen (any depth).
+    set_operation: bool,
+    /// A `LIMIT` or `FETCH` was seen (any depth).
+    limited: bool,
 }
 
 impl Stmt {
@@ -109,6 +113,8 @@ impl Stmt {
             set_global: false,
             load_columns: mode == Mode::LoadData,
             inner_writes: None,
+            set_operation: false,
+            limited: false,
         }
     }
 
@@ -150,6 +156,9 @@ impl<'a, V: FnMut(Token<'a>, bool)> Walker<'a, V> {
                 }
                 _ => self.token(&mut st, t),
             }
+        }
+        if st.set_operation && st.limited {
+            self.flags.insert(Flags::PAGING);
         }
         if st.inner_writes == Some(true) || mode == Mode::ExecutingAnalyze {
             self.flags.insert(Flags::WRITES);
@@ -258,6 +267,10 @@ impl<'a, V: FnMut(Token<'a>, bool)> Walker<'a, V> {
             Kw::For => self.for_clause(st),
             Kw::Lock => self.lock_in_share_mode(),
             Kw::SqlCalcFoundRows => self.flags.insert(Flags::SQL_CALC_FOUND_ROWS),
+            Kw::Limit => self.limit(st),
+            Kw::Fetch => st.limited = true,
+            Kw::Offset => self.flags.insert(Flags::PAGING),
+            Kw::Union | Kw::Intersect | Kw::Except => st.set_operation = true,
             // `NEXTVAL(s)`, Oracle mode's `s.nextval` / `s.currval`, `NEXT VALUE FOR s`, ...
             Kw::Nextval | Kw::Setval | Kw::Lastval | Kw::Currval => self.flags.insert(Flags::SEQUENCE),
             Kw::Next | Kw::Previous if self.peek().is_some_and(|n| n.is_word("value")) => {
@@ -293,6 +306,16 @@ impl<'a, V: FnMut(Token<'a>, bool)> Walker<'a, V> {
                 self.flags.insert(Flags::SELECT_INTO | Flags::WRITES);
             }
             _ => {}
+        }
+    }
+
+    /// `LIMIT n, m` has an offset (`LIMIT m OFFSET n` is seen at its `OFFSET`).
+    fn limit(&mut self, st: &mut Stmt) {
+        st.limited = true;
+        let mut p = self.lex.clone();
+        p.next_significant();
+        if p.next_significant().is_some_and(|t| t.kind == TokenKind::Comma) {
+            self.flags.insert(Flags::PAGING);
         }
     }
 

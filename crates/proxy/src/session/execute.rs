@@ -53,6 +53,7 @@ impl Session {
                 if self.pins.holds_diagnostics() {
                     in_heap(|| self.keep_diagnostics_of(&mut c)).await;
                 }
+                in_heap(|| self.learn_found_rows_before_release(&mut c)).await;
                 self.pins.end_short_lived();
                 None
             }
@@ -72,6 +73,12 @@ impl Session {
                 return Err(e);
             }
         }
+        // With sql_auto_is_null on, `WHERE id IS NULL` reads LAST_INSERT_ID(): the connection
+        // must hold the session's (a read-back left 0 there).
+        let scope = SyncScope {
+            last_insert_id: scope.last_insert_id || self.pins.auto_is_null(),
+            ..scope
+        };
         // While LAST_INSERT_ID() is only known to the held connection, it is the truth.
         let last_insert_id = self
             .last_insert_id_needed(scope, on_held)
@@ -198,10 +205,10 @@ impl Session {
                     conn.forget_prepared();
                 }
                 conn.state.sync_to(&self.state, scope);
-                // A shard's database, where the client's names a logical schema.
-                let backend = self.backend_schema();
-                if backend.is_some() && backend != self.state.schema.as_deref() {
-                    conn.state.schema = backend.map(str::to_owned);
+                // Only a COM_INIT_DB that succeeded changes the connection's database (a
+                // shard's, where the client's names a logical schema).
+                if let Some(db) = schema {
+                    conn.state.schema = Some(db);
                 }
                 Ok(())
             }
@@ -286,6 +293,8 @@ impl Session {
         for s in stmts {
             self.pins.after_statement(s.sql, &s.class, ok, conn.in_transaction);
         }
+        let found_rows = super::found_rows::effect_of(stmts, outcome.error.is_some());
+        self.follow_found_rows(found_rows, outcome.result_rows);
         self.publish_user_locks(&conn);
         self.follow_diagnostics(&mut conn, outcome, stmts, area_was_here).await;
         self.capture_user_vars(&mut conn, stmts).await;
@@ -349,6 +358,12 @@ impl Session {
         }) {
             let value = self.state.vars().get("sql_auto_is_null").map(String::as_str);
             self.pins.follow_auto_is_null(value);
+        }
+        if outcome.changes.iter().any(
+            |c| matches!(c, SessionChange::SystemVariable { name, .. } if name.eq_ignore_ascii_case("optimizer_trace")),
+        ) {
+            let value = self.state.vars().get("optimizer_trace").map(String::as_str);
+            self.pins.follow_optimizer_trace(value);
         }
         let names_last_insert_id = stmts.iter().any(|s| {
             matches!(s.class.kind, StatementKind::Set(_))
@@ -460,7 +475,8 @@ impl Session {
             // Not after INSERT ... SELECT: the read would reset FOUND_ROWS(), which the client
             // may read next (it is read when the connection is released instead).
             [s] if !was_held => {
-                matches!(s.class.kind, K::Insert | K::Replace) && !super::pins::sets_found_rows(s.sql, &s.class.kind)
+                matches!(s.class.kind, K::Insert | K::Replace)
+                    && tessera_sql::found_rows_effect(s.sql, &s.class) != tessera_sql::FoundRowsEffect::Server
             }
             // Not after COMMIT RELEASE: the server closes the connection after its OK.
             [s] => {
@@ -491,15 +507,13 @@ impl Session {
             (Some(_), _) | (None, Some(_)) => -1,
             (None, None) => outcome.affected_rows as i64,
         };
-        if let Some(rows) = outcome.result_rows {
-            self.last.found_rows = rows;
-        }
     }
 
     /// Reads the connection character set and collation the server now has, into both the
     /// client's state and the connection's.
     async fn learn_charset(&mut self, conn: &mut PooledConn) {
         conn.forget_prepared();
+        self.learn_found_rows_before_release(conn).await;
         let sql = format!(
             "SELECT {}",
             CHARSET_VARIABLES.map(|v| format!("@@session.{v}")).join(", ")
@@ -545,6 +559,8 @@ impl Session {
         if names.is_empty() || conn.broken {
             return;
         }
+        // The read below is a SELECT: FOUND_ROWS() of the statement is read first.
+        self.learn_found_rows_before_release(conn).await;
         match super::uservars::capture(conn, &names).await {
             Ok(values) => {
                 for (name, literal) in values {

@@ -86,7 +86,9 @@ impl Session {
                 }
             }
         }
-        self.last.found_rows = rows.len() as u64;
+        if tessera_sql::found_rows_effect(sql, &tessera_sql::classify(sql)) != tessera_sql::FoundRowsEffect::Unchanged {
+            self.last.found_rows = rows.len() as u64;
+        }
         self.last.row_count = -1;
         let status = self.status_flags();
         let dialect = self.metadata_dialect();

@@ -10,6 +10,8 @@ pub mod auth;
 pub mod commands;
 pub mod diagnostics;
 pub mod execute;
+pub mod found_rows;
+pub mod get_diagnostics;
 pub mod info;
 pub mod last_insert_id;
 pub mod load_data;
@@ -182,6 +184,10 @@ impl Session {
                                 }
                                 _ => true,
                             };
+                            if let (true, Some(conn)) = (release, kept.as_mut()) {
+                                let (pins, last, id) = (&mut self.pins, &mut self.last, self.id);
+                                in_heap(|| found_rows::learn_before_release(conn, pins, last, id)).await;
+                            }
                             if let (true, Some(conn)) = (release && self.last_insert_id_dirty, kept.as_mut()) {
                                 // LAST_INSERT_ID(expr) may have changed it: read before sharing.
                                 Metrics::inc(&self.ctx.metrics.last_insert_id_round_trips);

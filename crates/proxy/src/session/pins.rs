@@ -18,7 +18,8 @@ pub struct Pins {
     backup_stage: bool,
     /// `BACKUP LOCK t` until `BACKUP UNLOCK`.
     backup_lock: bool,
-    /// SQL_CALC_FOUND_ROWS ran: FOUND_ROWS() must be read on the same connection.
+    /// Only the server knows FOUND_ROWS() (SQL_CALC_FOUND_ROWS, INSERT ... SELECT, a LIMIT
+    /// past the end, see [`tessera_sql::FoundRowsEffect::Server`]): read on the same connection.
     found_rows_next: bool,
     /// Client statement ids with an open server-side cursor.
     cursors: BTreeSet<u32>,
@@ -35,6 +36,9 @@ pub struct Pins {
     /// `sql_auto_is_null` is on: `WHERE id IS NULL` reads the row the connection inserted last
     /// (ODBC's way to find it), which only the connection that inserted it knows.
     auto_is_null: bool,
+    /// `optimizer_trace` is enabled: information_schema.OPTIMIZER_TRACE shows the trace of the
+    /// connection's last statement.
+    optimizer_trace: bool,
     /// The diagnostics area may stay on its connection, unread, past one point where the
     /// connection would otherwise go back: it was raised inside a transaction and has not
     /// been carried past one yet (see [`Pins::carry_diagnostics`]).
@@ -68,6 +72,7 @@ impl Pins {
             self.rand_seeded,
             self.auto_is_null,
             self.backup_stage || self.backup_lock,
+            self.optimizer_trace,
         ];
         on.iter()
             .enumerate()
@@ -84,9 +89,14 @@ impl Pins {
         self.found_rows_next
     }
 
+    /// Whether only the connection knows FOUND_ROWS() now (kept for one more statement).
+    pub fn set_server_found_rows(&mut self, server_knows: bool) {
+        self.found_rows_next = server_knows;
+    }
+
     /// Updates the pins after a statement ran; `ok` is false when it failed.
+    /// FOUND_ROWS() is followed apart, by [`Pins::set_server_found_rows`].
     pub fn after_statement(&mut self, sql: &str, c: &Classification, ok: bool, in_transaction: bool) {
-        self.found_rows_next = false;
         self.diagnostics_next = false;
         if self.next_transaction && !matches!(c.kind, StatementKind::Set(_)) && !in_transaction {
             self.next_transaction = false;
@@ -96,9 +106,6 @@ impl Pins {
         }
         self.track_kind(sql, c);
         self.track_functions(c);
-        if sets_found_rows(sql, &c.kind) {
-            self.found_rows_next = true;
-        }
     }
 
     fn track_kind(&mut self, sql: &str, c: &Classification) {
@@ -137,6 +144,16 @@ impl Pins {
             },
             _ => {}
         }
+    }
+
+    /// `sql_auto_is_null` is on: every statement may read LAST_INSERT_ID() (`WHERE id IS NULL`).
+    pub fn auto_is_null(&self) -> bool {
+        self.auto_is_null
+    }
+
+    /// Follows the session's `optimizer_trace` (`enabled=on,...` while tracing).
+    pub fn follow_optimizer_trace(&mut self, value: Option<&str>) {
+        self.optimizer_trace = value.is_some_and(|v| v.to_ascii_lowercase().contains("enabled=on"));
     }
 
     /// Follows the session's `sql_auto_is_null` (its value as the session state holds it).
@@ -197,9 +214,6 @@ impl Pins {
         }
         if c.flags.contains(Flags::RELEASE_ALL_LOCKS) {
             self.user_locks = 0;
-        }
-        if c.flags.contains(Flags::SQL_CALC_FOUND_ROWS) {
-            self.found_rows_next = true;
         }
     }
 
@@ -301,23 +315,6 @@ fn word(sql: &str, n: usize) -> Option<String> {
     Some(w.trim_end_matches(';').trim_matches('`').to_ascii_lowercase())
 }
 
-/// `INSERT/REPLACE ... SELECT` and `CREATE TABLE ... SELECT` set the server's FOUND_ROWS()
-/// to the rows their SELECT produced: the next FOUND_ROWS() must come from that connection.
-pub(super) fn sets_found_rows(sql: &str, kind: &StatementKind) -> bool {
-    let creates_table = match kind {
-        StatementKind::CreateTemporaryTable(_) => true,
-        StatementKind::Ddl => {
-            let mut words = tessera_sql::Lexer::new(sql).filter(|t| t.is_significant()).take(4);
-            words.next().is_some_and(|t| t.is_word("CREATE")) && words.any(|t| t.is_word("TABLE"))
-        }
-        _ => false,
-    };
-    if !(creates_table || matches!(kind, StatementKind::Insert | StatementKind::Replace)) {
-        return false;
-    }
-    tessera_sql::Lexer::new(sql).any(|t| t.is_word("SELECT"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -325,25 +322,6 @@ mod tests {
 
     fn run(p: &mut Pins, sql: &str) {
         p.after_statement(sql, &classify(sql), true, false);
-    }
-
-    #[test]
-    fn statements_that_select_into_a_table_leave_found_rows_to_the_server() {
-        for sql in [
-            "INSERT INTO t SELECT * FROM u",
-            "replace t (a) select 1",
-            "CREATE TABLE t SELECT 1",
-            "CREATE OR REPLACE TABLE t AS SELECT 1",
-        ] {
-            assert!(sets_found_rows(sql, &classify(sql).kind), "{sql}");
-        }
-        for sql in [
-            "INSERT INTO t VALUES ('SELECT')",
-            "CREATE VIEW v AS SELECT 1",
-            "UPDATE t SET a = 1",
-        ] {
-            assert!(!sets_found_rows(sql, &classify(sql).kind), "{sql}");
-        }
     }
 
     #[test]
@@ -379,9 +357,9 @@ mod tests {
         assert_eq!(p.reasons(), vec!["backup"]);
         run(&mut p, "BACKUP UNLOCK");
         assert!(!p.is_pinned());
-        run(&mut p, "SELECT SQL_CALC_FOUND_ROWS * FROM t LIMIT 1");
+        p.set_server_found_rows(true);
         assert_eq!(p.reasons(), vec!["found_rows"]);
-        run(&mut p, "SELECT FOUND_ROWS()");
+        p.set_server_found_rows(false);
         assert!(!p.is_pinned());
         run(&mut p, "XA START 'x'");
         assert_eq!(p.reasons(), vec!["xa"]);

@@ -52,6 +52,12 @@ pub fn pipelinable(class: &Classification) -> bool {
     class.pure_select && !class.flags.intersects(NOT_PIPELINED)
 }
 
+/// A lane answers only reads whose FOUND_ROWS() is the rows they sent (no connection is kept
+/// after a lane's statement for the server to tell).
+pub fn counts_rows_sent(sql: &str, class: &Classification) -> bool {
+    tessera_sql::found_rows_effect(sql, class) == tessera_sql::FoundRowsEffect::RowsSent
+}
+
 impl Session {
     /// The lane settings, None when pipelining is off.
     fn lane_settings(&self) -> Option<LaneSettings> {
@@ -117,7 +123,10 @@ impl Session {
         class: &Classification,
     ) -> Result<Pipelined, ProxyError> {
         // The cheap checks first.
-        let Some(settings) = self.usable_lanes().filter(|_| pipelinable(class)) else {
+        let Some(settings) = self
+            .usable_lanes()
+            .filter(|_| pipelinable(class) && counts_rows_sent(sql, class))
+        else {
             return Ok(Pipelined::NoLane);
         };
         let mut command = BytesMut::with_capacity(1 + sql.len());
@@ -197,6 +206,7 @@ impl Session {
         self.count_routed_on(target.group, chosen, target);
         Metrics::inc(&self.ctx.metrics.pipelined);
         self.record_last(&outcome);
+        self.follow_found_rows(tessera_sql::FoundRowsEffect::RowsSent, outcome.result_rows);
         Ok((Pipelined::Answered, outcome.columns_sent))
     }
 

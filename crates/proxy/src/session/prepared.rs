@@ -244,7 +244,8 @@ impl Session {
         }
         self.last.row_count = 0; // as MariaDB: COM_STMT_PREPARE resets ROW_COUNT()
         let reads_only = super::pipelined::pipelinable(&class);
-        let pipelinable = sharded.is_none() && !session_functions && reads_only;
+        let pipelinable =
+            sharded.is_none() && !session_functions && reads_only && super::pipelined::counts_rows_sent(text, &class);
         let plan = PreparedPlan {
             reads_only,
             sql,

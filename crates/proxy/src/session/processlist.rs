@@ -228,7 +228,19 @@ impl Session {
         };
         let rows = self.process_rows(sql, own_state).await;
         let text = rewrite(sql, &read, &rows_sql(&rows));
-        self.query_text(text.as_bytes(), false).await
+        if !matches!(read, ProcessListRead::Show { .. }) {
+            return self.query_text(text.as_bytes(), false).await;
+        }
+        // SHOW PROCESSLIST leaves FOUND_ROWS() as it was; the SELECT standing in for it does not.
+        if let Some(mut conn) = self.held.take() {
+            self.learn_found_rows_before_release(&mut conn).await;
+            self.held = Some(conn);
+        }
+        let found_rows = self.last.found_rows;
+        let answered = self.query_text(text.as_bytes(), false).await;
+        self.last.found_rows = found_rows;
+        self.pins.set_server_found_rows(false);
+        answered
     }
 
     /// The rows of the sessions this one may see, its own with `sql` as Info.

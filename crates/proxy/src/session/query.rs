@@ -244,6 +244,7 @@ impl Session {
             }
         }
         match stmts {
+            [s] if s.class.kind == StatementKind::Diagnostics => self.answer_statement_diagnostics(s.sql).await,
             [s] => self.answer_last_insert_id(s).await,
             _ => Ok(None),
         }
@@ -263,7 +264,10 @@ impl Session {
         let scoped = stmts
             .iter()
             .any(|s| assigns_session(&s.class.kind) && s.sql.contains("@@"));
-        let locks = stmts.iter().any(|s| s.class.flags.contains(Flags::IS_USED_LOCK));
+        // Not in DDL either: `CREATE TABLE IS_USED_LOCK (...)` names a table.
+        let locks = stmts
+            .iter()
+            .any(|s| s.class.flags.contains(Flags::IS_USED_LOCK) && answers_session_info(&s.class.kind));
         if !(counters || info || scoped || locks) || !lossless {
             return None;
         }

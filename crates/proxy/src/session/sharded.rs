@@ -947,7 +947,7 @@ impl Session {
         }
         let result = match merged {
             Ok(stats) => {
-                self.last.found_rows = found.unwrap_or(stats.rows_sent);
+                self.last.found_rows = found.unwrap_or(stats.rows_counted);
                 self.last.row_count = -1;
                 self.write_result_end(warnings).await
             }

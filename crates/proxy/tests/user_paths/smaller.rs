@@ -117,6 +117,18 @@ async fn sql_auto_is_null_finds_the_row_just_inserted() {
         assert_eq!(pymysql(&login(side), &again).expect("PyMySQL"), ["6\t7"], "PyMySQL");
         let fresh = cli(&login(side), &format!("SELECT COUNT(*) FROM {t} WHERE id IS NULL")).expect("CLI");
         assert_eq!(fresh, ["0"], "another client has sql_auto_is_null off");
+        // mtr's check_constraint: the insert before the SET (its id read back from the
+        // connection since) is the one found.
+        let before = format!(
+            "INSERT INTO {t} (v) VALUES (9);
+SET sql_auto_is_null = 1;
+SELECT v FROM {t} WHERE id IS NULL"
+        );
+        assert_eq!(
+            cli(&login(side), &before).expect("CLI"),
+            ["9"],
+            "inserted before the SET"
+        );
     }
 }
 
@@ -290,5 +302,95 @@ async fn values_tracking_reports_in_another_form_are_replayed_as_set() {
             ["1\tDEFAULT"],
             "{side:?}"
         );
+    }
+}
+
+/// FOUND_ROWS() by MariaDB's rules (mtr's `select_found` and `ctype_*`): a `LIMIT` offset
+/// counts the rows it skipped, an offset past the end and a `UNION ... LIMIT` count every row,
+/// `SELECT ... INTO` counts what it selected, and SHOW CREATE, SHOW WARNINGS, SHOW PROCESSLIST,
+/// VALUES and EXPLAIN leave the number as it was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn found_rows_follows_the_servers_rules() {
+    let env = Env::start("", "").await;
+    let probes = [
+        "SELECT a FROM fr LIMIT 1, 2",
+        "SELECT a FROM fr LIMIT 10, 2",
+        "SELECT a FROM fr ORDER BY a DESC LIMIT 2 OFFSET 1",
+        "SELECT a FROM fr UNION ALL SELECT a FROM fr LIMIT 2",
+        "SELECT a INTO @x FROM fr LIMIT 2, 1",
+        "SELECT a FROM fr LIMIT 1, 3;\nSHOW CREATE TABLE fr",
+        "SELECT a FROM fr LIMIT 1, 3;\nSHOW WARNINGS",
+        "SELECT a FROM fr LIMIT 1, 3;\nSHOW PROCESSLIST",
+        "SELECT a FROM fr LIMIT 1, 3;\nVALUES (1), (2)",
+        "SELECT a FROM fr LIMIT 1, 3;\nEXPLAIN SELECT * FROM fr",
+        "SHOW TABLES LIKE 'fr'",
+    ];
+    let mut script =
+        String::from("CREATE OR REPLACE TABLE fr (a INT PRIMARY KEY);\nINSERT INTO fr VALUES (1), (2), (3), (4), (5)");
+    for (i, p) in probes.iter().enumerate() {
+        script.push_str(&format!(";\n{p};\nSET @f{i} = FOUND_ROWS()"));
+    }
+    let all = (0..probes.len())
+        .map(|i| format!("@f{i}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    script.push_str(&format!(";\nSELECT {all}"));
+    let want = "3\t5\t3\t10\t3\t4\t4\t4\t4\t4\t1";
+    for side in sides(&env) {
+        let through_cli = cli(&login(side), &script).expect("CLI");
+        assert_eq!(
+            through_cli.last().map(String::as_str),
+            Some(want),
+            "mariadb CLI {side:?}"
+        );
+        assert_eq!(
+            pymysql(&login(side), &script).expect("PyMySQL"),
+            [want],
+            "PyMySQL {side:?}"
+        );
+    }
+}
+
+/// MariaDB pads the length of an OK packet's session-state information while the default
+/// database has character set ucs2 (mtr's `ctype_ucs`). Tessera must still read the change of
+/// database it reports: a client that dropped its default database leaves its connection with
+/// none, and the next client on that connection must get its own database back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ucs2_default_database_keeps_the_database_known() {
+    let env = Env::start("", "").await;
+    for side in sides(&env) {
+        let script = "SET character_set_server = ucs2, collation_server = ucs2_general_ci;\n\
+                      CREATE DATABASE ucs_db;\nUSE ucs_db;\nCREATE TABLE t1 (c CHAR(10), KEY(c));\n\
+                      INSERT INTO t1 VALUES ('aaa'), ('aaaa');\nSELECT COUNT(*) FROM t1;\nDROP TABLE t1;\n\
+                      DROP DATABASE ucs_db;\nSELECT DATABASE() IS NULL";
+        assert_eq!(cli(&login(side), script).expect("CLI"), ["2", "1"], "{side:?}");
+        for n in 0..3 {
+            let next = format!("CREATE TABLE after_ucs_{n} (a INT);\nDROP TABLE after_ucs_{n};\nSELECT DATABASE()");
+            assert_eq!(cli(&login(side), &next).expect("CLI"), ["test"], "{side:?} client {n}");
+        }
+        assert_eq!(
+            pymysql(&login(side), &script.replace("ucs_db", "ucs_py")).expect("PyMySQL"),
+            ["1"],
+            "{side:?}"
+        );
+        let next = "CREATE TABLE after_ucs_py (a INT);\nDROP TABLE after_ucs_py;\nSELECT DATABASE()";
+        assert_eq!(pymysql(&login(side), next).expect("PyMySQL"), ["test"], "{side:?}");
+    }
+}
+
+/// `GET DIAGNOSTICS @v = ROW_COUNT` reads the client's ROW_COUNT(), which GET DIAGNOSTICS itself
+/// does not reset (mtr's `get_diagnostics`), and `NUMBER` the conditions of its last statement.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_diagnostics_reads_the_clients_row_count() {
+    let env = Env::start("", "").await;
+    let script = "CREATE OR REPLACE TABLE gd (a INT);\nINSERT INTO gd VALUES (1);\n\
+                  GET DIAGNOSTICS @var1 = ROW_COUNT;\nGET DIAGNOSTICS @var2 = ROW_COUNT;\nSELECT @var1, @var2;\n\
+                  INSERT INTO gd VALUES (1), (2);\nGET CURRENT DIAGNOSTICS @n = NUMBER, @r = ROW_COUNT;\n\
+                  SELECT @n, @r, ROW_COUNT();\nSELECT CAST('1x' AS SIGNED) INTO @c;\n\
+                  GET DIAGNOSTICS @n = NUMBER, @r = ROW_COUNT;\nSHOW COUNT(*) WARNINGS;\nSELECT @n, @r";
+    for side in sides(&env) {
+        let want = ["1\t1", "0\t2\t2", "1", "1\t1"];
+        assert_eq!(cli(&login(side), script).expect("CLI"), want, "{side:?}");
+        assert_eq!(pymysql(&login(side), script).expect("PyMySQL"), ["1\t1"], "{side:?}");
     }
 }

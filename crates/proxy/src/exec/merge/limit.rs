@@ -33,6 +33,12 @@ impl Limit {
         true
     }
 
+    /// The rows that reached this stage, skipped ones included, up to `offset + limit`:
+    /// MariaDB's FOUND_ROWS() after the statement.
+    pub(crate) fn counted(&self) -> u64 {
+        self.skipped + self.sent
+    }
+
     /// True once `limit` rows went out: nothing more is needed.
     pub(crate) fn done(&self) -> bool {
         self.limit.is_some_and(|l| self.sent >= l)

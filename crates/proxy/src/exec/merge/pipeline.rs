@@ -18,6 +18,8 @@ use crate::exec::row::Value;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct MergeStats {
     pub rows_sent: u64,
+    /// Rows that reached LIMIT, its skipped offset included: FOUND_ROWS() as one server counts.
+    pub rows_counted: u64,
     /// GROUP_CONCAT values cut at `group_concat_max_len` (MariaDB raises warning 1260,
     /// "Row %u was cut by GROUP_CONCAT()", for each).
     pub group_concat_truncations: u64,
@@ -71,6 +73,7 @@ pub async fn run<S: RowSource, K: RowSink>(
     tail.finish(sink, &mut budget).await?;
     Ok(MergeStats {
         rows_sent: tail.sent,
+        rows_counted: tail.limit.counted(),
         group_concat_truncations: shape.truncations(),
         peak_buffered_bytes: budget.peak(),
     })
