@@ -51,7 +51,7 @@ impl Session {
     }
 }
 
-/// [`Session::learn_found_rows_before_release`] on the parts of a session it needs (the idle
+/// Reads FOUND_ROWS() before release, on the parts of a session it needs (the idle
 /// release runs while the client's read is borrowed). Costs a round trip only where the
 /// session did not read FOUND_ROWS() itself.
 pub async fn learn_before_release(conn: &mut PooledConn, pins: &mut Pins, last: &mut LastStatement, session: u32) {
