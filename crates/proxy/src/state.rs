@@ -424,6 +424,12 @@ mod tests {
         assert_eq!(client.schema_change_from(&backend), Some("test"));
         backend.sync_to(&client, SyncScope::ALL);
         assert_eq!(client.set_statement_from(&backend, SyncScope::ALL), None);
+        assert_eq!(
+            client.schema_change_from(&backend),
+            Some("test"),
+            "the database changes only with a COM_INIT_DB that succeeded"
+        );
+        backend.schema = client.schema.clone();
         assert_eq!(client.schema_change_from(&backend), None);
     }
 
