@@ -30,8 +30,8 @@ impl Session {
             };
             self.state.user_vars.insert(name, value);
         }
-        let warnings = u16::try_from(number.unwrap_or_default()).unwrap_or(u16::MAX);
-        self.ok_with(0, 0, warnings).await.map(Some)
+        // MariaDB's OK for GET DIAGNOSTICS counts no warnings (the area is the previous one's).
+        self.ok_with(0, 0, 0).await.map(Some)
     }
 
     /// The conditions of the area on the held connection, read with SHOW COUNT(*) WARNINGS (a
