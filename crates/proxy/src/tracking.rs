@@ -16,6 +16,16 @@ pub const TRACKING_VARIABLES: [&str; 3] = [
 pub const DEFAULT_TRACKED_VARIABLES: &str =
     "autocommit,character_set_client,character_set_connection,character_set_results,time_zone";
 
+/// The client's tracking as a SET inside a multi-statement query changed it: the OK packets
+/// of the query's results from index `from` on carry what it asks for, and the session takes
+/// it when the server got that far (`reached`).
+#[derive(Debug, Clone)]
+pub struct TrackingFrom {
+    pub from: usize,
+    pub tracking: ClientTracking,
+    pub reached: bool,
+}
+
 /// What one client asked to be told in its OK packets.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClientTracking {

@@ -43,6 +43,7 @@ pub use qualifiers::drop_database_qualifier;
 pub use set_scope::{scope_session_targets, sets_next_transaction};
 pub use split::{
     ends_in_parenthesis, set_assignments, split_statements, split_statements_with, statement_set_assignments,
+    statement_set_parts, StatementSetParts,
 };
 pub use txn_end::{completion_type_level, end_options, EndOptions};
 pub use uservars::{

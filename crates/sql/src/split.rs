@@ -77,8 +77,24 @@ pub fn set_assignments(sql: &str) -> Option<Vec<&str>> {
 /// for the inner statement only: split on the top-level commas before the top-level `FOR`,
 /// trimmed. None when `sql` is not a `SET STATEMENT`.
 pub fn statement_set_assignments(sql: &str) -> Option<Vec<&str>> {
+    statement_set_parts(sql).map(|parts| parts.assignments)
+}
+
+/// A `SET STATEMENT ... FOR <statement>` taken apart.
+#[derive(Debug, PartialEq, Eq)]
+pub struct StatementSetParts<'a> {
+    /// The assignments, as [`statement_set_assignments`] gives them.
+    pub assignments: Vec<&'a str>,
+    /// Byte range of `SET STATEMENT ... FOR` in the text (the inner statement follows it).
+    pub head: std::ops::Range<usize>,
+}
+
+/// [`statement_set_assignments`] with where the `SET STATEMENT ... FOR` head lies, so a
+/// caller can rebuild the statement with fewer assignments (or none: the inner statement).
+pub fn statement_set_parts(sql: &str) -> Option<StatementSetParts<'_>> {
     let mut lexer = Lexer::new(sql).filter(|t| t.is_significant());
-    if !lexer.next()?.is_word("SET") || !lexer.next()?.is_word("STATEMENT") {
+    let set = lexer.next()?;
+    if !set.is_word("SET") || !lexer.next()?.is_word("STATEMENT") {
         return None;
     }
     let mut pieces = Vec::new();
@@ -95,7 +111,10 @@ pub fn statement_set_assignments(sql: &str) -> Option<Vec<&str>> {
             }
             _ if depth == 0 && t.is_word("FOR") => {
                 pieces.push(trim(&sql[from..t.offset]));
-                return Some(pieces);
+                return Some(StatementSetParts {
+                    assignments: pieces,
+                    head: set.offset..t.end(),
+                });
             }
             _ => {}
         }
@@ -146,6 +165,9 @@ mod tests {
             Some(vec!["max_statement_time=(SELECT 1)"])
         );
         assert_eq!(statement_set_assignments("SET a = 1"), None);
+        let sql = "/*M!100101 SET STATEMENT a=1 FOR */ SELECT 1";
+        let parts = statement_set_parts(sql).unwrap();
+        assert_eq!(&sql[parts.head], "SET STATEMENT a=1 FOR");
         assert_eq!(
             statement_set_assignments("SET STATEMENT a = 1"),
             None,

@@ -55,6 +55,8 @@ pub struct Outcome {
     /// definitions: these (their frames, numbered from 2) are what the client now holds for
     /// the statement (see [`Metadata::Cached`]).
     pub columns_sent: Option<Bytes>,
+    /// Results forwarded (OKs, errors and result sets; a multi-statement query has several).
+    pub results: usize,
 }
 
 /// MariaDB's deadlock error: the server rolled the transaction back.
@@ -88,6 +90,9 @@ pub struct ClientSide<'t> {
     pub write_timeout: Duration,
     /// The session tracking the client asked for: its OK packets carry only that.
     pub tracking: &'t ClientTracking,
+    /// The tracking that replaces `tracking` from the result of that index on (a SET of the
+    /// client's tracking inside a multi-statement query).
+    pub later_tracking: Option<(usize, &'t ClientTracking)>,
     /// Where a write's GTID is recorded before its OK reaches the client (`global` reads).
     pub acknowledged: Option<&'t NewestGtid>,
 }
@@ -350,6 +355,7 @@ struct Forwarder<'a, S, C> {
     metadata: Metadata<'a>,
     write_timeout: Duration,
     tracking: &'a ClientTracking,
+    later_tracking: Option<(usize, &'a ClientTracking)>,
     acknowledged: Option<&'a NewestGtid>,
     out: Outcome,
 }
@@ -395,6 +401,7 @@ impl<C: AsyncRead + SendBuffer> Forwarder<'_, BackendConn, C> {
         self.out.warnings = whole.warnings;
         self.out.result_rows = Some(whole.rows);
         self.out.affected_rows = 0;
+        self.out.results = 1;
         Ok(true)
     }
 }
@@ -408,6 +415,7 @@ impl<'a, S: ResponseSource, C: AsyncRead + SendBuffer> Forwarder<'a, S, C> {
             metadata: side.metadata,
             write_timeout: side.write_timeout,
             tracking: side.tracking,
+            later_tracking: side.later_tracking,
             acknowledged: side.acknowledged,
             out: Outcome {
                 status,
@@ -466,6 +474,11 @@ impl<'a, S: ResponseSource, C: AsyncRead + SendBuffer> Forwarder<'a, S, C> {
                 Some(&LOCAL_INFILE_HEADER) if mode == Mode::Text => self.local_infile(first).await?,
                 _ => self.result_set(&first, mode).await?,
             };
+            self.out.results += 1;
+            if let Some((from, later)) = self.later_tracking.filter(|(from, _)| *from == self.out.results) {
+                (self.tracking, self.later_tracking) = (later, None);
+                tracing::trace!(from, "client tracking changed inside the query");
+            }
             if !more {
                 return Ok(());
             }
@@ -795,6 +808,7 @@ mod tests {
             metadata: Metadata::Plain,
             write_timeout: Duration::from_secs(5),
             tracking: &EVERYTHING,
+            later_tracking: None,
             acknowledged: None,
         }
     }

@@ -62,6 +62,7 @@ impl Session {
             last_insert_id_dirty: false,
             routing,
             tracking: Default::default(),
+            tracking_later: None,
             scramble: authed.scramble,
             diagnostics: Default::default(),
             held_shard: None,

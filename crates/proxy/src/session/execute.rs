@@ -232,7 +232,12 @@ impl Session {
         conn.flush().await?;
         let mut side = client_side(&self.ctx, self.capabilities, &self.tracking, self.routing.last_server);
         side.metadata = self.metadata_for(known);
-        forward(conn, &mut self.client, side, mode).await
+        side.later_tracking = self.tracking_later.as_ref().map(|t| (t.from, &t.tracking));
+        let outcome = forward(conn, &mut self.client, side, mode).await;
+        if let (Ok(o), Some(later)) = (&outcome, self.tracking_later.as_mut()) {
+            later.reached |= o.results > later.from;
+        }
+        outcome
     }
 
     /// How result metadata goes to this client, `known` being the column definitions it holds
@@ -668,6 +673,7 @@ pub fn client_side<'t>(
         metadata: Default::default(),
         write_timeout: ctx.config.server.net_write_timeout(),
         tracking,
+        later_tracking: None,
         acknowledged: ctx.groups.get(group).map(|g| &g.acknowledged),
     }
 }

@@ -106,6 +106,8 @@ pub struct Session {
     pub routing: routing::SessionRouting,
     /// The session tracking the client asked for (its OK packets are filtered to it).
     pub tracking: crate::tracking::ClientTracking,
+    /// The tracking a SET inside the running multi-statement query asked for.
+    pub tracking_later: Option<crate::tracking::TrackingFrom>,
     /// The greeting's scramble (reused by COM_CHANGE_USER).
     pub scramble: Vec<u8>,
     /// The client's diagnostics area, when it outlived the connection that produced it.

@@ -47,6 +47,12 @@ impl Session {
         if let Some(s) = single(&stmts, is_set).filter(|s| own_tracking && super::track_set::assigns_tracking(s.sql)) {
             return in_heap(|| self.query_tracking_set(s.sql)).await;
         }
+        let statement_for = |k: &StatementKind| *k == StatementKind::Set(tessera_sql::SetKind::StatementFor);
+        if let Some(s) = single(&stmts, statement_for).filter(|_| own_tracking) {
+            if let Some(next) = in_heap(|| self.query_with_statement_tracking(s.sql)).await? {
+                return Ok(next);
+            }
+        }
         let describe = |k: &StatementKind| *k == StatementKind::Describe;
         if let Some(statement) =
             single(&stmts, describe).and_then(|s| crate::route::sharded::explain::explained_statement(s.sql))
@@ -62,6 +68,13 @@ impl Session {
         }
         if let Some(next) = self.answer_locally(&stmts).await? {
             return Ok(next);
+        }
+        if own_tracking
+            && stmts
+                .iter()
+                .any(|s| is_set(&s.class.kind) && super::track_set::assigns_tracking(s.sql))
+        {
+            return in_heap(|| self.query_with_tracking_sets(&text, &stmts)).await;
         }
         if let [s] = stmts.as_slice() {
             if self.defer_transaction_edge(s) {
@@ -129,6 +142,32 @@ impl Session {
             }
             Some(rest) => self.query_text(rest.as_bytes(), false).await,
         }
+    }
+
+    /// A multi-statement query with SETs of the client's own tracking (see
+    /// [`Session::tracking_sets_replaced`]): the session takes the new tracking once the server
+    /// ran the first of them.
+    async fn query_with_tracking_sets(&mut self, text: &str, stmts: &[Stmt<'_>]) -> Result<Next, ProxyError> {
+        let (query, later) = self.tracking_sets_replaced(text, stmts).await?;
+        self.tracking_later = later;
+        let result = self.query_text(query.as_bytes(), false).await;
+        if let Some(later) = self.tracking_later.take().filter(|l| l.reached) {
+            self.tracking = later.tracking;
+        }
+        result
+    }
+
+    /// `SET STATEMENT session_track_x = v FOR <statement>`: the statement runs (without those
+    /// assignments) with the client's tracking as they set it, then the tracking is as before.
+    /// None when the statement sets no tracking.
+    async fn query_with_statement_tracking(&mut self, sql: &str) -> Result<Option<Next>, ProxyError> {
+        let Some((tracking, statement)) = self.statement_tracking(sql).await? else {
+            return Ok(None);
+        };
+        let before = std::mem::replace(&mut self.tracking, tracking);
+        let result = self.query_text(statement.as_bytes(), false).await;
+        self.tracking = before;
+        result.map(Some)
     }
 
     /// Runs a COM_QUERY on a target (with the one retry of a failed read).
@@ -220,12 +259,6 @@ impl Session {
         }
         for s in stmts {
             match &s.class.kind {
-                StatementKind::Set(_) if stmts.len() > 1 && super::track_set::assigns_tracking(s.sql) => {
-                    return Err(ProxyError::Unsupported(
-                        "changing session_track_* variables in a multi-statement query (send the SET on its own)"
-                            .into(),
-                    ));
-                }
                 StatementKind::LoadData { local: true } if self.capabilities & CLIENT_LOCAL_FILES == 0 => {
                     return Err(ProxyError::Backend(ErrPacket::new(
                         4166,

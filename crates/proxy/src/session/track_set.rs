@@ -5,12 +5,13 @@
 //! are (it needs everything tracked) and records what the client asked for instead; the other
 //! assignments of the statement run on a backend as usual.
 
+use super::execute::Stmt;
 use super::rewrite::{replace_terms, Term};
 use super::Session;
 use crate::error::ProxyError;
-use crate::tracking::{ClientTracking, TRACKING_VARIABLES};
+use crate::tracking::{ClientTracking, TrackingFrom, TRACKING_VARIABLES};
 use tessera_protocol::response::ErrPacket;
-use tessera_sql::{set_assignments, unquote, Lexer, TokenKind};
+use tessera_sql::{set_assignments, unquote, Lexer, StatementKind, TokenKind};
 
 /// One assignment of a SET statement, split into its parts.
 #[derive(Debug, PartialEq, Eq)]
@@ -25,33 +26,121 @@ impl Session {
     /// Applies the tracking assignments of `sql` to the session. Returns the statement that
     /// runs the other assignments on a backend, or None when nothing else remains.
     pub async fn set_tracking(&mut self, sql: &str) -> Result<Option<String>, ProxyError> {
+        let mut tracking = self.tracking.clone();
+        let rest = self.apply_tracking_set(sql, &mut tracking).await?;
+        tracing::debug!(session = self.id, tracking = ?tracking, "client session tracking set");
+        self.tracking = tracking;
+        Ok(rest)
+    }
+
+    /// Applies the tracking assignments of the SET `sql` to `tracking` (all or none: an
+    /// error leaves it as it was). Returns the SET of the other assignments, if any.
+    async fn apply_tracking_set(
+        &mut self,
+        sql: &str,
+        tracking: &mut ClientTracking,
+    ) -> Result<Option<String>, ProxyError> {
         let assignments =
             set_assignments(sql).ok_or_else(|| ProxyError::Unsupported("this form of SET session_track_*".into()))?;
-        let mut tracking = self.tracking.clone();
+        let mut changed = tracking.clone();
         let mut rest = Vec::new();
         let mut global = false;
         for text in assignments {
             match parse_assignment(text, &mut global) {
                 Some(a) if !a.global && TRACKING_VARIABLES.contains(&a.name.as_str()) => {
-                    let value = match self.evaluate(a.value, &tracking).await? {
-                        Evaluated::Default => None,
-                        Evaluated::Null => return Err(wrong_value(&a.name, "NULL")),
-                        Evaluated::Value(v) => Some(v),
-                    };
-                    let value = match (a.name.as_str(), value) {
-                        ("session_track_system_variables", Some(list)) => Some(self.variable_list(&list).await?),
-                        (_, value) => value,
-                    };
-                    tracking
-                        .set(&a.name, value.as_deref())
-                        .map_err(|bad| wrong_value(&a.name, &bad))?;
+                    self.assign(&mut changed, &a).await?
                 }
                 _ => rest.push(text),
             }
         }
-        tracing::debug!(session = self.id, tracking = ?tracking, "client session tracking set");
-        self.tracking = tracking;
+        *tracking = changed;
         Ok((!rest.is_empty()).then(|| format!("SET {}", rest.join(", "))))
+    }
+
+    /// One tracking assignment, its value evaluated and checked as MariaDB checks it.
+    async fn assign(&mut self, tracking: &mut ClientTracking, a: &Assignment<'_>) -> Result<(), ProxyError> {
+        let value = match self.evaluate(a.value, tracking).await? {
+            Evaluated::Default => None,
+            Evaluated::Null => return Err(wrong_value(&a.name, "NULL")),
+            Evaluated::Value(v) => Some(v),
+        };
+        let value = match (a.name.as_str(), value) {
+            ("session_track_system_variables", Some(list)) => Some(self.variable_list(&list).await?),
+            (_, value) => value,
+        };
+        tracking
+            .set(&a.name, value.as_deref())
+            .map_err(|bad| wrong_value(&a.name, &bad))
+    }
+
+    /// For `SET STATEMENT session_track_x = v, ... FOR <statement>`: the client's tracking
+    /// while the statement runs, and the statement without those assignments (the inner
+    /// statement alone when no other is left). None when the statement sets no tracking.
+    pub async fn statement_tracking(&mut self, sql: &str) -> Result<Option<(ClientTracking, String)>, ProxyError> {
+        let Some(parts) = tessera_sql::statement_set_parts(sql) else {
+            return Ok(None);
+        };
+        let mut tracking = self.tracking.clone();
+        let mut rest = Vec::new();
+        for text in &parts.assignments {
+            match parse_assignment(text, &mut false) {
+                Some(a) if TRACKING_VARIABLES.contains(&a.name.as_str()) => self.assign(&mut tracking, &a).await?,
+                _ => rest.push(*text),
+            }
+        }
+        if rest.len() == parts.assignments.len() {
+            return Ok(None);
+        }
+        let head = match rest.is_empty() {
+            true => String::new(),
+            false => format!("SET STATEMENT {} FOR", rest.join(", ")),
+        };
+        let statement = format!("{}{head}{}", &sql[..parts.head.start], &sql[parts.head.end..]);
+        Ok(Some((tracking, statement)))
+    }
+
+    /// A multi-statement query whose SETs assign the client's tracking, each taken apart here
+    /// and replaced by what runs on a backend in its place: the SET of its other assignments,
+    /// or `DO 0` (answered as a SET is: an OK, ROW_COUNT() 0). A SET MariaDB would refuse is
+    /// replaced by a SIGNAL of the same error, so the server stops the query there. Returns the
+    /// query and the tracking from the first such SET's result on (None: that one is refused).
+    /// (Values are evaluated before the query runs: one that reads a user variable an earlier
+    /// statement of the same query sets reads it as it was.)
+    pub async fn tracking_sets_replaced(
+        &mut self,
+        text: &str,
+        stmts: &[Stmt<'_>],
+    ) -> Result<(String, Option<TrackingFrom>), ProxyError> {
+        let mut query = String::with_capacity(text.len());
+        let mut copied = 0;
+        let mut tracking = self.tracking.clone();
+        let mut from = None;
+        for (i, s) in stmts.iter().enumerate() {
+            if !matches!(s.class.kind, StatementKind::Set(_)) || !assigns_tracking(s.sql) {
+                continue;
+            }
+            let start = s.sql.as_ptr() as usize - text.as_ptr() as usize;
+            query.push_str(&text[copied..start]);
+            copied = start + s.sql.len();
+            match self.apply_tracking_set(s.sql, &mut tracking).await {
+                Ok(rest) => {
+                    query.push_str(rest.as_deref().unwrap_or("DO 0"));
+                    from.get_or_insert(i);
+                }
+                Err(ProxyError::Backend(err)) => {
+                    query.push_str(&signal_of(&err, self.state.backslash_escapes()));
+                    break;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        query.push_str(&text[copied..]);
+        let later = from.map(|from| TrackingFrom {
+            from,
+            tracking,
+            reached: false,
+        });
+        Ok((query, later))
     }
 
     /// The value of an assignment's expression: a literal as written, any other expression
@@ -76,29 +165,49 @@ impl Session {
         })
     }
 
-    /// A tracking list as MariaDB stores it: `*` if it names `*`, else its names lower case,
-    /// sorted, each once. Refused as MariaDB refuses it (1193) when an entry is empty or names
-    /// a variable the server does not have.
+    /// A tracking list as MariaDB stores it: `*` if it ends with `*`, else its names lower
+    /// case, sorted, each once. Refused as MariaDB refuses it (1193), naming the first entry
+    /// in list order that is empty or names a variable the server does not have.
     async fn variable_list(&mut self, list: &str) -> Result<String, ProxyError> {
-        let names = list_entries(list).map_err(unknown_variable)?;
-        if names.iter().any(|n| n == "*") {
-            return Ok("*".into());
-        }
-        if names.is_empty() {
-            return Ok(String::new());
-        }
+        let entries = list_entries(list);
+        let names: Vec<&str> = entries
+            .iter()
+            .filter_map(|e| match e {
+                Entry::Name(n) => Some(n.as_str()),
+                _ => None,
+            })
+            .collect();
         // One round trip (Connector/J sets a list at every login): the names the server has.
-        let quoted: Vec<String> = names.iter().map(|n| crate::state::quote_string(n)).collect();
-        let sql = format!(
-            "SELECT LOWER(VARIABLE_NAME) FROM information_schema.SYSTEM_VARIABLES WHERE VARIABLE_NAME IN (UPPER({}))",
-            quoted.join("), UPPER(")
-        );
-        let rows = self.backend_rows(&sql).await?;
-        let known: std::collections::BTreeSet<&[u8]> = rows.iter().filter_map(|r| r.first()?.as_deref()).collect();
-        if let Some(unknown) = names.iter().find(|n| !known.contains(n.as_bytes())) {
-            return Err(unknown_variable(unknown));
+        let known: std::collections::BTreeSet<Vec<u8>> = if names.is_empty() {
+            Default::default()
+        } else {
+            let quoted: Vec<String> = names.iter().map(|n| crate::state::quote_string(n)).collect();
+            let sql = format!(
+                "SELECT LOWER(VARIABLE_NAME) FROM information_schema.SYSTEM_VARIABLES WHERE VARIABLE_NAME IN (UPPER({}))",
+                quoted.join("), UPPER(")
+            );
+            let rows = self.backend_rows(&sql).await?;
+            rows.into_iter()
+                .filter_map(|r| r.into_iter().next().flatten())
+                .collect()
+        };
+        let mut stored = std::collections::BTreeSet::new();
+        let mut all = false;
+        for entry in entries {
+            match entry {
+                Entry::Empty(rest) => return Err(unknown_variable(rest)),
+                Entry::All => all = true,
+                Entry::Name(n) if !known.contains(n.as_bytes()) => return Err(unknown_variable(&n)),
+                Entry::Name(n) => {
+                    stored.insert(n);
+                }
+            }
         }
-        Ok(names.into_iter().collect::<Vec<_>>().join(","))
+        Ok(if all {
+            "*".into()
+        } else {
+            stored.into_iter().collect::<Vec<_>>().join(",")
+        })
     }
 
     /// The first column of the first row `sql` answers (None: NULL or no row), read on the
@@ -204,24 +313,35 @@ fn parse_assignment<'a>(text: &'a str, global: &mut bool) -> Option<Assignment<'
     })
 }
 
-/// MariaDB's 1231 for a value a variable does not take.
-/// The entries of a tracking list, trimmed, lower case, sorted and each once; Err: the text
-/// MariaDB names for an empty entry (the rest of the list from it).
-fn list_entries(list: &str) -> Result<std::collections::BTreeSet<String>, &str> {
-    let mut names = std::collections::BTreeSet::new();
+/// One entry of a tracking list, as MariaDB reads it.
+#[derive(Debug, PartialEq, Eq)]
+enum Entry<'a> {
+    /// A variable name, trimmed, lower case (it may be one the server does not have).
+    Name(String),
+    /// `*`: every variable. MariaDB compares the rest of the text with "*", so only a last
+    /// entry with nothing after the star means it; elsewhere `*` is an unknown name.
+    All,
+    /// An empty entry; MariaDB's error names the rest of the list from it.
+    Empty(&'a str),
+}
+
+/// The entries of a tracking list in order (an empty list has none).
+fn list_entries(list: &str) -> Vec<Entry<'_>> {
+    let mut entries = Vec::new();
     if list.is_empty() {
-        return Ok(names);
+        return entries;
     }
     let mut rest = list;
     loop {
         let (entry, after) = rest.split_once(',').map_or((rest, None), |(e, a)| (e, Some(a)));
-        if entry.trim().is_empty() {
-            return Err(rest.trim_start());
-        }
-        names.insert(entry.trim().to_ascii_lowercase());
+        entries.push(match entry.trim() {
+            "" => Entry::Empty(rest.trim_start()),
+            "*" if after.is_none() && entry.trim_start() == "*" => Entry::All,
+            name => Entry::Name(name.to_ascii_lowercase()),
+        });
         match after {
             Some(a) => rest = a,
-            None => return Ok(names),
+            None => return entries,
         }
     }
 }
@@ -234,6 +354,19 @@ fn unknown_variable(name: &str) -> ProxyError {
     ))
 }
 
+/// A statement the server answers with `err` and nothing else (its message cut to the 128
+/// characters a SIGNAL takes).
+fn signal_of(err: &ErrPacket, backslash_escapes: bool) -> String {
+    let message: String = err.message.chars().take(128).collect();
+    format!(
+        "SIGNAL SQLSTATE {} SET MYSQL_ERRNO = {}, MESSAGE_TEXT = {}",
+        crate::state::quote_string(&String::from_utf8_lossy(&err.sql_state)),
+        err.code,
+        crate::state::quote_string_as(&message, backslash_escapes)
+    )
+}
+
+/// MariaDB's 1231 for a value a variable does not take.
 fn wrong_value(name: &str, value: &str) -> ProxyError {
     ProxyError::Backend(ErrPacket::new(
         1231,
@@ -276,5 +409,17 @@ mod tests {
         assert!(!assigns_tracking("SET @save = @@session_track_system_variables"));
         assert!(!assigns_tracking("SET GLOBAL session_track_schema = 0"));
         assert!(!assigns_tracking("SET @a = 'session_track_schema = 1'"));
+    }
+
+    #[test]
+    fn list_entries_as_mariadb_reads_them() {
+        use Entry::*;
+        let name = |n: &str| Name(n.to_string());
+        assert_eq!(list_entries(""), vec![]);
+        assert_eq!(list_entries("Time_Zone, *"), vec![name("time_zone"), All]);
+        assert_eq!(list_entries("*,autocommit"), vec![name("*"), name("autocommit")]);
+        assert_eq!(list_entries("autocommit,* "), vec![name("autocommit"), name("*")]);
+        assert_eq!(list_entries("bogus,,x"), vec![name("bogus"), Empty(",x"), name("x")]);
+        assert_eq!(list_entries("a,"), vec![name("a"), Empty("")]);
     }
 }
