@@ -337,6 +337,7 @@ mod tests {
             tls: None,
             ring: None,
             schema_changes: Default::default(),
+            tracking_defaults: Default::default(),
         };
         Pool::new(server, tessera_config::PoolConfig::default(), opts)
     }

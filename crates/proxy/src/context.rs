@@ -2,12 +2,14 @@
 //! accounts, TLS, the session registry (for KILL) and metrics. Passed as an `Arc`, never global.
 
 use crate::backend::connect::ConnectOptions;
+use crate::backend::stmt_cache::SchemaChanges;
 use crate::backend::{ServerInfo, ServerRef};
 use crate::cluster::{Backend, Consistency, Group};
 use crate::error::ProxyError;
 use crate::metrics::Metrics;
 use crate::pool::Pool;
 use crate::registry::SessionRegistry;
+use crate::tracking::TrackingDefaults;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -65,6 +67,8 @@ pub struct Context {
     pub schema_changes: Arc<crate::backend::stmt_cache::SchemaChanges>,
     /// Columns of the logical schemas' tables (for column-less INSERTs and column resolution).
     pub catalog: crate::catalog::Catalog,
+    /// The session tracking new sessions start with (the servers' GLOBAL values).
+    pub tracking_defaults: Arc<TrackingDefaults>,
     next_id: AtomicU32,
 }
 
@@ -83,10 +87,12 @@ impl Context {
         let users = config.users.iter().map(|u| (u.name.clone(), credentials(u))).collect();
         let ring = start_ring(config.server.io, park.filter(|_| reads_all_through_ring(&config)))?;
         let schema_changes = Arc::default();
+        let tracking_defaults = Arc::default();
+        let shared = (&schema_changes, &tracking_defaults);
         let groups = config
             .groups
             .iter()
-            .map(|g| build_group(&config, g, ring.as_ref(), &schema_changes))
+            .map(|g| build_group(&config, g, ring.as_ref(), shared))
             .collect::<Result<_, _>>()?;
         let topology =
             Arc::new(crate::topology::Topology::from_config(&config).map_err(|e| ProxyError::Config(e.to_string()))?);
@@ -106,6 +112,7 @@ impl Context {
             failpoints: crate::txn::failpoints::Failpoints::from_env().map_err(ProxyError::Config)?,
             ring,
             schema_changes,
+            tracking_defaults,
             catalog: Default::default(),
             next_id: AtomicU32::new(1),
         })
@@ -230,7 +237,7 @@ fn build_group(
     config: &Config,
     g: &tessera_config::GroupConfig,
     ring: Option<&Arc<crate::uring::Ring>>,
-    schema_changes: &Arc<crate::backend::stmt_cache::SchemaChanges>,
+    (schema_changes, tracking_defaults): (&Arc<SchemaChanges>, &Arc<TrackingDefaults>),
 ) -> Result<Arc<Group>, ProxyError> {
     let tls = if g.tls {
         Some(crate::tls::backend_connector()?)
@@ -245,6 +252,7 @@ fn build_group(
         tls,
         ring: ring.cloned(),
         schema_changes: schema_changes.clone(),
+        tracking_defaults: tracking_defaults.clone(),
     };
     let primary = std::iter::once((&g.primary, "primary", g.primary_read_weight()));
     let replicas = g.replicas.iter().map(|r| (r, "replica", r.replica_read_weight()));

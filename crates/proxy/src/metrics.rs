@@ -5,7 +5,7 @@ use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Reasons a session is pinned to one backend connection (also the metric label).
-pub const PIN_REASONS: [&str; 14] = [
+pub const PIN_REASONS: [&str; 15] = [
     "temporary_table",
     "user_lock",
     "lock_tables",
@@ -20,6 +20,7 @@ pub const PIN_REASONS: [&str; 14] = [
     "auto_is_null",
     "backup",
     "optimizer_trace",
+    "unseen_state",
 ];
 
 /// Process-wide counters (owned by the [`Context`], not global).

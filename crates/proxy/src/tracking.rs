@@ -26,6 +26,30 @@ pub struct TrackingFrom {
     pub reached: bool,
 }
 
+/// Reads the server's defaults for new sessions, in [`ClientTracking::from_row`]'s order.
+pub const GLOBAL_TRACKING_READ: &str = "SELECT @@global.session_track_system_variables, \
+     @@global.session_track_schema, @@global.session_track_state_change";
+
+/// The tracking a new session starts with: the servers' GLOBAL values, learnt whenever a
+/// backend connection opens and after a client's `SET GLOBAL session_track_*` (shared by
+/// every session of the process; MariaDB's defaults until a server said otherwise).
+#[derive(Debug, Default)]
+pub struct TrackingDefaults(std::sync::RwLock<Option<ClientTracking>>);
+
+impl TrackingDefaults {
+    /// What a session that starts (or resets) now tracks.
+    pub fn get(&self) -> ClientTracking {
+        self.0.read().ok().and_then(|t| t.clone()).unwrap_or_default()
+    }
+
+    /// Records the servers' defaults from a row of [`GLOBAL_TRACKING_READ`].
+    pub fn learn(&self, row: &[Option<Vec<u8>>]) {
+        if let (Some(tracking), Ok(mut slot)) = (ClientTracking::from_row(row), self.0.write()) {
+            *slot = Some(tracking);
+        }
+    }
+}
+
 /// What one client asked to be told in its OK packets.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClientTracking {
@@ -47,6 +71,18 @@ impl Default for ClientTracking {
 }
 
 impl ClientTracking {
+    /// The three values of a row that reads `session_track_system_variables`,
+    /// `session_track_schema` and `session_track_state_change`, in that order.
+    pub fn from_row(row: &[Option<Vec<u8>>]) -> Option<ClientTracking> {
+        let text = |i: usize| row.get(i)?.as_deref().map(|v| String::from_utf8_lossy(v).into_owned());
+        let on = |v: String| v == "1" || v.eq_ignore_ascii_case("on");
+        Some(ClientTracking {
+            system_variables: text(0)?,
+            schema: on(text(1)?),
+            state_change: on(text(2)?),
+        })
+    }
+
     /// True when the client wants everything a backend connection reports (no filtering).
     pub fn wants_everything(&self) -> bool {
         self.schema && self.state_change && self.system_variables.trim() == "*"

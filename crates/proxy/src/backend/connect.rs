@@ -46,6 +46,8 @@ pub struct ConnectOptions {
     pub ring: Option<std::sync::Arc<crate::uring::Ring>>,
     /// The process's count of schema changes, shared with every connection opened.
     pub schema_changes: std::sync::Arc<super::stmt_cache::SchemaChanges>,
+    /// Where the server's defaults for new sessions' tracking are recorded.
+    pub tracking_defaults: std::sync::Arc<crate::tracking::TrackingDefaults>,
 }
 
 /// Opens and authenticates a connection, within `opts.timeout`.
@@ -124,6 +126,12 @@ async fn connect_inner(server: &ServerRef, opts: &ConnectOptions) -> Result<Back
     conn.extended_metadata = extended_metadata;
     conn.schema_changes = opts.schema_changes.clone();
     conn.server_extended_capabilities = if is_mariadb { hs.extended_capabilities } else { 0 };
+    // Before Tessera's own tracking is set, the connection still has the server's defaults.
+    if let Ok((_, rows)) = conn.query_rows(crate::tracking::GLOBAL_TRACKING_READ).await {
+        if let Some(row) = rows.first() {
+            opts.tracking_defaults.learn(row);
+        }
+    }
     conn.simple_command(INIT_SQL).await?;
     Ok(conn)
 }

@@ -57,6 +57,10 @@ pub struct Outcome {
     pub columns_sent: Option<Bytes>,
     /// Results forwarded (OKs, errors and result sets; a multi-statement query has several).
     pub results: usize,
+    /// An OK or the end of a result set carried SERVER_SESSION_STATE_CHANGED. The server sets
+    /// it for any change, also one it does not describe: a classic EOF packet has no room for
+    /// session_state_info, and tracking that stored code turned off reports nothing.
+    pub state_changed: bool,
 }
 
 /// MariaDB's deadlock error: the server rolled the transaction back.
@@ -247,6 +251,7 @@ where
         warnings: whole.warnings,
         result_rows: Some(whole.rows),
         columns_sent,
+        state_changed: whole.status & SERVER_SESSION_STATE_CHANGED != 0,
         ..Outcome::default()
     })
 }
@@ -398,6 +403,7 @@ impl<C: AsyncRead + SendBuffer> Forwarder<'_, BackendConn, C> {
         }
         self.out.columns_sent = columns_sent;
         self.out.status = whole.status;
+        self.out.state_changed |= whole.status & SERVER_SESSION_STATE_CHANGED != 0;
         self.out.warnings = whole.warnings;
         self.out.result_rows = Some(whole.rows);
         self.out.affected_rows = 0;
@@ -501,6 +507,7 @@ impl<'a, S: ResponseSource, C: AsyncRead + SendBuffer> Forwarder<'a, S, C> {
             conn.apply_changes(&changes);
         }
         self.out.changes.extend(changes);
+        self.out.state_changed |= ok.status & SERVER_SESSION_STATE_CHANGED != 0;
         self.out.status = ok.status;
         self.out.warnings = ok.warnings;
         self.out.affected_rows = ok.affected_rows;
@@ -657,6 +664,7 @@ impl<'a, S: ResponseSource, C: AsyncRead + SendBuffer> Forwarder<'a, S, C> {
 
     fn end_packet(&mut self, raw: &[u8], warnings: u16, status: u16) {
         self.out.status = status;
+        self.out.state_changed |= status & SERVER_SESSION_STATE_CHANGED != 0;
         self.out.warnings = warnings;
         if self.client_caps & CLIENT_DEPRECATE_EOF != 0 {
             self.client

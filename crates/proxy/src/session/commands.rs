@@ -39,6 +39,7 @@ impl Session {
         };
         let handle = ctx.sessions.register(id, &authed.user, &host);
         let routing = user_routing(&ctx, &authed.user);
+        let tracking = ctx.tracking_defaults.get();
         let mut session = Session {
             state: SessionVars::after_handshake(authed.charset, None),
             client: authed.client,
@@ -61,7 +62,7 @@ impl Session {
             released: false,
             last_insert_id_dirty: false,
             routing,
-            tracking: Default::default(),
+            tracking,
             tracking_later: None,
             scramble: authed.scramble,
             diagnostics: Default::default(),
@@ -220,7 +221,7 @@ impl Session {
         self.last = LastStatement::default();
         self.last_insert_id_dirty = false;
         self.routing.consistency = self.routing.default_consistency;
-        self.tracking = Default::default();
+        self.tracking = self.ctx.tracking_defaults.get();
         self.diagnostics = Default::default();
         self.multi_statements = self.capabilities & CLIENT_MULTI_STATEMENTS != 0;
         if let Err(e) = self.follow_ignore_space().await {

@@ -285,7 +285,10 @@ impl Session {
             self.last_insert_id_dirty = true;
         }
         self.record_last(outcome);
-        conn.in_transaction = outcome.in_transaction();
+        // An ERR carries no status: with autocommit off, the failed statement may have opened a
+        // transaction (a lock wait timeout leaves it open), so the connection stays with the
+        // session until a status says otherwise (and is rolled back and reset if it leaves).
+        conn.in_transaction = outcome.in_transaction() || (outcome.error.is_some() && !self.state.autocommit());
         // A COMMIT/ROLLBACK that releases: the server has closed this connection, so nothing
         // below reads from it, and the client's connection closes after the OK.
         if outcome.error.is_none() && self.releases(stmts) {
@@ -303,6 +306,10 @@ impl Session {
         self.publish_user_locks(&conn);
         self.follow_diagnostics(&mut conn, outcome, stmts, area_was_here).await;
         self.capture_user_vars(&mut conn, stmts).await;
+        self.follow_unseen_state(&mut conn, outcome, stmts).await;
+        if ok {
+            self.follow_global_tracking(&mut conn, stmts).await;
+        }
         if ok && !conn.broken && stmts.iter().any(|s| changes_charset(s)) {
             self.learn_charset(&mut conn).await;
         }

@@ -31,6 +31,7 @@ pub mod shard_txn;
 pub mod sharded;
 pub mod track_set;
 mod txn_edges;
+mod unseen_state;
 pub mod uservars;
 
 use crate::alloc::in_heap;

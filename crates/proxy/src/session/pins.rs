@@ -39,6 +39,11 @@ pub struct Pins {
     /// `optimizer_trace` is enabled: information_schema.OPTIMIZER_TRACE shows the trace of the
     /// connection's last statement.
     optimizer_trace: bool,
+    /// Stored code (a procedure, function or trigger, a compound statement, dynamic SQL)
+    /// changed the connection's session state in a way session tracking did not spell out
+    /// (user variables, temporary tables, the tracking itself): only this connection has it,
+    /// until the session ends or resets.
+    unseen_state: bool,
     /// The diagnostics area may stay on its connection, unread, past one point where the
     /// connection would otherwise go back: it was raised inside a transaction and has not
     /// been carried past one yet (see [`Pins::carry_diagnostics`]).
@@ -73,6 +78,7 @@ impl Pins {
             self.auto_is_null,
             self.backup_stage || self.backup_lock,
             self.optimizer_trace,
+            self.unseen_state,
         ];
         on.iter()
             .enumerate()
@@ -123,6 +129,7 @@ impl Pins {
             StatementKind::Begin | StatementKind::StartTransactionReadOnly => self.table_locks = false,
             StatementKind::Flush if takes_read_lock(sql) => self.read_lock = true,
             StatementKind::Other => self.track_backup(sql),
+            StatementKind::Set(tessera_sql::SetKind::StatementFor) => self.track_inner_statement(sql),
             StatementKind::Set(tessera_sql::SetKind::TransactionNext) => self.next_transaction = true,
             // `SET @@tx_isolation = ...` without a scope: the next transaction only, untracked.
             StatementKind::Set(_) if tessera_sql::sets_next_transaction(sql, true) => self.next_transaction = true,
@@ -146,6 +153,18 @@ impl Pins {
         }
     }
 
+    /// `SET STATEMENT ... FOR <statement>`: the inner statement takes its pins (LOCK TABLES,
+    /// a temporary table, ...). One level only: MariaDB refuses a SET STATEMENT inside another.
+    fn track_inner_statement(&mut self, sql: &str) {
+        let Some(inner) = inner_statement(sql) else {
+            return;
+        };
+        let class = tessera_sql::classify(inner);
+        if !matches!(class.kind, StatementKind::Set(tessera_sql::SetKind::StatementFor)) {
+            self.track_kind(inner, &class);
+        }
+    }
+
     /// `sql_auto_is_null` is on: every statement may read LAST_INSERT_ID() (`WHERE id IS NULL`).
     pub fn auto_is_null(&self) -> bool {
         self.auto_is_null
@@ -159,6 +178,11 @@ impl Pins {
     /// Follows the session's `sql_auto_is_null` (its value as the session state holds it).
     pub fn follow_auto_is_null(&mut self, value: Option<&str>) {
         self.auto_is_null = value.is_some_and(|v| v == "1" || v.eq_ignore_ascii_case("ON"));
+    }
+
+    /// The connection holds session state Tessera could not read (see `unseen_state`).
+    pub fn hold_unseen_state(&mut self) {
+        self.unseen_state = true;
     }
 
     /// The session seeded RAND() on its connection: it stays there for good.
@@ -296,6 +320,14 @@ pub fn reason_names(bits: u16) -> impl Iterator<Item = &'static str> {
 }
 
 /// `FLUSH ... WITH READ LOCK` and `FLUSH TABLES t ... FOR EXPORT` hold locks on the connection.
+/// The statement a `SET STATEMENT ... FOR` runs (after the closing `*/` of a
+/// `/*M!100101 SET STATEMENT x = 1 FOR */ SELECT 1` head).
+fn inner_statement(sql: &str) -> Option<&str> {
+    let head = tessera_sql::statement_set_parts(sql)?.head;
+    let rest = sql.get(head.end..)?.trim_start();
+    Some(rest.strip_prefix("*/").unwrap_or(rest))
+}
+
 fn takes_read_lock(sql: &str) -> bool {
     let sql = sql.trim_end().trim_end_matches(';');
     let words: Vec<_> = tessera_sql::Lexer::new(sql).filter(|t| t.is_significant()).collect();
@@ -356,6 +388,31 @@ mod tests {
         run(&mut p, "BACKUP LOCK t1");
         assert_eq!(p.reasons(), vec!["backup"]);
         run(&mut p, "BACKUP UNLOCK");
+        assert!(!p.is_pinned());
+        run(
+            &mut p,
+            "SET STATEMENT max_statement_time=900 FOR LOCK TABLES `t1` WRITE",
+        );
+        assert_eq!(p.reasons(), vec!["lock_tables"], "SET STATEMENT's inner statement pins");
+        run(
+            &mut p,
+            "/*M!100101 SET STATEMENT lock_wait_timeout=5 FOR */ UNLOCK TABLES",
+        );
+        run(
+            &mut p,
+            "SET STATEMENT sql_mode='' FOR CREATE TEMPORARY TABLE t9 (a INT)",
+        );
+        assert_eq!(p.reasons(), vec!["temporary_table"]);
+        run(
+            &mut p,
+            "SET STATEMENT sql_mode='' FOR SET STATEMENT sql_mode='' FOR DROP TEMPORARY TABLE t9",
+        );
+        assert_eq!(
+            p.reasons(),
+            vec!["temporary_table"],
+            "MariaDB refuses a nested SET STATEMENT"
+        );
+        run(&mut p, "DROP TEMPORARY TABLE t9");
         assert!(!p.is_pinned());
         p.set_server_found_rows(true);
         assert_eq!(p.reasons(), vec!["found_rows"]);

@@ -9,7 +9,8 @@ use super::execute::Stmt;
 use super::rewrite::{replace_terms, Term};
 use super::Session;
 use crate::error::ProxyError;
-use crate::tracking::{ClientTracking, TrackingFrom, TRACKING_VARIABLES};
+use crate::pool::PooledConn;
+use crate::tracking::{ClientTracking, TrackingFrom, GLOBAL_TRACKING_READ, TRACKING_VARIABLES};
 use tessera_protocol::response::ErrPacket;
 use tessera_sql::{set_assignments, unquote, Lexer, StatementKind, TokenKind};
 
@@ -23,6 +24,23 @@ struct Assignment<'a> {
 }
 
 impl Session {
+    /// After a SET GLOBAL of session tracking went through: reads the servers' new defaults,
+    /// which sessions that start from now on track (as new connections to the server would).
+    pub(super) async fn follow_global_tracking(&mut self, conn: &mut PooledConn, stmts: &[Stmt<'_>]) {
+        let sets_defaults =
+            |s: &Stmt<'_>| matches!(s.class.kind, StatementKind::Set(_)) && assigns_global_tracking(s.sql);
+        if conn.broken || !stmts.iter().any(sets_defaults) {
+            return;
+        }
+        match conn.query_rows(GLOBAL_TRACKING_READ).await {
+            Ok((_, rows)) => rows
+                .first()
+                .into_iter()
+                .for_each(|row| self.ctx.tracking_defaults.learn(row)),
+            Err(e) => tracing::warn!(session = self.id, error = %e, "could not read the servers' tracking defaults"),
+        }
+    }
+
     /// Applies the tracking assignments of `sql` to the session. Returns the statement that
     /// runs the other assignments on a backend, or None when nothing else remains.
     pub async fn set_tracking(&mut self, sql: &str) -> Result<Option<String>, ProxyError> {
@@ -248,6 +266,18 @@ pub fn assigns_tracking(sql: &str) -> bool {
     let mut global = false;
     assignments.into_iter().any(|text| {
         parse_assignment(text, &mut global).is_some_and(|a| !a.global && TRACKING_VARIABLES.contains(&a.name.as_str()))
+    })
+}
+
+/// Whether a SET assigns the servers' defaults of session tracking (`SET GLOBAL
+/// session_track_*`), which new sessions start with.
+pub fn assigns_global_tracking(sql: &str) -> bool {
+    let Some(assignments) = set_assignments(sql) else {
+        return false;
+    };
+    let mut global = false;
+    assignments.into_iter().any(|text| {
+        parse_assignment(text, &mut global).is_some_and(|a| a.global && TRACKING_VARIABLES.contains(&a.name.as_str()))
     })
 }
 

@@ -361,9 +361,10 @@ async fn global_and_backup_locks_of_a_client_that_leaves_reach_no_one() {
 }
 
 /// Client A, autocommit off, gets 1205 (lock wait timeout) on a row B holds, then leaves.
-/// Returns the InnoDB transactions still open once B has committed (polled until none or
-/// 10 s: A's connection is reset, or closed, after A left).
-async fn lock_wait_scenario(side: Side, direct: Side) -> Option<String> {
+/// Then client C (on the connection A had, the only one through Tessera) reads whether it is
+/// in a transaction and inserts `key`, and client D counts that row: C's acknowledged insert
+/// must be committed, not sit in a transaction A left open.
+async fn lock_wait_scenario(side: Side, direct: Side, key: u32) -> Vec<Option<String>> {
     let mut b = direct.client().await;
     b.query("BEGIN").await.expect("B begins");
     b.query("SELECT * FROM leak_auto WHERE id = 1 FOR UPDATE")
@@ -382,19 +383,22 @@ async fn lock_wait_scenario(side: Side, direct: Side) -> Option<String> {
     );
     drop(a);
     b.query("COMMIT").await.expect("B commits");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
-        let open = b.value("SELECT COUNT(*) FROM information_schema.INNODB_TRX").await;
-        if open.as_deref() == Some("0") || std::time::Instant::now() > deadline {
-            return open;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    let mut c = side.client().await;
+    let in_transaction = c.value("SELECT @@in_transaction").await;
+    c.query(&format!("INSERT INTO leak_rows VALUES ({key})"))
+        .await
+        .expect("C inserts");
+    drop(c);
+    let mut d = direct.client().await;
+    let count = d
+        .value(&format!("SELECT COUNT(*) FROM leak_rows WHERE a = {key}"))
+        .await;
+    vec![in_transaction, count]
 }
 
 /// A transaction left open by a failed first statement under autocommit off (an ERR packet
-/// carries no transaction state) ends with its client: the pooled connection is rolled back
-/// before its reset, so no InnoDB transaction stays open on the connection the next client gets.
+/// carries no transaction state) ends with its client: the connection stays with the session
+/// and is rolled back and reset when it leaves, so the next client's writes are committed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_transaction_a_failed_statement_left_open_ends_with_its_client() {
     let (_env, proxy, direct) = env_with_one_connection().await;
@@ -403,8 +407,9 @@ async fn a_transaction_a_failed_statement_left_open_ends_with_its_client() {
         .query("INSERT INTO leak_auto (id, v) VALUES (1, 1)")
         .await
         .expect("row");
-    for side in [direct, proxy] {
-        assert_eq!(lock_wait_scenario(side, direct).await.as_deref(), Some("0"), "{side:?}");
+    for (side, key) in [(direct, 3001), (proxy, 3002)] {
+        let seen = lock_wait_scenario(side, direct, key).await;
+        assert_eq!(seen, vec![Some("0".into()), Some("1".into())], "{side:?}");
     }
 }
 
@@ -485,4 +490,216 @@ async fn a_set_statement_value_stays_with_its_statement() {
         let got = statement_only_scenario(proxy, set_statement, probe).await;
         assert_eq!(got, want, "through Tessera: {set_statement}");
     }
+}
+
+/// Stored code that changes session state the server does not spell out: user variables,
+/// temporary tables, and the connection's own session tracking turned off (after which
+/// nothing it changes is reported). Created directly, so that a body may hold `;`.
+const STORED_CODE: [&str; 6] = [
+    "CREATE PROCEDURE leak_p() BEGIN SET @hidden = 'p'; SET time_zone = '+05:00'; \
+     CREATE TEMPORARY TABLE leak_tmp (a INT); SET session_track_system_variables = ''; \
+     SET time_zone = '+06:00'; END",
+    "CREATE FUNCTION leak_f() RETURNS INT BEGIN SET @hidden = 'f'; SET time_zone = '+07:00'; \
+     RETURN 1; END",
+    "CREATE TABLE leak_trig (a INT)",
+    "CREATE TRIGGER leak_tr BEFORE INSERT ON leak_trig FOR EACH ROW SET @hidden = 't'",
+    "CREATE PROCEDURE leak_fail() BEGIN SET @hidden = 'e'; SET time_zone = '+08:00'; \
+     SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'refused here'; END",
+    "CREATE PROCEDURE leak_quiet() BEGIN SET session_track_state_change = OFF; \
+     SET session_track_system_variables = ''; SET @hidden = 'q'; END",
+];
+
+/// Client A runs `steps` (the last may fail); B, while A is still there, and C, after A left,
+/// read A's variables; A reads them and its tracking list. Returns A's, B's, C's readings
+/// and A's tracking list.
+async fn stored_code_scenario(side: Side, steps: &[&str]) -> Vec<Option<String>> {
+    let probe = "SELECT CONCAT(IFNULL(@hidden, 'none'), '/', @@time_zone)";
+    let mut a = side.client().await;
+    for (i, step) in steps.iter().enumerate() {
+        let done = a.query(step).await;
+        assert!(done.is_ok() || i + 1 == steps.len(), "{step}: {done:?}");
+    }
+    let mut b = side.client().await;
+    let seen_by_b = b.value(probe).await;
+    let seen_by_a = a.value(probe).await;
+    let a_tracks = a.value("SELECT @@session_track_system_variables").await;
+    drop(a);
+    drop(b);
+    let mut c = side.client().await;
+    let seen_by_c = c.value(probe).await;
+    let no_temporary = c.query("SELECT COUNT(*) FROM leak_tmp").await.is_err();
+    vec![
+        seen_by_a,
+        seen_by_b,
+        seen_by_c,
+        a_tracks,
+        Some(no_temporary.to_string()),
+    ]
+}
+
+/// A procedure, a stored function, a trigger, a failed procedure, dynamic SQL and a compound
+/// statement change state that session tracking does not name (or, once stored code turned
+/// the tracking off, does not report at all): that state stays with its client, and the
+/// client's own tracking reads as its server's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn state_stored_code_changed_stays_with_its_client() {
+    let (_env, proxy, direct) = env_with_one_connection().await;
+    let mut setup = direct.client().await;
+    for sql in STORED_CODE {
+        setup.query(sql).await.unwrap_or_else(|e| panic!("{sql}: {e:?}"));
+    }
+    let cases: [&[&str]; 7] = [
+        &["CALL leak_p()"],
+        &["SELECT leak_f()"],
+        &["INSERT INTO leak_trig VALUES (1)"],
+        &["CALL leak_fail()"],
+        &["CALL leak_quiet()", "SET time_zone = '+09:00'"],
+        &[
+            "EXECUTE IMMEDIATE 'SET session_track_system_variables = \\'\\''",
+            "SET @hidden = 'x'",
+        ],
+        &[
+            "BEGIN NOT ATOMIC SET session_track_system_variables = ''; SET @hidden = 'b'; \
+           SET time_zone = '+10:00'; END",
+        ],
+    ];
+    for steps in cases {
+        let want = stored_code_scenario(direct, steps).await;
+        assert_eq!(
+            want[1..3],
+            [Some("none/SYSTEM".into()), Some("none/SYSTEM".into())],
+            "directly: {steps:?}"
+        );
+        assert_ne!(
+            want[0], want[1],
+            "directly, A's stored code changes what A sees: {steps:?}"
+        );
+        let got = stored_code_scenario(proxy, steps).await;
+        assert_eq!(got, want, "through Tessera: {steps:?}");
+    }
+}
+
+/// `SET GLOBAL session_track_*` changes what new sessions track, as new connections to the
+/// server would (MariaDB's `mysqltest_tracking_info`); sessions already open keep theirs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn new_sessions_track_what_the_server_defaults_to() {
+    let (_env, proxy, direct) = env_with_one_connection().await;
+    // A boolean tracking variable in a string context is a known difference (see above).
+    let probe = "SELECT CONCAT(@@session_track_system_variables, '/', IF(@@session_track_state_change, 'ON', 'OFF'))";
+    for side in [direct, proxy] {
+        let mut before = side.client().await;
+        let mut admin = side.client().await;
+        admin
+            .query(
+                "SET GLOBAL session_track_system_variables = 'character_set_connection', \
+                    GLOBAL session_track_state_change = ON",
+            )
+            .await
+            .expect("set the defaults");
+        let mut after = side.client().await;
+        let seen = [before.value(probe).await, after.value(probe).await];
+        admin
+            .query("SET GLOBAL session_track_system_variables = DEFAULT, GLOBAL session_track_state_change = DEFAULT")
+            .await
+            .expect("restore the defaults");
+        let mut last = side.client().await;
+        let default = last.value(probe).await;
+        assert_eq!(
+            seen,
+            [default.clone(), Some("character_set_connection/ON".into())],
+            "{side:?}"
+        );
+        assert_eq!(
+            default.as_deref(),
+            Some("autocommit,character_set_client,character_set_connection,character_set_results,time_zone/OFF"),
+            "{side:?}"
+        );
+    }
+}
+
+/// `SET STATEMENT ... FOR LOCK TABLES` locks as LOCK TABLES does (MariaDB's `parser` test):
+/// the session keeps its connection, a table it did not lock is refused with 1100, and the
+/// locks end with its UNLOCK TABLES.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_tables_under_set_statement_locks_as_lock_tables() {
+    let (_env, proxy, direct) = env_with_one_connection().await;
+    for side in [direct, proxy] {
+        let mut a = side.client().await;
+        a.query("SET STATEMENT max_statement_time=900 FOR LOCK TABLES leak_rows WRITE")
+            .await
+            .expect("lock");
+        let mut b = side.client().await;
+        let other = a.query("SELECT * FROM leak_auto").await.err().map(|e| e.code);
+        let own = a.query("SELECT * FROM leak_rows").await.is_ok();
+        assert_eq!((other, own), (Some(1100), true), "{side:?}");
+        assert!(
+            b.query("SELECT * FROM leak_auto").await.is_ok(),
+            "{side:?}: B has no locks"
+        );
+        a.query("/*M!100101 SET STATEMENT max_statement_time=900 FOR */ UNLOCK TABLES")
+            .await
+            .expect("unlock");
+        assert!(a.query("SELECT * FROM leak_auto").await.is_ok(), "{side:?}: unlocked");
+    }
+}
+
+/// Client A, autocommit off, inserts `key` (its transaction is open), then gets 1205 on a row
+/// B holds and stays connected, idle. Client C counts A's row and D (directly) too: A never
+/// committed it, so both count 0. Through Tessera the connection A's transaction is on must
+/// stay with A: given back (as after an ERR that carries no status), C's session would have
+/// switched autocommit on there and so committed A's row.
+async fn uncommitted_after_error_scenario(
+    env: Option<&Env>,
+    side: Side,
+    direct: Side,
+    key: u32,
+) -> Vec<Option<String>> {
+    let mut b = direct.client().await;
+    b.query("BEGIN").await.expect("B begins");
+    b.query("SELECT * FROM leak_auto WHERE id = 1 FOR UPDATE")
+        .await
+        .expect("B locks");
+    let mut a = side.client().await;
+    a.query("SET autocommit = 0, innodb_lock_wait_timeout = 1")
+        .await
+        .expect("A's settings");
+    a.query(&format!("INSERT INTO leak_rows VALUES ({key})"))
+        .await
+        .expect("A inserts");
+    let waited = a.query("UPDATE leak_auto SET v = 3 WHERE id = 1").await;
+    assert_eq!(waited.err().map(|e| e.code), Some(1205), "{side:?}");
+    b.query("COMMIT").await.expect("B commits");
+    if let Some(env) = env {
+        // Give an idle session's connection time to go back (the one-statement pin after an
+        // error ends after a second of idleness): up to 3 s for the pool to show it idle.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
+        while env.metric_sum("tessera_pool_idle") == 0 && std::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
+    let mut c = side.client().await;
+    let seen_by_c = c
+        .value(&format!("SELECT COUNT(*) FROM leak_rows WHERE a = {key}"))
+        .await;
+    drop(c);
+    let mut d = direct.client().await;
+    let seen_by_d = d
+        .value(&format!("SELECT COUNT(*) FROM leak_rows WHERE a = {key}"))
+        .await;
+    drop(a);
+    vec![seen_by_c, seen_by_d]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_error_under_autocommit_off_keeps_the_transaction_with_its_client() {
+    let env = Env::start("", "max_size = 2").await;
+    env.backend_sql("CREATE TABLE test.leak_rows (a INT)");
+    env.backend_sql("CREATE TABLE test.leak_auto (id INT AUTO_INCREMENT PRIMARY KEY, v INT)");
+    env.backend_sql("INSERT INTO test.leak_auto VALUES (1, 1)");
+    let proxy = Side::Proxy(env.port());
+    let direct = Side::Direct(env.sandbox.servers()[0].port());
+    let want = uncommitted_after_error_scenario(None, direct, direct, 4001).await;
+    assert_eq!(want, vec![Some("0".into()), Some("0".into())], "directly");
+    let got = uncommitted_after_error_scenario(Some(&env), proxy, direct, 4002).await;
+    assert_eq!(got, want, "through Tessera");
 }
