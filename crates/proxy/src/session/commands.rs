@@ -299,6 +299,13 @@ impl Session {
     pub async fn kill_id_of(&mut self, sql: &str) -> Result<u64, ProxyError> {
         let expr = kill_expression(sql, self.state.backslash_escapes())
             .ok_or_else(|| ProxyError::Unsupported("KILL QUERY ID and KILL USER".into()))?;
+        if reads_sequences_or_stored_functions(expr, self.state.backslash_escapes()) {
+            return Err(ProxyError::Backend(tessera_protocol::response::ErrPacket::new(
+                1970,
+                "42000",
+                "KILL does not support subqueries or stored functions",
+            )));
+        }
         let text = format!("SELECT {expr}");
         let values = self.session_info();
         let text =
@@ -482,9 +489,44 @@ fn kill_expression(sql: &str, backslash_escapes: bool) -> Option<&str> {
     (!expr.is_empty()).then_some(expr)
 }
 
+/// Whether a KILL expression reads a sequence (`LASTVAL(s)`, `NEXT VALUE FOR s`, ...) or calls
+/// a function named with its database (a stored one): MariaDB refuses both in KILL with 1970,
+/// and a SELECT of the expression would run them. (A plain subquery is allowed.)
+fn reads_sequences_or_stored_functions(expr: &str, backslash_escapes: bool) -> bool {
+    let tokens: Vec<_> = tessera_sql::Lexer::with_backslash_escapes(expr, backslash_escapes)
+        .filter(|t| t.is_significant())
+        .collect();
+    tokens.iter().enumerate().any(|(i, t)| {
+        let next = tokens.get(i + 1);
+        let called = next.is_some_and(|n| n.kind == tessera_sql::TokenKind::LParen);
+        let sequence_function = ["LASTVAL", "NEXTVAL", "SETVAL"].iter().any(|f| t.is_word(f));
+        let value_for = (t.is_word("NEXT") || t.is_word("PREVIOUS"))
+            && next.is_some_and(|n| n.is_word("VALUE"))
+            && tokens.get(i + 2).is_some_and(|n| n.is_word("FOR"));
+        let qualified_call = called && i > 0 && tokens[i - 1].kind == tessera_sql::TokenKind::Dot;
+        (sequence_function && called) || value_for || qualified_call
+    })
+}
+
 #[cfg(test)]
 mod tests {
-    use super::kill_expression;
+    use super::{kill_expression, reads_sequences_or_stored_functions};
+
+    #[test]
+    fn kill_refuses_sequences_and_stored_functions_as_mariadb() {
+        for expr in [
+            "(SELECT 1) + LASTVAL(s)",
+            "nextval(s)",
+            "NEXT VALUE FOR s",
+            "test.f1() + 1",
+            "`db`.`f`(2)",
+        ] {
+            assert!(reads_sequences_or_stored_functions(expr, true), "{expr}");
+        }
+        for expr in ["(SELECT 5)", "@id", "CONNECTION_ID() + 100", "'lastval(s)'", "lastval"] {
+            assert!(!reads_sequences_or_stored_functions(expr, true), "{expr}");
+        }
+    }
 
     #[test]
     fn kill_expressions_are_found_after_the_options() {

@@ -152,6 +152,12 @@ async fn kill_takes_an_expression_as_the_server_does() {
         assert_eq!(e.code, 1927, "{e:?}");
         let other = cli(&login(side), "KILL 4000000000 - 1").expect_err("no such connection");
         assert_eq!(other.code, 1094, "{other:?}");
+        // A sequence (or a stored function) in the expression is refused (mtr's `parser`); a
+        // plain subquery is evaluated.
+        let sequence = cli(&login(side), "KILL (SELECT 1) + LASTVAL(s)").expect_err("sequence refused");
+        assert_eq!(sequence.code, 1970, "{sequence:?}");
+        let subquery = cli(&login(side), "KILL (SELECT 3999999000) + 5").expect_err("no such connection");
+        assert_eq!(subquery.code, 1094, "{subquery:?}");
     }
 }
 

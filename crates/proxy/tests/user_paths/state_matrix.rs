@@ -539,33 +539,5 @@ async fn every_session_variable_in_every_set_spelling_stays_with_its_client() {
         report("problems with the expectations (directly)", &expectation_problems)
     );
     assert!(cases.len() > 150, "only {} variables checked", cases.len());
-    let (known, unknown): (Vec<String>, Vec<String>) = mismatches.into_iter().partition(|m| known_defect(m));
-    eprintln!("state matrix: {} known defects left (see KNOWN_DEFECTS)", known.len());
-    assert!(unknown.is_empty(), "{}", report("mismatches", &unknown));
-    assert!(
-        known.len() <= 12,
-        "more known-defect mismatches than when listed: {known:?}"
-    );
-}
-
-/// Defects found by this matrix and not fixed yet, each with what goes wrong (issue 43's
-/// closing note carries them). A mismatch outside this list fails the test.
-const KNOWN_DEFECTS: [(&str, &str, &str); 3] = [
-    // Tessera answers the client's own tracking SETs itself, but only a SET on its own.
-    (
-        "session_track_schema",
-        "; SET",
-        "a tracking SET inside a multi-statement is refused (1235)",
-    ),
-    ("session_track_state_change", "; SET", "the same"),
-    ("session_track_system_variables", "; SET", "the same"),
-];
-
-fn known_defect(mismatch: &str) -> bool {
-    let m = mismatch.trim_start();
-    let tracking_statement = m.starts_with("session_track_") && m.contains("SET STATEMENT session_track_");
-    tracking_statement
-        || KNOWN_DEFECTS
-            .iter()
-            .any(|(var, marker, _)| m.starts_with(&format!("{var} =")) && m.contains(marker))
+    assert!(mismatches.is_empty(), "{}", report("mismatches", &mismatches));
 }
