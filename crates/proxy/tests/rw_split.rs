@@ -250,7 +250,18 @@ async fn reads_follow_weights_writes_transactions_and_locking_reads_stay_on_the_
     ] {
         assert_eq!(c.spread(&mut app, sql, 20).await, [20, 0, 0], "{sql}");
     }
-    // Prepared statements follow the same rules per execution.
+    // The session's sequence values (LASTVAL) now live on its primary connection, which it
+    // keeps (pin `unseen_state`): a fresh session. Prepared statements follow the same rules
+    // per execution.
+    assert_eq!(
+        c.spread(&mut app, "SELECT @@server_id, LASTVAL(seq_t) IS NOT NULL", 5)
+            .await,
+        [5, 0, 0]
+    );
+    let mut app = c.client("app").await;
+    app.query("SET tessera_read_consistency = 'eventual'")
+        .await
+        .expect("set");
     let (id, _, _) = app.prepare("SELECT CAST(@@server_id AS CHAR)").await.expect("prepare");
     let mut by_server: HashMap<usize, usize> = HashMap::new();
     for _ in 0..200 {

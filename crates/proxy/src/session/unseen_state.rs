@@ -74,12 +74,15 @@ fn reports_tracking_change(changes: &[SessionChange]) -> bool {
 
 /// Whether stored code may have changed session state that session tracking did not spell
 /// out: a statement that may run stored code (a procedure, a stored function, a trigger)
-/// reported a state change, whatever it said of it (user variables and temporary tables go
-/// unnamed, and a result set's EOF says nothing), or
+/// reported "state changed" (user variables and temporary tables go unnamed) or the flag
+/// alone (a result set's EOF says nothing), or
 /// a procedure, compound statement or dynamic SQL failed (its changes up to the error stay,
 /// unreported).
 fn changed_unseen_state(outcome: &Outcome, stmts: &[Stmt<'_>]) -> bool {
-    if outcome.state_changed && stmts.iter().any(|s| may_run_stored_code(&s.class.kind)) {
+    // A change the server named (a write's `last_gtid`) explains the flag; "state changed"
+    // on its own, or the flag with nothing said (a classic EOF, tracking turned off), does not.
+    let unexplained = outcome.changes.is_empty() || outcome.changes.contains(&SessionChange::StateChanged);
+    if outcome.state_changed && unexplained && stmts.iter().any(|s| may_run_stored_code(&s.class.kind)) {
         return true;
     }
     outcome.error.is_some() && stmts.iter().any(|s| runs_a_program(s))
@@ -159,6 +162,17 @@ mod tests {
             assert!(!changed_unseen_state(&changed(), &[stmt(sql)]), "{sql}");
         }
         assert!(!changed_unseen_state(&outcome(vec![]), &[stmt("CALL p()")]));
+        let gtid = Outcome {
+            state_changed: true,
+            ..outcome(vec![SessionChange::SystemVariable {
+                name: "last_gtid".into(),
+                value: "0-1-19".into(),
+            }])
+        };
+        assert!(
+            !changed_unseen_state(&gtid, &[stmt("INSERT INTO t VALUES (1)")]),
+            "a write's GTID is told"
+        );
         let eof = Outcome {
             state_changed: true,
             ..Outcome::default()
