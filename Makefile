@@ -23,11 +23,11 @@ lint:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps
 
+# Every test, built once in the `ci` profile (Cargo.toml: the release optimisation without LTO
+# and debug info, a third of the build time); prints how long each step took (docs/testing.md).
+TEST_PROFILE ?= ci
 test: deps
-	$(CARGO) build --release --bin tessera
-	$(CARGO) test --workspace --release
-	TESSERA_BIN=$(CURDIR)/target/release/tessera bash tests/compat/run.sh
-	TESSERA_BIN=$(CURDIR)/target/release/tessera bash scripts/sysbench-sharded.sh
+	CARGO="$(CARGO)" TEST_PROFILE=$(TEST_PROFILE) bash scripts/test-all.sh
 
 # Benchmark kit (crates/bench). Extra options: make bench BENCH_ARGS="--pin --time 30".
 ANCHORS := crates/bench/anchors/gaea-sysbench-published.csv
@@ -53,13 +53,14 @@ bench-full: bench-tools
 	bash scripts/install-go-tpc.sh
 	./target/release/tessera-bench --preset full --anchors $(ANCHORS) $(BENCH_ARGS)
 
-# XA fault injection (crates/proxy/tests/xa_faults.rs): bank transfers over 4 shards while
+# XA fault injection (crates/proxy/tests/xa_faults.rs, a module of the integration binary): bank transfers over 4 shards while
 # backends and Tessera are killed; `make test` runs 20 rounds per scenario.
 # Example: make xa-faults ROUNDS=100
 .PHONY: xa-faults
 ROUNDS ?= 20
 xa-faults:
-	XA_FAULTS_ROUNDS=$(ROUNDS) $(CARGO) test --release -p tessera-proxy --test xa_faults -- --nocapture
+	XA_FAULTS_ROUNDS=$(ROUNDS) $(CARGO) test --profile $(TEST_PROFILE) -p tessera-proxy --test integration \
+		xa_faults:: -- --nocapture
 
 # Sharding differential test (tests/difftest/README.md): the corpus, N random statements and the
 # DML section on one MariaDB and through Tessera over four shards (`make test` runs it with
@@ -71,8 +72,8 @@ SEED ?=
 SELF ?=
 difftest:
 	DIFFTEST_N=$(N) DIFFTEST_SEED=$(SEED) DIFFTEST_SELF=$(SELF) \
-		$(CARGO) test -p tessera-proxy --test sharding_diff $(DIFFTEST_CARGO_FLAGS) -- \
-		--exact tessera_answers_like_one_mariadb --nocapture
+		$(CARGO) test -p tessera-proxy --test integration $(DIFFTEST_CARGO_FLAGS) -- \
+		--exact sharding_diff::tessera_answers_like_one_mariadb --nocapture
 
 # MariaDB's own `main` suite (mariadb-test, tests/mtr/README.md) against a running server,
 # directly and through Tessera; fails when a test passes directly but not through Tessera

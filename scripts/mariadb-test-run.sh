@@ -202,7 +202,9 @@ write_tessera_config() { # backend port
     cat >"$WORK/tessera.toml" <<EOF
 # mariadb-test-run.sh: one plain group; Tessera's user root (empty password) runs on the
 # backend account root, the account of the direct run; TLS with the certificates the
-# MTR server uses (std_data), so that the suite's SSL tests see the same server certificate.
+# MTR server uses (std_data), so that the suite's SSL tests see the same server certificate;
+# TLS to the backend too (tls = true), as a deployment that encrypts clients encrypts both
+# legs: session status (Ssl_cipher, what ssl_ca reads) is the backend connection's.
 [server]
 listen = "127.0.0.1:$2"
 tls_cert = "$MTR_DIR/std_data/server-cert.pem"
@@ -216,6 +218,7 @@ password = ""
 name = "g0"
 user = "root"
 password = ""
+tls = true
 primary = { address = "127.0.0.1:$1" }
 EOF
     cp "$WORK/tessera.toml" "$MTR_OUT/logs/tessera.toml"

@@ -1,7 +1,7 @@
 //! The admin HTTP endpoint: Prometheus metrics reflect what happened; /health follows the
 //! backend's reachability.
 
-mod common;
+use crate::common;
 
 use common::Env;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

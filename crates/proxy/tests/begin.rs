@@ -2,7 +2,7 @@
 //! transaction); what the client sees must be what MariaDB shows: the transaction is open from
 //! BEGIN on, its snapshot holds, ROLLBACK undoes, and an empty BEGIN/COMMIT is a no-op.
 
-mod common;
+use crate::common;
 
 use common::{Client, Env};
 

@@ -5,7 +5,7 @@
 //! a result takes (a pipelined lane, a held connection, a result too large to pass whole), with
 //! and without `CLIENT_DEPRECATE_EOF`.
 
-mod common;
+use crate::common;
 
 use common::{Client, Env};
 use tessera_protocol::codec::Reader;

@@ -4,7 +4,7 @@
 //! the diagnostics area of its previous statement after the connection went back to the pool,
 //! and per-user backend accounts.
 
-mod common;
+use crate::common;
 
 use common::{Client, Env};
 use std::time::Duration;

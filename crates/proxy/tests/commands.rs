@@ -2,7 +2,7 @@
 //! NULLs, long data, reuse across connections, bounded backend handles), COM_CHANGE_USER,
 //! COM_RESET_CONNECTION, COM_INIT_DB, COM_FIELD_LIST, COM_STATISTICS, COM_PING, COM_SET_OPTION.
 
-mod common;
+use crate::common;
 
 use common::stmt::{Outcome, Param, StmtError};
 use common::{Client, Env};

@@ -2,7 +2,7 @@
 //! and oversize packets, stalled handshakes, dead and killed backends, KILL, pool exhaustion,
 //! and draining on shutdown. Nothing a client sends may crash or stall the proxy.
 
-mod common;
+use crate::common;
 
 use common::{Client, Env};
 use std::time::Duration;

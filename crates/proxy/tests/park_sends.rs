@@ -3,7 +3,7 @@
 //! through lanes, transactions whose edges travel later, and results large enough to be sent
 //! in several parts, each get exactly their answer.
 
-mod common;
+use crate::common;
 
 use common::Client;
 use std::sync::mpsc;

@@ -3,7 +3,7 @@
 //! states never share a lane; an answer with warnings, or a statement over the bound, runs
 //! again on a connection of its own and keeps MySQL's diagnostics.
 
-mod common;
+use crate::common;
 
 use common::stmt::Param;
 use common::{Client, Env};

@@ -1,7 +1,7 @@
 //! Read/write splitting against a real sandbox: a MariaDB primary with two GTID replicas behind
 //! an in-process Tessera. Which server ran a statement is told by `@@server_id`.
 
-mod common;
+use crate::common;
 
 use common::Client;
 use std::collections::HashMap;

@@ -2,7 +2,7 @@
 //! pool, each with its own variables, time zone and temporary table; exact LAST_INSERT_ID(),
 //! ROW_COUNT() and FOUND_ROWS() while connections change hands; pins that start and end.
 
-mod common;
+use crate::common;
 
 use common::{Client, Env};
 use std::sync::atomic::Ordering;

@@ -2,7 +2,7 @@
 //! logical schema `shop`, an in-process Tessera in front. Rows are checked on the shard
 //! databases directly, where the documented shard function says they live.
 
-mod common;
+use crate::common;
 
 use common::shards::{crc32_shard, crc32_text_shard, ShardedEnv};
 use common::Client;

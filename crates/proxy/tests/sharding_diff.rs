@@ -6,7 +6,7 @@
 //! `harness_self_check` always runs: it puts a plain union copy of the shards where Tessera
 //! would be, which checks the loader, the corpus markers and the comparison.
 
-mod common;
+#[path = "diff/mod.rs"]
 mod diff;
 
 use diff::setup::Mode;

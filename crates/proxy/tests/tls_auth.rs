@@ -2,7 +2,7 @@
 //! mysql_native_password, caching_sha2_password fast path, caching_sha2_password full
 //! authentication over TLS, and a native-hash-only account switched to mysql_native_password.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

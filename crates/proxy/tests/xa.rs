@@ -2,7 +2,7 @@
 //! with XA and a durable decision; ROLLBACK, deadlocks and lost shards end every branch;
 //! recovery follows the decision log; the client's own XA stays on one shard.
 
-mod common;
+use crate::common;
 
 use common::shards::{crc32_shard, key_where, ShardedEnv};
 use std::sync::atomic::Ordering;

@@ -16,7 +16,7 @@
 
 #[path = "xa_faults/bank.rs"]
 mod bank;
-mod common;
+use crate::common;
 #[path = "xa_faults/workload.rs"]
 mod workload;
 

@@ -94,12 +94,16 @@ impl Session {
         if let Some(db) = database.as_ref().filter(|d| self.ctx.topology.schema(d).is_some()) {
             self.state.schema = Some(db.clone());
         } else if let Some(db) = database {
-            let pool = self.ctx.groups[0].primary().pool_for(&self.user).clone();
-            let mut conn = pool.checkout(self.flavour(), false).await?;
-            if conn.state.schema.as_deref() != Some(db.as_str()) {
-                conn.init_db(&db).await?;
-            }
-            drop(conn);
+            // The session's state (its handshake character set above all) is synced first, so
+            // that the server judges the name as it would judge it at login: 1300 names the
+            // client's character set, not the pool's.
+            let mut conn = self.acquire(Target::primary(0), SyncScope::default()).await?;
+            let entered = match conn.state.schema.as_deref() == Some(db.as_str()) {
+                true => Ok(()),
+                false => conn.init_db(&db).await,
+            };
+            self.keep_or_release(conn, 0);
+            entered?;
             self.state.schema = Some(db);
         }
         self.follow_ignore_space().await?;

@@ -170,12 +170,19 @@ impl Session {
                 let read_next = self.client.read_packet_with_seq();
                 tokio::pin!(read_next);
                 loop {
+                    let watch_held = self.held.as_ref().is_some_and(watchable_while_idle);
                     // Biased: the read first (no random start per poll); a kill is also seen
                     // after every command, a busy client needs no idle timer.
                     tokio::select! {
                         biased;
                         r = &mut read_next => break r,
                         _ = self.handle.killed() => return,
+                        _ = held_input(self.held.as_mut()), if watch_held => {
+                            if held_ended_while_idle(&mut self.held, &mut self.pins, &self.ctx.metrics, self.id) {
+                                self.fatal = true;
+                                return;
+                            }
+                        }
                         _ = async { if let Some(t) = release_timer.as_mut() { t.await } }, if release_timer.is_some() => {
                             // An idle session gives back a connection kept only for one more
                             // statement (its diagnostics area read first, to be recreated).
@@ -371,4 +378,47 @@ impl Session {
         }
         self.ctx.sessions.unregister(self.id);
     }
+}
+
+/// A held connection with nothing outstanding on it: any input is the server's own.
+fn watchable_while_idle(conn: &PooledConn) -> bool {
+    !conn.has_pending_answers() && !conn.io.has_buffered_input() && conn.own_tail == crate::backend::conn::OwnTail::None
+}
+
+/// Resolves when input (or the end) arrives on the held connection. Cancel-safe: what is read
+/// stays in the connection's buffer.
+async fn held_input(held: Option<&mut PooledConn>) {
+    match held {
+        Some(conn) => {
+            let _ = conn.io.await_input().await;
+        }
+        None => std::future::pending().await,
+    }
+}
+
+/// The server spoke on the held connection while nothing was asked of it: it is closing
+/// it (`idle_transaction_timeout`, `wait_timeout`, a KILL on the server). A transaction or
+/// long-lived pinned state went with it, so the client's connection closes too, as the
+/// server would close it (the client's next statement gets 2006/2013, never an answer
+/// outside the transaction it thinks it is in). Returns whether the session ends.
+fn held_ended_while_idle(held: &mut Option<PooledConn>, pins: &mut Pins, metrics: &Metrics, id: u32) -> bool {
+    let Some(mut conn) = held.take() else {
+        return false;
+    };
+    conn.broken = true;
+    let state_lost = conn.in_transaction || !pins.only_short_lived();
+    Metrics::inc(&metrics.backend_lost);
+    tracing::warn!(
+        session = id,
+        server = %conn.server.name,
+        backend_thread = conn.thread_id,
+        in_transaction = conn.in_transaction,
+        "the server closed the session's held connection while the client was idle"
+    );
+    if state_lost {
+        pins.clear();
+    } else {
+        pins.end_short_lived();
+    }
+    state_lost
 }

@@ -5,9 +5,9 @@
 //! accepted statement is compared with the same statement on one plain MariaDB database, through
 //! the `mariadb` CLI, PyMySQL and Tessera's test client.
 
+use super::drivers::{cli, pymysql, Login, Refused};
 use crate::common::shards::ShardedEnv;
 use crate::common::Client;
-use crate::drivers::{cli, pymysql, Login, Refused};
 
 const CUSTOMERS_RULE: &str = r#"
 [[schemas.tables]]

@@ -4,8 +4,8 @@
 //! 11). DDL and stored program bodies are never rewritten. Checked with PyMySQL's column
 //! descriptions and the `mariadb` CLI, through Tessera and directly.
 
+use super::drivers::{cli, pymysql_columns, Login};
 use crate::common::Env;
-use crate::drivers::{cli, pymysql_columns, Login};
 
 fn logins(env: &Env) -> [Login<'static>; 2] {
     let through = Login {

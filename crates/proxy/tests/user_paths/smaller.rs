@@ -7,9 +7,9 @@
 //! the clients' own sessions (their connection ids, users, states and statements), so that a
 //! tool that reads the list and KILLs an id reaches the right client.
 
+use super::drivers::{cli, cli_with, pymysql, Login};
+use super::sides::Side;
 use crate::common::{Client, Env};
-use crate::drivers::{cli, cli_with, pymysql, Login};
-use crate::sides::Side;
 
 fn login(side: Side) -> Login<'static> {
     match side {
@@ -398,5 +398,25 @@ async fn get_diagnostics_reads_the_clients_row_count() {
         let want = ["1\t1", "0\t2\t2", "1", "1\t1"];
         assert_eq!(cli(&login(side), script).expect("CLI"), want, "{side:?}");
         assert_eq!(pymysql(&login(side), script).expect("PyMySQL"), ["1\t1"], "{side:?}");
+    }
+}
+
+/// MariaDB's `mysql_not_windows`: a default database at login that is not valid in the
+/// client's character set is refused with 1300 naming that character set (the pool's
+/// connections speak utf8mb4; the session's character set goes to the server first).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_database_name_at_login_is_judged_in_the_clients_character_set() {
+    let env = Env::start("", "").await;
+    for side in sides(&env) {
+        for (charset, named) in [("utf8", "utf8mb3"), ("binary", "binary")] {
+            let mut bad = login(side);
+            bad.db = Some("test\u{1F601} ");
+            let option = format!("--default-character-set={charset}");
+            let refused = cli_with(&bad, &[&option], "SELECT 1").expect_err("refused");
+            assert_eq!(refused.code, 1300, "{side:?} {charset}: {refused:?}");
+            let says = format!("Invalid {named} character string");
+            assert!(refused.message.contains(&says), "{side:?} {charset}: {refused:?}");
+        }
+        assert_eq!(cli(&login(side), "SELECT 1").expect("a good login"), ["1"]);
     }
 }

@@ -4,9 +4,9 @@
 //! ones users send (`@@name` without a scope, `:=`, conditional comments, prepared SETs), the
 //! statements Tessera answers or rewrites itself, and the ways a pinned session ends.
 
+use super::sides::Side;
 use crate::common::shards::ShardedEnv;
 use crate::common::{Client, Env};
-use crate::sides::Side;
 
 /// Tessera over one pooled connection, and both sides of it.
 async fn env_with_one_connection() -> (Env, Side, Side) {

@@ -20,8 +20,8 @@
 //! server can confirm are confirmed (a plain account's SET is refused). Both sides run at
 //! once, one variable at a time, each fresh client C becoming the next case's A.
 
+use super::sides::Side;
 use crate::common::{Client, Env, Failure};
-use crate::sides::Side;
 use std::time::Instant;
 use tessera_protocol::response::ErrPacket;
 

@@ -1,9 +1,9 @@
 //! The workload: concurrent clients moving money through Tessera, one transaction per transfer,
 //! recording which transfers were acknowledged and counting every kind of failure.
 
-use crate::bank::{shard_of, ACCOUNTS, ID_STRIDE};
+use super::bank::{shard_of, ACCOUNTS, ID_STRIDE};
+use super::{POLL, PROGRESS_TIMEOUT};
 use crate::common::{Client, Failure};
-use crate::{POLL, PROGRESS_TIMEOUT};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

@@ -1,14 +1,11 @@
-//! What users send that the older suites did not, in one test binary (each binary links the
-//! whole proxy): every session variable in every SET spelling, state that must not leak
+//! What users send that the older suites did not: every session variable in every SET spelling, state that must not leak
 //! between clients, dump and restore into shards, logical schemas named from anywhere, column references bound
 //! to the tables' real columns, and KILL of any statement wherever it runs.
-
-#[path = "../common/mod.rs"]
-mod common;
 
 mod column_resolution;
 mod drivers;
 mod dump_restore;
+mod idle_ends;
 mod kill;
 mod logical_names;
 mod rewrites;
