@@ -135,17 +135,6 @@ pub enum ShardError {
 }
 
 impl ShardError {
-    /// The MySQL error number and SQLSTATE a client should get.
-    pub fn mysql_code(&self) -> (u16, &'static str) {
-        match self {
-            ShardError::NoPartition { .. } => (1526, "HY000"),
-            ShardError::IncorrectInteger { .. } | ShardError::IncorrectString { .. } => (1366, "22007"),
-            ShardError::OutOfRange { .. } => (1264, "22003"),
-            ShardError::IncorrectDate { .. } => (1292, "22007"),
-            ShardError::ShardCount { .. } => (1105, "HY000"),
-        }
-    }
-
     /// The error message MySQL would give for the key column `column`.
     pub fn mysql_message(&self, column: &str) -> String {
         match self {

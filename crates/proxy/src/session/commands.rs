@@ -5,7 +5,7 @@
 use super::auth::{self, encode_login_ok, Login};
 use super::{LastStatement, Next, Session};
 use crate::context::Context;
-use crate::error::ProxyError;
+use crate::error::{ProxyError, ServerError};
 use crate::exec::Mode;
 use crate::metrics::Metrics;
 use crate::route::Target;
@@ -304,11 +304,7 @@ impl Session {
         let expr = kill_expression(sql, self.state.backslash_escapes())
             .ok_or_else(|| ProxyError::Unsupported("KILL QUERY ID and KILL USER".into()))?;
         if reads_sequences_or_stored_functions(expr, self.state.backslash_escapes()) {
-            return Err(ProxyError::Backend(tessera_protocol::response::ErrPacket::new(
-                1970,
-                "42000",
-                "KILL does not support subqueries or stored functions",
-            )));
+            return Err(ServerError::KillOfStoredCode.into());
         }
         let text = format!("SELECT {expr}");
         let values = self.session_info();
@@ -358,11 +354,7 @@ impl Session {
         }
         if !query_only && target.id == self.id {
             self.fatal = true;
-            return Err(ProxyError::Backend(tessera_protocol::response::ErrPacket::new(
-                1927,
-                "70100",
-                "Connection was killed",
-            )));
+            return Err(ServerError::ConnectionKilled.into());
         }
         self.ok().await
     }

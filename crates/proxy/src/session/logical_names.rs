@@ -6,9 +6,8 @@
 
 use super::execute::Stmt;
 use super::{Next, Session};
-use crate::error::ProxyError;
+use crate::error::{ProxyError, ServerError};
 use crate::topology::ShardedSchema;
-use tessera_protocol::response::ErrPacket;
 use tessera_sql::sqlparser::ast::{visit_relations, ObjectNamePart};
 use tessera_sql::{Lexer, StatementKind, Token, TokenKind};
 
@@ -177,20 +176,10 @@ impl Session {
         let all = exists.iter().all(|e| *e);
         let none = !exists.iter().any(|e| *e);
         if ddl.create && all && !ddl.conditional {
-            return Err(database_error(
-                1007,
-                "HY000",
-                "Can't create database '{}'; database exists",
-                &schema.name,
-            ));
+            return Err(ServerError::DatabaseExists(schema.name.clone()).into());
         }
         if !ddl.create && none && !ddl.conditional {
-            return Err(database_error(
-                1008,
-                "HY000",
-                "Can't drop database '{}'; database doesn't exist",
-                &schema.name,
-            ));
+            return Err(ServerError::NoSuchDatabase(schema.name.clone()).into());
         }
         let mut affected = 0;
         for (shard, existed) in schema.shards.iter().zip(exists) {
@@ -228,11 +217,6 @@ impl Session {
         }
         Ok(out)
     }
-}
-
-/// A database error of MariaDB's, naming the logical schema.
-fn database_error(code: u16, state: &str, message: &str, name: &str) -> ProxyError {
-    ProxyError::Backend(ErrPacket::new(code, state, message.replace("{}", name)))
 }
 
 #[cfg(test)]

@@ -218,7 +218,7 @@ impl Session {
                 Ok((0, p)) => p,
                 Ok(_) => {
                     return self
-                        .fail(ErrPacket::new(1156, "08S01", "Got packets out of order"))
+                        .fail(ProxyError::from(crate::error::ServerError::PacketsOutOfOrder).to_err_packet())
                         .await
                 }
                 Err(ProtocolError::PacketTooLarge { .. }) => {

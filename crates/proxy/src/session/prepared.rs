@@ -8,7 +8,7 @@ use super::rewrite::{prepared_session_functions, FOUND_ROWS_VAR, ROW_COUNT_VAR};
 use super::{Next, Session};
 use crate::alloc::in_heap;
 use crate::backend::stmt_cache::{Remembered, SqlText};
-use crate::error::ProxyError;
+use crate::error::{ProxyError, ServerError};
 use crate::exec::Mode;
 use crate::metrics::Metrics;
 use crate::state::{SharedVars, SyncScope};
@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use tessera_protocol::command::{COM_STMT_FETCH, COM_STMT_RESET};
 use tessera_protocol::flags::{CLIENT_DEPRECATE_EOF, SERVER_STATUS_LAST_ROW_SENT};
-use tessera_protocol::response::{encode_eof, ErrPacket};
+use tessera_protocol::response::encode_eof;
 use tessera_protocol::resultset::TYPE_NULL;
 use tessera_protocol::stmt::{encode_long_data, ExecuteRequest, PrepareOk, CURSOR_TYPE_READ_ONLY};
 use tessera_sql::Classification;
@@ -147,10 +147,7 @@ impl StatementRegistry {
     /// Registers a statement under a fresh id, refusing past [`MAX_CLIENT_STATEMENTS`].
     fn add(&mut self, stmt: ClientStmt) -> Result<u32, ProxyError> {
         if self.stmts.len() >= MAX_CLIENT_STATEMENTS {
-            let message = format!(
-                "Can't create more than max_prepared_stmt_count statements (current value: {MAX_CLIENT_STATEMENTS})"
-            );
-            return Err(ProxyError::Backend(ErrPacket::new(1461, "42000", message)));
+            return Err(ServerError::TooManyPreparedStatements(MAX_CLIENT_STATEMENTS).into());
         }
         loop {
             self.next_id = self.next_id.wrapping_add(1).max(1);
@@ -541,10 +538,8 @@ impl Session {
             (Some(t), _) => t.clone(),
             // Clients may omit types when every parameter is NULL (Connector/J does).
             (None, n) if all_null(request.null_bitmap, n) => Bytes::from([TYPE_NULL, 0].repeat(usize::from(n))),
-            (None, _) => {
-                let message = "No data supplied for parameters in prepared statement";
-                return Err(ProxyError::Backend(ErrPacket::new(2031, "HY000", message)));
-            }
+            // As the server answers an execution that never sent its parameters' types.
+            (None, _) => return Err(ServerError::IncorrectArguments("mysqld_stmt_execute").into()),
         };
         let long_data = std::mem::take(&mut entry.long_data);
         let too_long = std::mem::take(&mut entry.long_data_size) > max_long;
@@ -656,10 +651,7 @@ impl Session {
             params: &keys,
             backslash_escapes: sharded.backslash_escapes,
         };
-        let shards = sharded
-            .plan
-            .shards_for(schema, &values)
-            .map_err(super::sharded::key_error)?;
+        let shards = sharded.plan.shards_for(schema, &values)?;
         let [shard] = shards.as_slice() else {
             if run.parsed_under.is_some() {
                 return Err(ProxyError::Unsupported(CHANGED_PARSE_SCATTER.into()));
@@ -827,13 +819,7 @@ impl Session {
             .get(&stmt_id)
             .map(|s| s.plan.sql.clone())
             .ok_or_else(|| unknown(stmt_id, "mysqld_stmt_fetch"))?;
-        let no_cursor = || {
-            ProxyError::Backend(ErrPacket::new(
-                1421,
-                "HY000",
-                format!("The statement ({stmt_id}) has no open cursor."),
-            ))
-        };
+        let no_cursor = || ProxyError::from(ServerError::NoOpenCursor(stmt_id));
         if !self.pins.has_cursor(stmt_id) {
             return Err(no_cursor());
         }

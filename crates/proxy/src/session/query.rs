@@ -6,7 +6,7 @@ use super::rewrite::{map_lock_holders, replace_session_functions, replace_terms}
 use super::{Next, Session};
 use crate::alloc::in_heap;
 use crate::backend::conn::OwnTail;
-use crate::error::ProxyError;
+use crate::error::{ProxyError, ServerError};
 use crate::exec::Mode;
 use crate::exec::Outcome;
 use crate::metrics::Metrics;
@@ -15,7 +15,6 @@ use crate::route::Plan;
 use std::borrow::Cow;
 use tessera_protocol::command::COM_QUERY;
 use tessera_protocol::flags::CLIENT_LOCAL_FILES;
-use tessera_protocol::response::ErrPacket;
 use tessera_sql::{classify_with, split_statements_with, Flags, StatementKind};
 
 impl Session {
@@ -247,11 +246,7 @@ impl Session {
     /// Statements Tessera answers or refuses itself; None when the backend must run them.
     async fn answer_locally(&mut self, stmts: &[Stmt<'_>]) -> Result<Option<Next>, ProxyError> {
         if stmts.len() > 1 && !self.multi_statements {
-            return Err(ProxyError::Backend(ErrPacket::new(
-                1064,
-                "42000",
-                "You have an error in your SQL syntax: several statements in one query need CLIENT_MULTI_STATEMENTS",
-            )));
+            return Err(ServerError::MultiStatementsOff.into());
         }
         if let Some(result) = single(stmts, is_set).and_then(|s| self.set_consistency(s.sql)) {
             result?;
@@ -260,11 +255,7 @@ impl Session {
         for s in stmts {
             match &s.class.kind {
                 StatementKind::LoadData { local: true } if self.capabilities & CLIENT_LOCAL_FILES == 0 => {
-                    return Err(ProxyError::Backend(ErrPacket::new(
-                        4166,
-                        "HY000",
-                        "The used command is not allowed because the MariaDB server or client has disabled the local infile capability",
-                    )));
+                    return Err(ServerError::LocalInfileDisabled.into());
                 }
                 StatementKind::Kill { query, id } if stmts.len() == 1 => {
                     let id = match id {

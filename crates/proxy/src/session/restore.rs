@@ -136,11 +136,11 @@ impl Session {
     async fn table_column_list(&mut self, schema: &ShardedSchema, table: &str) -> Result<String, ProxyError> {
         let tables = self.schema_tables(schema).await?;
         tables.column_list(table).ok_or_else(|| {
-            ProxyError::Backend(tessera_protocol::response::ErrPacket::new(
-                1146,
-                "42S02",
-                format!("Table '{}.{table}' doesn't exist", schema.name),
-            ))
+            crate::error::ServerError::NoSuchTable {
+                schema: schema.name.clone(),
+                table: table.to_string(),
+            }
+            .into()
         })
     }
 

@@ -281,11 +281,12 @@ impl Session {
                 tracing::debug!(session = self.id, level = c.name(), "read consistency set");
                 Ok(())
             }
-            None => Err(ProxyError::Backend(tessera_protocol::response::ErrPacket::new(
-                1231,
-                "42000",
-                format!("Variable '{CONSISTENCY_VARIABLE}' can't be set to the value of '{value}' (use eventual, session, global or strong)"),
-            ))),
+            None => Err(crate::error::ServerError::WrongValueForVariable {
+                name: CONSISTENCY_VARIABLE.to_string(),
+                value,
+                hint: " (use eventual, session, global or strong)",
+            }
+            .into()),
         })
     }
 }

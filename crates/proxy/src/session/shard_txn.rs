@@ -5,12 +5,11 @@
 //! client opens itself stays on the one shard its first statement picks.
 
 use super::{Next, Session};
-use crate::error::ProxyError;
+use crate::error::{ProxyError, ServerError};
 use crate::pool::PooledConn;
 use crate::topology::ShardedSchema;
 use crate::txn::commit::{self, Branch};
 use crate::txn::xid::Xid;
-use tessera_protocol::response::ErrPacket;
 use tessera_sql::{Classification, Flags, StatementKind};
 
 /// Whether a statement may change data on the shard it runs on.
@@ -241,11 +240,7 @@ impl Session {
             Some("end") | Some("prepare") | Some("commit") | Some("rollback") if self.client_xa.is_some() => {
                 // XA START never reached a shard: nothing ran in the XA transaction.
                 self.client_xa = None;
-                Err(ProxyError::Backend(ErrPacket::new(
-                    1397,
-                    "XAE04",
-                    "XAER_NOTA: Unknown XID",
-                )))
+                Err(ServerError::XaUnknownXid.into())
             }
             Some("commit") | Some("rollback") if !self.pins.in_xa() => {
                 self.xa_on_the_shard_that_knows(schema, sql).await.map(Some)
@@ -276,7 +271,7 @@ impl Session {
                 Err(e) => return Err(e),
             }
         }
-        Err(last.unwrap_or_else(|| ProxyError::Backend(ErrPacket::new(1397, "XAE04", "XAER_NOTA: Unknown XID"))))
+        Err(last.unwrap_or_else(|| ServerError::XaUnknownXid.into()))
     }
 
     /// Refuses a statement on another shard than the client's XA transaction's.
@@ -309,11 +304,7 @@ pub fn sets_autocommit_on(sql: &str) -> bool {
 }
 
 fn xa_outside() -> ProxyError {
-    ProxyError::Backend(ErrPacket::new(
-        1400,
-        "XAE09",
-        "XAER_OUTSIDE: Some work is done outside global transaction",
-    ))
+    ServerError::XaOutside.into()
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@
 use super::execute::Stmt;
 use super::{Next, Session};
 use crate::alloc::in_heap;
-use crate::error::ProxyError;
+use crate::error::{ProxyError, ServerError};
 use crate::pool::PooledConn;
 use crate::route::sharded::values::Values;
 use crate::route::sharded::{ShardPlan, ShardSet};
@@ -578,14 +578,11 @@ impl Session {
         match first_error {
             None => self.ok_with(0, 0, 0).await,
             Some(e) if done.is_empty() => Err(e),
-            Some(_) => Err(ProxyError::Backend(tessera_protocol::response::ErrPacket::new(
-                1180,
-                "HY000",
-                format!(
-                    "Tessera: the DDL failed on {} and succeeded on shards {done:?}",
-                    failed.join("; ")
-                ),
-            ))),
+            Some(_) => Err(ServerError::DdlPartlyApplied {
+                failed: failed.join("; "),
+                done: format!("{done:?}"),
+            }
+            .into()),
         }
     }
 
@@ -722,17 +719,7 @@ fn unsupported(m: &str) -> ProxyError {
 }
 
 fn resolve(set: &ShardSet, schema: &ShardedSchema, values: &Values) -> Result<Vec<usize>, ProxyError> {
-    ShardPlan::resolve(set, schema, values).map_err(key_error)
-}
-
-/// Why a statement's key values pick no shard: a value no shard takes (1526, as MariaDB's
-/// partitioning says), or values a statement needs on one shard found on several (1235).
-pub fn key_error(m: String) -> ProxyError {
-    use tessera_protocol::response::ErrPacket;
-    if m == crate::route::sharded::keys::VALUES_ON_SEVERAL_SHARDS {
-        return ProxyError::Backend(ErrPacket::new(1235, "42000", m));
-    }
-    ProxyError::Backend(ErrPacket::new(1526, "HY000", m))
+    Ok(ShardPlan::resolve(set, schema, values)?)
 }
 
 /// The per-shard INSERT statements of a split INSERT; `generated`: the keys of rows whose
@@ -750,14 +737,11 @@ fn split_insert(
     let mut by_shard: std::collections::BTreeMap<usize, Vec<String>> = Default::default();
     for (i, (_, source)) in p.rows.iter().enumerate() {
         let (v, id) = match (source, generated.get(i)) {
-            (Some(source), _) => (values.get(source).map_err(|m| unsupported(&m))?, None),
+            (Some(source), _) => (values.get(source)?, None),
             (None, Some(id)) => (KeyValue::Int(*id), Some(*id)),
             (None, None) => return Err(ProxyError::Sharding("a row without a generated key".into())),
         };
-        let shard = p.function.shard_of(&v, n).map_err(|e| {
-            let (code, state) = e.mysql_code();
-            ProxyError::Backend(tessera_protocol::response::ErrPacket::new(code, state, e.to_string()))
-        })?;
+        let shard = p.function.shard_of(&v, n)?;
         by_shard
             .entry(shard)
             .or_default()
@@ -862,14 +846,7 @@ impl Session {
                 }
             }
             Err(_) => {
-                failure = Some(ProxyError::Backend(tessera_protocol::response::ErrPacket::new(
-                    1969,
-                    "70100",
-                    format!(
-                        "Query execution was interrupted (the shards did not answer within server.scatter_deadline_ms = {})",
-                        deadline.as_millis()
-                    ),
-                )));
+                failure = Some(ServerError::ScatterDeadline(deadline.as_millis()).into());
             }
         }
         if let Some(e) = failure {
@@ -951,7 +928,7 @@ impl Session {
                 self.last.row_count = -1;
                 self.write_result_end(warnings).await
             }
-            Err(e) => Err(merge_error(e)),
+            Err(e) => Err(e.into()),
         };
         for st in states {
             self.park_shard(st.shard, st.conn, in_txn);
@@ -981,18 +958,6 @@ impl Session {
         self.client.write_packet(&end);
         self.client.flush().await?;
         Ok(Next::Continue)
-    }
-}
-
-fn merge_error(e: crate::exec::merge::MergeError) -> ProxyError {
-    use crate::exec::merge::MergeError;
-    match e {
-        MergeError::Backend(e) => ProxyError::Backend(e),
-        other @ MergeError::MemoryCap { .. } => ProxyError::MergeLimit(other.to_string()),
-        other => {
-            let text = other.to_string();
-            ProxyError::Sharding(text.strip_prefix("Tessera: ").unwrap_or(&text).to_string())
-        }
     }
 }
 
@@ -1191,14 +1156,7 @@ impl Session {
                 }
                 match function.shard_of(&key_value(key), n) {
                     Ok(s) => buffers[s].extend_from_slice(&bytes),
-                    Err(e) => {
-                        let (code, state) = e.mysql_code();
-                        failure = Some(ProxyError::Backend(tessera_protocol::response::ErrPacket::new(
-                            code,
-                            state,
-                            e.to_string(),
-                        )));
-                    }
+                    Err(e) => failure = Some(e.into()),
                 }
             }
             for (s, buf) in buffers.iter_mut().enumerate() {

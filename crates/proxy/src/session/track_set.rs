@@ -8,7 +8,7 @@
 use super::execute::Stmt;
 use super::rewrite::{replace_terms, Term};
 use super::Session;
-use crate::error::ProxyError;
+use crate::error::{ProxyError, ServerError};
 use crate::pool::PooledConn;
 use crate::tracking::{ClientTracking, TrackingFrom, GLOBAL_TRACKING_READ, TRACKING_VARIABLES};
 use tessera_protocol::response::ErrPacket;
@@ -377,11 +377,7 @@ fn list_entries(list: &str) -> Vec<Entry<'_>> {
 }
 
 fn unknown_variable(name: &str) -> ProxyError {
-    ProxyError::Backend(ErrPacket::new(
-        1193,
-        "HY000",
-        format!("Unknown system variable '{name}'"),
-    ))
+    ServerError::UnknownSystemVariable(name.to_string()).into()
 }
 
 /// A statement the server answers with `err` and nothing else (its message cut to the 128
@@ -398,11 +394,12 @@ fn signal_of(err: &ErrPacket, backslash_escapes: bool) -> String {
 
 /// MariaDB's 1231 for a value a variable does not take.
 fn wrong_value(name: &str, value: &str) -> ProxyError {
-    ProxyError::Backend(ErrPacket::new(
-        1231,
-        "42000",
-        format!("Variable '{name}' can't be set to the value of '{value}'"),
-    ))
+    ServerError::WrongValueForVariable {
+        name: name.to_string(),
+        value: value.to_string(),
+        hint: "",
+    }
+    .into()
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ mod dump_restore;
 mod idle_ends;
 mod kill;
 mod logical_names;
+mod own_errors;
 mod rewrites;
 mod sides;
 mod smaller;

@@ -65,7 +65,7 @@ pub fn rows(
             many,
             reason,
         } => match ShardPlan::resolve(shards, schema, &values) {
-            Err(e) => out.push(step("error", e)),
+            Err(e) => out.push(step("error", e.detail())),
             Ok(list) if list.len() == 1 => {
                 out.push(step(
                     "route",
@@ -98,7 +98,7 @@ pub fn rows(
             one_shard_only,
             ..
         } => match ShardPlan::resolve(shards, schema, &values) {
-            Err(e) => out.push(step("error", e)),
+            Err(e) => out.push(step("error", e.detail())),
             Ok(list) => {
                 if list.len() > 1 {
                     if let Some(m) = one_shard_only {
@@ -140,16 +140,16 @@ pub fn rows(
             for (i, (_, source)) in p.rows.iter().enumerate() {
                 let shard = source
                     .as_ref()
-                    .ok_or_else(|| "a generated key".to_string())
+                    .ok_or_else(|| super::PlanError::MissingValue("a generated key".into()))
                     .and_then(|s| values.get(s))
-                    .and_then(|v| p.function.shard_of(&v, n).map_err(|e| e.to_string()));
+                    .and_then(|v| Ok(p.function.shard_of(&v, n)?));
                 match shard {
                     Ok(s) => by_shard
                         .entry(s)
                         .or_default()
                         .push(p.render_row(i, sql, &fp.literals, None)),
                     Err(e) => {
-                        out.push(step("error", e));
+                        out.push(step("error", e.detail()));
                         return out;
                     }
                 }

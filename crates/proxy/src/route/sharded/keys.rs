@@ -3,6 +3,7 @@
 //! of it, a comparison with another column) does not narrow.
 
 use super::values::Values;
+use super::PlanError;
 use crate::route::shard_fn::{KeyValue, ShardFunction};
 use std::collections::BTreeSet;
 use std::ops::Bound;
@@ -44,7 +45,7 @@ pub const VALUES_ON_SEVERAL_SHARDS: &str = "Tessera: a join of sharded tables wh
 
 impl KeyExpr {
     /// The shards that may hold matching rows; None = all.
-    pub fn shards(&self, f: &ShardFunction, n: usize, values: &Values) -> Result<Option<BTreeSet<usize>>, String> {
+    pub fn shards(&self, f: &ShardFunction, n: usize, values: &Values) -> Result<Option<BTreeSet<usize>>, PlanError> {
         Ok(match self {
             KeyExpr::Any => None,
             KeyExpr::Eq(v) => Some(one(f, n, &values.get(v)?)?),
@@ -75,7 +76,7 @@ impl KeyExpr {
             }
             KeyExpr::OneShard(inner) => match inner.shards(f, n, values)? {
                 Some(set) if set.len() == 1 => Some(set),
-                _ => return Err(VALUES_ON_SEVERAL_SHARDS.into()),
+                _ => return Err(PlanError::ValuesOnSeveralShards),
             },
             KeyExpr::Or(parts) => {
                 let mut acc = BTreeSet::new();
@@ -125,11 +126,11 @@ impl KeyExpr {
     }
 }
 
-fn one(f: &ShardFunction, n: usize, v: &KeyValue) -> Result<BTreeSet<usize>, String> {
-    Ok(BTreeSet::from([f.shard_of(v, n).map_err(|e| e.to_string())?]))
+fn one(f: &ShardFunction, n: usize, v: &KeyValue) -> Result<BTreeSet<usize>, PlanError> {
+    Ok(BTreeSet::from([f.shard_of(v, n)?]))
 }
 
-fn bound(b: &Bound<ValueSource>, values: &Values) -> Result<Bound<KeyValue>, String> {
+fn bound(b: &Bound<ValueSource>, values: &Values) -> Result<Bound<KeyValue>, PlanError> {
     Ok(match b {
         Bound::Included(v) => Bound::Included(values.get(v)?),
         Bound::Excluded(v) => Bound::Excluded(values.get(v)?),

@@ -22,6 +22,33 @@ use tessera_sql::SqlTemplate;
 
 pub use keys::{KeyExpr, ValueSource};
 
+/// Why a plan's values pick no shard, or the planner gives no plan.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    /// A construct the planner refuses (the text names it).
+    #[error("Tessera: {0} is not supported")]
+    Refused(String),
+    /// Tables joined by their key values, whose values are on several shards.
+    #[error("{}", keys::VALUES_ON_SEVERAL_SHARDS)]
+    ValuesOnSeveralShards,
+    /// A key value no shard takes, or not of the key's type.
+    #[error(transparent)]
+    Key(#[from] crate::route::shard_fn::ShardError),
+    /// A value the plan reads is not there (an unbound parameter, a lost literal).
+    #[error("Tessera: {0}")]
+    MissingValue(String),
+}
+
+impl PlanError {
+    /// The reason alone, as EXPLAIN ROUTE prints it.
+    pub fn detail(&self) -> String {
+        match self {
+            PlanError::Refused(m) | PlanError::MissingValue(m) => m.clone(),
+            other => other.to_string(),
+        }
+    }
+}
+
 /// The marker a template carries where a shard's physical database name goes.
 pub const DATABASE_MARKER: &str = "\u{1}tessera-db\u{1}";
 
@@ -105,7 +132,7 @@ pub enum ShardPlan {
 
 impl ShardPlan {
     /// The shards a plan runs on, from the statement's literals and parameters.
-    pub fn resolve(set: &ShardSet, schema: &ShardedSchema, values: &values::Values) -> Result<Vec<usize>, String> {
+    pub fn resolve(set: &ShardSet, schema: &ShardedSchema, values: &values::Values) -> Result<Vec<usize>, PlanError> {
         let n = schema.shard_count();
         match set {
             ShardSet::Fixed(v) => Ok(v.clone()),
@@ -143,7 +170,7 @@ impl ShardPlan {
     }
 
     /// The shards one execution touches.
-    pub fn shards_for(&self, schema: &ShardedSchema, values: &values::Values) -> Result<Vec<usize>, String> {
+    pub fn shards_for(&self, schema: &ShardedSchema, values: &values::Values) -> Result<Vec<usize>, PlanError> {
         match self {
             ShardPlan::Read { shards, .. } | ShardPlan::Write { shards, .. } => Self::resolve(shards, schema, values),
             ShardPlan::Ddl { shards, .. } => Ok(shards.clone()),
@@ -152,16 +179,12 @@ impl ShardPlan {
                 let mut set = BTreeSet::new();
                 for source in p.rows.iter().filter_map(|(_, s)| s.as_ref()) {
                     let v = values.get(source)?;
-                    set.insert(
-                        p.function
-                            .shard_of(&v, schema.shard_count())
-                            .map_err(|e| e.to_string())?,
-                    );
+                    set.insert(p.function.shard_of(&v, schema.shard_count())?);
                 }
                 Ok(set.into_iter().collect())
             }
             ShardPlan::CreateDatabase { .. } => Ok((0..schema.shard_count()).collect()),
-            ShardPlan::Reject(m) => Err(m.clone()),
+            ShardPlan::Reject(m) => Err(PlanError::Refused(m.clone())),
         }
     }
 

@@ -2,6 +2,7 @@
 //! places its fingerprint found them) and the bound parameters of a prepared statement.
 
 use super::keys::ValueSource;
+use super::PlanError;
 use crate::route::shard_fn::KeyValue;
 use std::ops::Range;
 
@@ -15,20 +16,20 @@ pub struct Values<'a> {
 }
 
 impl Values<'_> {
-    pub fn get(&self, source: &ValueSource) -> Result<KeyValue, String> {
+    pub fn get(&self, source: &ValueSource) -> Result<KeyValue, PlanError> {
         match source {
             ValueSource::Null => Ok(KeyValue::Null),
             ValueSource::Param(i) => self
                 .params
                 .get(*i)
                 .cloned()
-                .ok_or_else(|| format!("parameter {} is not bound", i + 1)),
+                .ok_or_else(|| PlanError::MissingValue(format!("parameter {} is not bound", i + 1))),
             ValueSource::Literal { index, negative } => {
                 let text = self
                     .literals
                     .get(*index)
                     .and_then(|r| self.sql.get(r.clone()))
-                    .ok_or_else(|| "a shard-key literal is missing".to_string())?;
+                    .ok_or_else(|| PlanError::MissingValue("a shard-key literal is missing".into()))?;
                 Ok(literal_value(text, *negative, self.backslash_escapes))
             }
         }
