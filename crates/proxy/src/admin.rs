@@ -1,5 +1,6 @@
-//! The admin HTTP endpoint: `/metrics` (Prometheus text format), `/health`, and `/status`
-//! (per server: role, state, routed statements, lag; what `tessera status` prints).
+//! The admin HTTP endpoint: `/metrics` (Prometheus text format), `/health`, `/status`
+//! (per server: role, state, routed statements, lag; what `tessera status` prints), and
+//! `POST /reload` (the configuration file read again as the next generation; `tessera reload`).
 
 use crate::context::Context;
 use crate::error::ProxyError;
@@ -9,7 +10,7 @@ use tokio::net::{TcpListener, TcpStream};
 
 /// Starts the HTTP endpoint if `admin.http_listen` is set; returns the address it bound.
 pub async fn spawn_http(ctx: Arc<Context>) -> Result<Option<std::net::SocketAddr>, ProxyError> {
-    let addr = ctx.config.admin.http_listen.clone();
+    let addr = ctx.generation().config.admin.http_listen.clone();
     if addr.is_empty() {
         return Ok(None);
     }
@@ -35,11 +36,26 @@ async fn answer(ctx: Arc<Context>, mut tcp: TcpStream) {
         return;
     };
     let request = String::from_utf8_lossy(&head);
-    let path = request.split_whitespace().nth(1).unwrap_or("/");
+    let mut words = request.split_whitespace();
+    let method = words.next().unwrap_or("GET");
+    let path = words.next().unwrap_or("/");
     let (status, body) = match path {
+        "/reload" if method == "POST" => match crate::reload::from_file(&ctx) {
+            Ok(done) => ("200 OK", format!("{done}\n")),
+            Err(e) => {
+                tracing::warn!(error = %e, "reload refused; the running configuration goes on");
+                (
+                    "409 Conflict",
+                    format!("reload refused, generation {} goes on: {e}\n", ctx.generation_number()),
+                )
+            }
+        },
+        "/reload" => ("405 Method Not Allowed", "POST /reload\n".to_string()),
         "/metrics" => ("200 OK", crate::metrics::render(&ctx)),
         "/status" => ("200 OK", crate::metrics::render_status(&ctx)),
-        "/health" if ctx.groups.iter().all(|g| !g.primary().pool.is_down()) => ("200 OK", "ok\n".to_string()),
+        "/health" if ctx.generation().groups.iter().all(|g| !g.primary().pool.is_down()) => {
+            ("200 OK", "ok\n".to_string())
+        }
         "/health" => ("503 Service Unavailable", "backend down\n".to_string()),
         _ => ("404 Not Found", "not found\n".to_string()),
     };
@@ -67,6 +83,16 @@ async fn read_request_head(tcp: &mut TcpStream) -> Option<Vec<u8>> {
 
 /// GETs `path` from an admin endpoint (blocking; for `tessera status`). Returns the body.
 pub fn fetch(addr: &str, path: &str) -> std::io::Result<String> {
+    request(addr, "GET", path)
+}
+
+/// POSTs to `path` of an admin endpoint (blocking; `tessera reload`). Returns the body, or
+/// an error carrying the body of a refusal.
+pub fn post(addr: &str, path: &str) -> std::io::Result<String> {
+    request(addr, "POST", path)
+}
+
+fn request(addr: &str, method: &str, path: &str) -> std::io::Result<String> {
     use std::io::{Read, Write};
 
     let timeout = std::time::Duration::from_secs(5);
@@ -75,7 +101,7 @@ pub fn fetch(addr: &str, path: &str) -> std::io::Result<String> {
         .ok_or_else(|| std::io::Error::other("address does not resolve"))?;
     let mut tcp = std::net::TcpStream::connect_timeout(&target, timeout)?;
     tcp.set_read_timeout(Some(timeout))?;
-    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    let request = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
     tcp.write_all(request.as_bytes())?;
     let mut response = String::new();
     tcp.read_to_string(&mut response)?;
@@ -83,7 +109,8 @@ pub fn fetch(addr: &str, path: &str) -> std::io::Result<String> {
         .split_once("\r\n\r\n")
         .ok_or_else(|| std::io::Error::other("not an HTTP response"))?;
     if !head.starts_with("HTTP/1.1 200") {
-        return Err(std::io::Error::other(head.lines().next().unwrap_or("").to_string()));
+        let status = head.lines().next().unwrap_or("");
+        return Err(std::io::Error::other(format!("{status}: {}", body.trim_end())));
     }
     Ok(body.to_string())
 }

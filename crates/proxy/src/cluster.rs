@@ -144,7 +144,8 @@ pub struct Backend {
     pub pool: Arc<Pool>,
     /// Connections as a client's own backend account (`users.backend_user`), by client user.
     pub account_pools: std::collections::HashMap<String, Arc<Pool>>,
-    pub read_weight: u32,
+    /// The share of reads it takes (a reload may change it in place).
+    read_weight: std::sync::atomic::AtomicU32,
     pub health: ServerHealth,
     pub reads: AtomicU64,
     pub writes: AtomicU64,
@@ -162,7 +163,7 @@ impl Backend {
             address,
             pool,
             account_pools: Default::default(),
-            read_weight,
+            read_weight: std::sync::atomic::AtomicU32::new(read_weight),
             health: ServerHealth::default(),
             reads: AtomicU64::new(0),
             writes: AtomicU64::new(0),
@@ -178,6 +179,16 @@ impl Backend {
     pub fn with_account_pools(mut self, pools: std::collections::HashMap<String, Arc<Pool>>) -> Backend {
         self.account_pools = pools;
         self
+    }
+
+    /// The share of reads this server takes.
+    pub fn read_weight(&self) -> u32 {
+        self.read_weight.load(Ordering::Relaxed)
+    }
+
+    /// A reload changed the server's weight.
+    pub fn set_read_weight(&self, weight: u32) {
+        self.read_weight.store(weight, Ordering::Relaxed);
     }
 
     /// The pool a client's statements use here.
@@ -260,9 +271,9 @@ impl Group {
     fn eligible(&self, i: usize, need: Option<&Gtid>, replicas_only: bool) -> bool {
         let s = &self.servers[i];
         if i == self.primary_index() {
-            return !replicas_only && s.read_weight > 0 && (!s.health.checked() || s.health.reachable());
+            return !replicas_only && s.read_weight() > 0 && (!s.health.checked() || s.health.reachable());
         }
-        if s.read_weight == 0 && !replicas_only {
+        if s.read_weight() == 0 && !replicas_only {
             return false;
         }
         let healthy = s.health.serves_reads(self.max_lag_s)
@@ -291,7 +302,7 @@ impl Group {
 
     fn choose(&self, need: Option<&Gtid>, exclude: Option<usize>, random: u64, replicas_only: bool) -> usize {
         let eligible = |i: &usize| Some(*i) != exclude && self.eligible(*i, need, replicas_only);
-        let weight = |i: usize| u64::from(self.servers[i].read_weight.max(u32::from(replicas_only)));
+        let weight = |i: usize| u64::from(self.servers[i].read_weight().max(u32::from(replicas_only)));
         let total: u64 = (0..self.servers.len()).filter(eligible).map(weight).sum();
         if total == 0 {
             return self.primary_index();

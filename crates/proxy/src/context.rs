@@ -1,57 +1,28 @@
-//! What every session shares: the configuration snapshot, the backend pools, the client
-//! accounts, TLS, the session registry (for KILL) and metrics. Passed as an `Arc`, never global.
+//! What every session shares for the process's whole life: the current configuration
+//! generation (servers, pools, accounts, topology: [`crate::generation`]), TLS, the session
+//! registry (for KILL), metrics and the io_uring. Passed as an `Arc`, never global.
 
-use crate::backend::connect::ConnectOptions;
-use crate::backend::stmt_cache::SchemaChanges;
-use crate::backend::{ServerInfo, ServerRef};
-use crate::cluster::{Backend, Consistency, Group};
 use crate::error::ProxyError;
+use crate::generation::{Generation, Shared};
 use crate::metrics::Metrics;
-use crate::pool::Pool;
 use crate::registry::SessionRegistry;
 use crate::tracking::TrackingDefaults;
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
 use tessera_config::Config;
-use tessera_protocol::auth;
 use tokio::sync::watch;
 use tokio_rustls::TlsAcceptor;
 
-/// A client account: its credentials as Tessera can check them, and its routing defaults.
-#[derive(Clone)]
-pub struct Credentials {
-    /// Plaintext, when configured (needed for caching_sha2_password).
-    pub password: Option<Vec<u8>>,
-    /// SHA1(SHA1(password)) for mysql_native_password.
-    pub native_hash: [u8; 20],
-    /// Reads may go to replicas.
-    pub read_write_split: bool,
-    pub read_consistency: Consistency,
-    /// The backend account this user's statements run as, when it has one of its own.
-    pub backend: Option<BackendAccount>,
-}
-
-/// A MariaDB account that runs one client user's statements (`users.backend_user`).
-#[derive(Clone)]
-pub struct BackendAccount {
-    pub user: String,
-    pub password: String,
-}
-
-/// Shared, immutable-after-start state of the proxy.
+/// The proxy's shared state.
 pub struct Context {
-    pub config: Arc<Config>,
-    pub groups: Vec<Arc<Group>>,
-    pub users: HashMap<String, Credentials>,
+    /// The current generation (see [`Context::generation`]).
+    current: RwLock<Arc<Generation>>,
+    /// Its number, read without the lock (sessions compare it at each statement).
+    generation_number: AtomicU64,
     pub tls: Option<TlsAcceptor>,
     pub sessions: SessionRegistry,
     pub metrics: Metrics,
     pub shutdown: watch::Receiver<bool>,
-    /// Logical schemas and their shards.
-    pub topology: Arc<crate::topology::Topology>,
-    /// Sharded plans by fingerprint.
-    pub plans: crate::route::sharded::cache::PlanCache,
     /// Blocks of AUTO_INCREMENT shard keys this process holds.
     pub sequences: crate::session::sequence::Sequences,
     /// This process's id in the XIDs of its transactions (random at start).
@@ -69,6 +40,10 @@ pub struct Context {
     pub catalog: crate::catalog::Catalog,
     /// The session tracking new sessions start with (the servers' GLOBAL values).
     pub tracking_defaults: Arc<TrackingDefaults>,
+    /// The file the configuration came from (what a reload reads again), when there is one.
+    pub config_path: std::sync::OnceLock<std::path::PathBuf>,
+    /// Held while a reload builds and installs the next generation (one at a time).
+    pub reloading: std::sync::Mutex<()>,
     next_id: AtomicU32,
 }
 
@@ -84,28 +59,22 @@ impl Context {
             (Some(c), Some(k)) => Some(crate::tls::acceptor(c, k)?),
             _ => None,
         };
-        let users = config.users.iter().map(|u| (u.name.clone(), credentials(u))).collect();
         let ring = start_ring(config.server.io, park.filter(|_| reads_all_through_ring(&config)))?;
         let schema_changes = Arc::default();
         let tracking_defaults = Arc::default();
-        let shared = (&schema_changes, &tracking_defaults);
-        let groups = config
-            .groups
-            .iter()
-            .map(|g| build_group(&config, g, ring.as_ref(), shared))
-            .collect::<Result<_, _>>()?;
-        let topology =
-            Arc::new(crate::topology::Topology::from_config(&config).map_err(|e| ProxyError::Config(e.to_string()))?);
+        let shared = Shared {
+            ring: ring.as_ref(),
+            schema_changes: &schema_changes,
+            tracking_defaults: &tracking_defaults,
+        };
+        let first = Generation::build(1, config, &shared, None)?;
         Ok(Context {
-            config,
-            groups,
-            users,
+            current: RwLock::new(Arc::new(first)),
+            generation_number: AtomicU64::new(1),
             tls,
             sessions: SessionRegistry::default(),
             metrics: Metrics::default(),
             shutdown,
-            topology,
-            plans: Default::default(),
             sequences: Default::default(),
             instance: rand::random(),
             xa_sequence: Default::default(),
@@ -114,13 +83,14 @@ impl Context {
             schema_changes,
             tracking_defaults,
             catalog: Default::default(),
+            config_path: Default::default(),
+            reloading: Default::default(),
             next_id: AtomicU32::new(1),
         })
     }
 
     /// A gtrid for a new transaction whose coordinator branch is on group `group`.
-    pub fn new_gtrid(&self, group: usize) -> Result<String, ProxyError> {
-        let name = &self.group_checked(group)?.name;
+    pub fn new_gtrid(&self, name: &str) -> Result<String, ProxyError> {
         let n = self.xa_sequence.fetch_add(1, Ordering::Relaxed) + 1;
         crate::txn::xid::gtrid(self.instance, n, name)
             .ok_or_else(|| ProxyError::Config(format!("group name `{name}` is too long for an XA transaction id")))
@@ -136,63 +106,28 @@ impl Context {
         }
     }
 
-    /// The group statements outside any logical schema go to: the first configured group.
-    pub fn default_group(&self) -> &Arc<Group> {
-        &self.groups[0]
-    }
-
-    /// A group by index; an unknown index is an error (never another group).
-    pub fn group_checked(&self, index: usize) -> Result<&Arc<Group>, ProxyError> {
-        self.groups
-            .get(index)
-            .ok_or_else(|| ProxyError::Config(format!("no group with index {index}")))
-    }
-
-    /// The first group's current primary: session-level commands (login schema) go there.
-    pub fn default_pool(&self) -> &Arc<Pool> {
-        &self.groups[0].primary().pool
-    }
-
-    /// The pool that opens connections like `server` (same address and account), for KILL.
-    pub fn pool_like(&self, server: &ServerInfo) -> Option<&Arc<Pool>> {
-        self.groups
-            .iter()
-            .flat_map(|g| g.servers.iter())
-            .filter(|s| s.address == server.address)
-            .flat_map(|s| s.pools())
-            .find(|p| p.server.user == server.user)
-    }
-
-    /// Version string for the greeting: configured, else the backend's, else a MariaDB-like one.
-    pub fn server_version(&self) -> String {
-        if !self.config.server.server_version.is_empty() {
-            return self.config.server.server_version.clone();
-        }
-        match self.default_pool().server_version() {
-            Some(v) if v.starts_with("5.5.5-") => format!("{v}-tessera"),
-            Some(v) if v.contains("MariaDB") => format!("5.5.5-{v}-tessera"),
-            Some(v) => format!("{v}-tessera"),
-            None => "5.5.5-10.11.0-MariaDB-tessera".into(),
+    /// The generation statements start on now: a session takes it when it is free of any
+    /// connection, and keeps its own while a transaction or a pin ties it to one.
+    pub fn generation(&self) -> Arc<Generation> {
+        match self.current.read() {
+            Ok(g) => g.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
         }
     }
-}
 
-fn credentials(u: &tessera_config::UserConfig) -> Credentials {
-    let (password, native_hash) = match (&u.password, &u.password_hash) {
-        (Some(p), _) => (Some(p.as_bytes().to_vec()), auth::native_password_hash(p.as_bytes())),
-        (None, Some(h)) => (None, auth::parse_native_hash(h).unwrap_or([0; 20])),
-        (None, None) => (Some(Vec::new()), [0; 20]),
-    };
-    Credentials {
-        password,
-        native_hash,
-        read_write_split: u.read_write_split,
-        // Validated at load time; session is the safe default.
-        read_consistency: Consistency::parse(&u.read_consistency).unwrap_or(Consistency::Global),
-        backend: u.backend_user.as_ref().map(|user| BackendAccount {
-            user: user.clone(),
-            password: u.backend_password.clone().unwrap_or_default(),
-        }),
+    /// Makes `next` the current generation (see [`crate::reload`]).
+    pub fn install(&self, next: Arc<Generation>) {
+        let number = next.number;
+        match self.current.write() {
+            Ok(mut g) => *g = next,
+            Err(poisoned) => *poisoned.into_inner() = next,
+        }
+        self.generation_number.store(number, Ordering::Release);
+    }
+
+    /// The current generation's number (no lock).
+    pub fn generation_number(&self) -> u64 {
+        self.generation_number.load(Ordering::Acquire)
     }
 }
 
@@ -231,72 +166,6 @@ fn start_ring(
             "server.io = \"uring\": io_uring is not available here ({e}); fix: set server.io = \"epoll\" or \"auto\""
         ))),
     }
-}
-
-fn build_group(
-    config: &Config,
-    g: &tessera_config::GroupConfig,
-    ring: Option<&Arc<crate::uring::Ring>>,
-    (schema_changes, tracking_defaults): (&Arc<SchemaChanges>, &Arc<TrackingDefaults>),
-) -> Result<Arc<Group>, ProxyError> {
-    let tls = if g.tls {
-        Some(crate::tls::backend_connector()?)
-    } else {
-        None
-    };
-    let opts = ConnectOptions {
-        found_rows: false,
-        extended_metadata: false,
-        timeout: config.pool.connect_timeout(),
-        stmt_cache_size: config.pool.prepared_cache_size,
-        tls,
-        ring: ring.cloned(),
-        schema_changes: schema_changes.clone(),
-        tracking_defaults: tracking_defaults.clone(),
-    };
-    let primary = std::iter::once((&g.primary, "primary", g.primary_read_weight()));
-    let replicas = g.replicas.iter().map(|r| (r, "replica", r.replica_read_weight()));
-    let accounts: Vec<(&str, BackendAccount)> = config
-        .users
-        .iter()
-        .filter_map(|u| credentials(u).backend.map(|a| (u.name.as_str(), a)))
-        .collect();
-    let servers = primary
-        .chain(replicas)
-        .map(|(addr, role, weight)| {
-            let server = |user: &str, password: &str, suffix: String| -> ServerRef {
-                Arc::new(ServerInfo {
-                    name: format!("{}/{role}({}){suffix}", g.name, addr.address),
-                    address: addr.address.clone(),
-                    user: user.to_string(),
-                    password: password.to_string(),
-                    tls: g.tls,
-                })
-            };
-            let pool = Pool::new(
-                server(&g.user, &g.password, String::new()),
-                config.pool.clone(),
-                opts.clone(),
-            );
-            let account_pools = accounts
-                .iter()
-                .map(|(client, a)| {
-                    let info = server(&a.user, &a.password, format!(" as {}", a.user));
-                    (client.to_string(), Pool::new(info, config.pool.clone(), opts.clone()))
-                })
-                .collect();
-            Arc::new(Backend::new(addr.address.clone(), pool, weight).with_account_pools(account_pools))
-        })
-        .collect();
-    Ok(Arc::new(
-        Group::new(
-            g.name.clone(),
-            servers,
-            g.max_replica_lag_s,
-            g.read_only_procedures.clone(),
-        )
-        .with_read_your_writes_wait(g.read_your_writes_wait()),
-    ))
 }
 
 #[cfg(test)]

@@ -19,6 +19,9 @@ usage:
                                    s0 is a primary, the others its GTID replicas)
   tessera status (--admin HOST:PORT | --config PATH)
                                    per server: role, state, reads/writes routed, lag, GTID
+  tessera reload (--admin HOST:PORT | --config PATH)
+                                   the running Tessera reads its file again (as on SIGHUP):
+                                   prints the new generation, or why it was refused
   tessera --version
   tessera --help";
 
@@ -28,6 +31,7 @@ enum Cli {
     Demo(tessera_proxy::demo::DemoOptions),
     Sandbox(usize, bool),
     Status(String),
+    Reload(String),
     Version,
     Help,
 }
@@ -49,7 +53,7 @@ fn known_options(command: &str) -> (&'static [&'static str], &'static [&'static 
             &[],
         ),
         "sandbox" => (&["--servers"], &["--replicas"]),
-        "status" => (&["--admin", "--config"], &[]),
+        "status" | "reload" => (&["--admin", "--config"], &[]),
         _ => (&[], &[]),
     }
 }
@@ -79,7 +83,7 @@ fn parse_args(args: &[String]) -> Result<Cli, String> {
         return Ok(Cli::Help);
     }
     match args.first().map(String::as_str) {
-        Some(command @ ("--config" | "serve" | "demo" | "sandbox" | "status")) => {
+        Some(command @ ("--config" | "serve" | "demo" | "sandbox" | "status" | "reload")) => {
             let rest = if command == "--config" { args } else { &args[1..] };
             check_options(command, rest)?;
         }
@@ -103,6 +107,7 @@ fn parse_args(args: &[String]) -> Result<Cli, String> {
                 .map_err(|_| format!("--servers: `{n}` is not a number"))
         }
         Some("status") => status_address(&flag).map(Cli::Status),
+        Some("reload") => status_address(&flag).map(Cli::Reload),
         Some("--version") | Some("-V") => Ok(Cli::Version),
         _ => Err("unknown command".into()),
     }
@@ -113,10 +118,12 @@ fn status_address(flag: &dyn Fn(&str) -> Option<String>) -> Result<String, Strin
     if let Some(addr) = flag("--admin") {
         return Ok(addr);
     }
-    let path = flag("--config").ok_or("status needs --admin HOST:PORT or --config PATH")?;
+    let path = flag("--config").ok_or("status and reload need --admin HOST:PORT or --config PATH")?;
     let config = tessera_config::load_file(std::path::Path::new(&path)).map_err(|e| e.to_string())?;
     match config.admin.http_listen.as_str() {
-        "" => Err(format!("{path}: admin.http_listen is not set; status is served there")),
+        "" => Err(format!(
+            "{path}: admin.http_listen is not set; status and reload are served there"
+        )),
         addr => Ok(addr.to_string()),
     }
 }
@@ -195,6 +202,8 @@ fn run(cli: Cli) -> Result<(), String> {
                 let running = tessera_proxy::server::start_with_park(config, Some(park))
                     .await
                     .map_err(|e| e.to_string())?;
+                let _ = running.ctx.config_path.set(path);
+                tessera_proxy::server::reload_on_sighup(running.ctx.clone());
                 tessera_proxy::server::wait_for_signal().await;
                 tracing::info!("shutting down: draining sessions");
                 running.shutdown().await;
@@ -210,6 +219,11 @@ fn run(cli: Cli) -> Result<(), String> {
             let (rt, _) = runtime(0)?;
             rt.block_on(tessera_proxy::demo::run_sandbox(n, replicas))
                 .map_err(|e| e.to_string())
+        }
+        Cli::Reload(addr) => {
+            let done = tessera_proxy::admin::post(&addr, "/reload").map_err(|e| format!("{addr}: {e}"))?;
+            print!("{done}");
+            Ok(())
         }
         Cli::Status(addr) => {
             let table = tessera_proxy::admin::fetch(&addr, "/status").map_err(|e| format!("{addr}: {e}"))?;

@@ -34,6 +34,9 @@ pub struct Metrics {
     pub query_errors: AtomicU64,
     pub state_syncs: AtomicU64,
     pub backend_lost: AtomicU64,
+    /// Configuration reloads that became a generation, and those refused.
+    pub reloads: AtomicU64,
+    pub reloads_refused: AtomicU64,
     pub pins: [AtomicU64; PIN_REASONS.len()],
     /// Transactions on sharded schemas committed in one phase / with XA two-phase commit.
     pub commits_one_phase: AtomicU64,
@@ -187,6 +190,27 @@ pub fn render(ctx: &Context) -> String {
     );
     line(
         &mut out,
+        "tessera_config_generation",
+        "The configuration generation new statements run on (1 at start, one more per reload).",
+        "gauge",
+        ctx.generation_number(),
+    );
+    line(
+        &mut out,
+        "tessera_config_reloads_total",
+        "Configuration reloads that became a new generation.",
+        "counter",
+        get(&m.reloads),
+    );
+    line(
+        &mut out,
+        "tessera_config_reloads_refused_total",
+        "Configuration reloads refused whole (invalid, or a setting only a restart applies).",
+        "counter",
+        get(&m.reloads_refused),
+    );
+    line(
+        &mut out,
         "tessera_backend_lost_total",
         "Backend connections lost during a statement.",
         "counter",
@@ -284,7 +308,7 @@ fn render_pools(ctx: &Context, out: &mut String) {
     ];
     for (name, help) in series {
         let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge");
-        for g in &ctx.groups {
+        for g in &ctx.generation().groups {
             for server in &g.servers {
                 let p = &server.pool;
                 let v = match name {
@@ -363,7 +387,7 @@ fn render_servers(ctx: &Context, out: &mut String) {
     ];
     for (name, kind, help, get) in series {
         let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
-        for g in &ctx.groups {
+        for g in &ctx.generation().groups {
             for (i, server) in g.servers.iter().enumerate() {
                 let _ = writeln!(
                     out,
@@ -379,22 +403,24 @@ fn render_servers(ctx: &Context, out: &mut String) {
 
 /// The `tessera status` table: per server its role, state, routed statements, lag and GTID.
 pub fn render_status(ctx: &Context) -> String {
-    let mut out = String::from("group\tserver\trole\tstate\treads\twrites\tretried\tlag_s\tweight\tgtid\n");
-    for g in &ctx.groups {
+    let gen = ctx.generation();
+    let mut out = String::from("group\tserver\trole\tstate\treads\twrites\tretried\tlag_s\tweight\tgtid\tgeneration\n");
+    for g in &gen.groups {
         for (i, s) in g.servers.iter().enumerate() {
             let role = if i == g.primary_index() { "primary" } else { "replica" };
             let lag = s.health.lag_s().map_or("-".to_string(), |l| l.to_string());
             let _ = writeln!(
                 out,
-                "{}\t{}\t{role}\t{}\t{}\t{}\t{}\t{lag}\t{}\t{}",
+                "{}\t{}\t{role}\t{}\t{}\t{}\t{}\t{lag}\t{}\t{}\t{}",
                 g.name,
                 s.address,
                 crate::monitor::describe(g, i),
                 s.reads.load(Ordering::Relaxed),
                 s.writes.load(Ordering::Relaxed),
                 s.read_retries.load(Ordering::Relaxed),
-                s.read_weight,
+                s.read_weight(),
                 s.health.position(),
+                gen.number,
             );
         }
     }

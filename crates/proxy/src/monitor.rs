@@ -16,18 +16,31 @@ use tokio::sync::watch;
 /// Starts one monitor task per group that has replicas (a lone primary has nothing to route
 /// between or fail over to; its pool's backoff already reports it down).
 pub fn spawn(ctx: &Arc<Context>) {
-    for (group, cfg) in ctx.groups.iter().zip(&ctx.config.groups) {
-        if group.servers.len() < 2 {
-            continue;
-        }
-        let task = GroupMonitor {
-            group: group.clone(),
-            interval: cfg.monitor_interval(),
-            connect_timeout: ctx.config.pool.connect_timeout(),
-            conns: (0..group.servers.len()).map(|_| None).collect(),
-        };
-        tokio::spawn(task.run(ctx.shutdown.clone()));
+    let gen = ctx.generation();
+    for (group, cfg) in gen.groups.iter().zip(&gen.config.groups) {
+        spawn_group(ctx, group, cfg, &gen.config);
     }
+}
+
+/// The monitor of one group (none for a lone primary); it ends once a reload replaced the
+/// group.
+pub fn spawn_group(
+    ctx: &Arc<Context>,
+    group: &Arc<Group>,
+    cfg: &tessera_config::GroupConfig,
+    config: &tessera_config::Config,
+) {
+    if group.servers.len() < 2 {
+        return;
+    }
+    let task = GroupMonitor {
+        group: group.clone(),
+        interval: cfg.monitor_interval(),
+        connect_timeout: config.pool.connect_timeout(),
+        conns: (0..group.servers.len()).map(|_| None).collect(),
+        ctx: Arc::downgrade(ctx),
+    };
+    tokio::spawn(task.run(ctx.shutdown.clone()));
 }
 
 struct GroupMonitor {
@@ -36,11 +49,16 @@ struct GroupMonitor {
     connect_timeout: Duration,
     /// One long-lived connection per server, reopened after a failure.
     conns: Vec<Option<BackendConn>>,
+    /// To see whether the group is still the current generation's.
+    ctx: std::sync::Weak<Context>,
 }
 
 impl GroupMonitor {
     async fn run(mut self, mut shutdown: watch::Receiver<bool>) {
         loop {
+            if !self.still_current() {
+                return;
+            }
             self.check_all().await;
             follow_primary(&self.group);
             tokio::select! {
@@ -48,6 +66,12 @@ impl GroupMonitor {
                 _ = shutdown.changed() => return,
             }
         }
+    }
+
+    fn still_current(&self) -> bool {
+        self.ctx
+            .upgrade()
+            .is_some_and(|ctx| ctx.generation().groups.iter().any(|g| Arc::ptr_eq(g, &self.group)))
     }
 
     /// Checks every server concurrently (a dead one must not delay the others).
@@ -178,7 +202,7 @@ pub fn describe(group: &Group, index: usize) -> String {
         _ if !h.replicating() && group.primary_is_down() && h.applying() => "serving reads (primary down)".into(),
         _ if !h.replicating() => "not replicating".into(),
         Some(l) if l > group.max_lag_s => format!("lagging ({l} s > {} s)", group.max_lag_s),
-        _ if s.read_weight == 0 => "replica (weight 0)".into(),
+        _ if s.read_weight() == 0 => "replica (weight 0)".into(),
         _ => "serving reads".into(),
     }
 }

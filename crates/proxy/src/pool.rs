@@ -72,6 +72,8 @@ pub struct Pool {
     queued_ends: tokio::sync::Notify,
     /// Backend threads a KILL may reach (see [`Pool::mark_killed`]).
     killed: KillMarks,
+    /// The server left the configuration (see [`Pool::retire`]).
+    retired: std::sync::atomic::AtomicBool,
 }
 
 /// The backend threads of a pool's lent connections that a KILL was sent to or is on its
@@ -132,7 +134,27 @@ impl Pool {
             lanes: Default::default(),
             queued_ends: tokio::sync::Notify::new(),
             killed: KillMarks::default(),
+            retired: Default::default(),
         })
+    }
+
+    /// The server left the configuration: idle connections close now, lent ones as they
+    /// come back (a session of an older generation may still finish its transaction on one),
+    /// and the upkeep tasks end. The current generation never checks out from it again.
+    pub fn retire(&self) {
+        self.retired.store(true, Ordering::SeqCst);
+        let idle: Vec<Box<BackendConn>> = match self.idle.lock() {
+            Ok(mut idle) => idle.iter_mut().flat_map(std::mem::take).collect(),
+            Err(_) => Vec::new(),
+        };
+        idle.into_iter().for_each(|c| self.close(c));
+        self.queued_ends.notify_one();
+        tracing::info!(server = %self.server.name, lent = self.in_use(), "pool retired: closing its connections");
+    }
+
+    /// True once [`Pool::retire`] ran.
+    pub fn is_retired(&self) -> bool {
+        self.retired.load(Ordering::SeqCst)
     }
 
     /// Marks the backend thread of a lent connection that a KILL is about to reach: when the
@@ -402,7 +424,7 @@ impl Pool {
         let full = (detached && self.idle_count() + self.in_use() >= self.cfg.max_size)
             || self.stats.open.load(Ordering::Relaxed) > self.cfg.max_size;
         let now = Instant::now();
-        if self.expired_at(&conn, now) || full || conn.pinned_state {
+        if self.expired_at(&conn, now) || full || conn.pinned_state || self.is_retired() {
             self.close(conn);
             return;
         }
@@ -425,6 +447,9 @@ impl Pool {
             tokio::select! {
                 _ = self.queued_ends.notified() => {}
                 _ = shutdown.changed() => return,
+            }
+            if self.is_retired() {
+                return;
             }
             loop {
                 tokio::time::sleep(self.cfg.queued_end_settle()).await;
@@ -487,6 +512,9 @@ impl Pool {
             tokio::select! {
                 _ = tick.tick() => {}
                 _ = shutdown.changed() => return,
+            }
+            if self.is_retired() {
+                return;
             }
             let stale: Vec<Box<BackendConn>> = match self.idle.lock() {
                 Ok(mut idle) => idle

@@ -37,11 +37,11 @@ pub async fn start_with_park(config: Config, park: Option<crate::uring::ParkHook
         .await
         .map_err(|e| ProxyError::Config(format!("cannot listen on {listen}: {e}")))?;
     let addr = listener.local_addr().map_err(|e| ProxyError::Config(e.to_string()))?;
-    for pool in ctx.groups.iter().flat_map(|g| g.servers.iter()).flat_map(|s| s.pools()) {
-        tokio::spawn(pool.clone().maintain(rx.clone()));
-        tokio::spawn(pool.clone().settle(rx.clone()));
+    let gen = ctx.generation();
+    for pool in gen.pools() {
+        start_pool_tasks(pool, rx.clone());
     }
-    for g in &ctx.groups {
+    for g in &gen.groups {
         // Learn the backend's version and capabilities early (for the greeting); a backend
         // that is down is simply retried later.
         let pool = g.primary().pool.clone();
@@ -62,7 +62,7 @@ pub async fn start_with_park(config: Config, park: Option<crate::uring::ParkHook
 }
 
 async fn accept_loop(ctx: Arc<Context>, listener: TcpListener, mut shutdown: watch::Receiver<bool>) {
-    let limit = Arc::new(Semaphore::new(ctx.config.server.max_connections));
+    let limit = Arc::new(Semaphore::new(ctx.generation().config.server.max_connections));
     loop {
         let (tcp, peer) = tokio::select! {
             r = listener.accept() => match r {
@@ -106,7 +106,7 @@ impl Running {
         let _ = self.shutdown.send(true);
         let _ = self.accept_task.await;
         self.ctx.sessions.kill_all();
-        let deadline = tokio::time::Instant::now() + self.ctx.config.server.shutdown_timeout();
+        let deadline = tokio::time::Instant::now() + self.ctx.generation().config.server.shutdown_timeout();
         while self.ctx.metrics.client_connections.load(Ordering::Relaxed) > 0 {
             if tokio::time::Instant::now() >= deadline {
                 tracing::warn!(
@@ -118,6 +118,35 @@ impl Running {
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
         tracing::info!("all sessions closed; bye");
+    }
+}
+
+/// Starts a pool's upkeep: idle expiry and top-up, and the settling of queued ends.
+pub fn start_pool_tasks(pool: &Arc<crate::pool::Pool>, shutdown: watch::Receiver<bool>) {
+    tokio::spawn(pool.clone().maintain(shutdown.clone()));
+    tokio::spawn(pool.clone().settle(shutdown));
+}
+
+/// Reads the configuration file again on every SIGHUP (see [`crate::reload`]).
+pub fn reload_on_sighup(ctx: Arc<Context>) {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let Ok(mut hup) = signal(SignalKind::hangup()) else {
+            return tracing::warn!("SIGHUP cannot be caught here: reload with `tessera reload`");
+        };
+        let mut shutdown = ctx.shutdown.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = hup.recv() => {}
+                    _ = shutdown.changed() => return,
+                }
+                if let Err(e) = crate::reload::from_file(&ctx) {
+                    tracing::warn!(error = %e, "reload on SIGHUP refused; the running configuration goes on");
+                }
+            }
+        });
     }
 }
 

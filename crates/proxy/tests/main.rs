@@ -16,6 +16,7 @@ mod faults;
 mod golden_plans;
 mod park_sends;
 mod pipeline;
+mod reload;
 mod rw_split;
 mod session_state;
 mod shard_functions;

@@ -66,7 +66,14 @@ async fn twenty_clients_over_two_connections_keep_their_own_state() {
         max_backends <= 2,
         "user variables and time_zone do not pin: saw {max_backends} backend connections"
     );
-    let pool = env.proxy.as_ref().expect("proxy").ctx.default_pool().clone();
+    let pool = env
+        .proxy
+        .as_ref()
+        .expect("proxy")
+        .ctx
+        .generation()
+        .default_pool()
+        .clone();
     assert_eq!(pool.stats.pinned.load(Ordering::Relaxed), 0);
 }
 
@@ -119,7 +126,14 @@ async fn temporary_tables_pin_until_dropped() {
             assert_eq!(rows, vec![want], "client {i} round {round}");
         }
     }
-    let pool = env.proxy.as_ref().expect("proxy").ctx.default_pool().clone();
+    let pool = env
+        .proxy
+        .as_ref()
+        .expect("proxy")
+        .ctx
+        .generation()
+        .default_pool()
+        .clone();
     assert_eq!(
         pool.stats.pinned.load(Ordering::Relaxed),
         20,
@@ -270,7 +284,14 @@ async fn transactions_and_locks_keep_their_connection() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_sessions_give_back_connections_kept_for_one_statement() {
     let env = Env::start("", "max_size = 2").await;
-    let pool = env.proxy.as_ref().expect("proxy").ctx.default_pool().clone();
+    let pool = env
+        .proxy
+        .as_ref()
+        .expect("proxy")
+        .ctx
+        .generation()
+        .default_pool()
+        .clone();
     let mut clients = clients(&env, 5).await;
     for c in clients.iter_mut() {
         let _ = c.query("SELECT * FROM no_such_table").await.expect_err("error");

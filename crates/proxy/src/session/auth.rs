@@ -2,8 +2,9 @@
 //! password verification (mysql_native_password, caching_sha2_password fast path and full
 //! authentication over TLS), auth switch when the client's plugin does not fit the account.
 
-use crate::context::{Context, Credentials};
+use crate::context::Context;
 use crate::error::ProxyError;
+use crate::generation::{Credentials, Generation};
 use crate::net::Stream;
 use bytes::BytesMut;
 use tessera_protocol::auth::{self, CACHING_SHA2_PASSWORD, NATIVE_PASSWORD};
@@ -39,7 +40,13 @@ pub struct Refused {
 }
 
 /// Runs the connection phase up to (not including) the final OK.
-pub async fn accept(ctx: &Context, tcp: TcpStream, id: u32, host: &str) -> Result<Authenticated, Refused> {
+pub async fn accept(
+    ctx: &Context,
+    gen: &Generation,
+    tcp: TcpStream,
+    id: u32,
+    host: &str,
+) -> Result<Authenticated, Refused> {
     let scramble = auth::new_scramble();
     let mut offered = PROXY_CAPABILITIES;
     if ctx.tls.is_some() {
@@ -48,33 +55,33 @@ pub async fn accept(ctx: &Context, tcp: TcpStream, id: u32, host: &str) -> Resul
     // Behind a MariaDB that offers extended metadata or cached metadata, present as MariaDB
     // does (no CLIENT_MYSQL bit) and offer them too, so drivers see JSON and other extended
     // types, and skip a prepared statement's unchanged metadata, as they would directly.
-    let extended = ctx.default_pool().server_extended_capabilities()
+    let extended = gen.default_pool().server_extended_capabilities()
         & (MARIADB_CLIENT_EXTENDED_METADATA | MARIADB_CLIENT_CACHE_METADATA);
     if extended != 0 {
         offered &= !CLIENT_LONG_PASSWORD;
     }
     let greeting = HandshakeV10 {
-        server_version: ctx.server_version(),
+        server_version: gen.server_version(),
         connection_id: id,
         scramble: scramble.to_vec(),
         capabilities: offered,
         charset: 45,
         status: SERVER_STATUS_AUTOCOMMIT,
-        auth_plugin: ctx.config.server.default_auth_plugin.clone(),
+        auth_plugin: gen.config.server.default_auth_plugin.clone(),
         extended_capabilities: extended,
     };
     let mut client = PacketStream::new(Stream::tcp(tcp, ctx.ring.as_ref()));
-    client.set_max_packet(ctx.config.server.max_allowed_packet);
+    client.set_max_packet(gen.config.server.max_allowed_packet);
     client.set_read_chunk(CLIENT_READ_CHUNK);
     client.write_with(|b| greeting.encode(b));
     let refused = |error: ProxyError| Refused { error, client: None };
     client.flush().await.map_err(|e| refused(e.into()))?;
     let mut payload = client.read_packet().await.map_err(|e| refused(e.into()))?;
     if is_ssl_request(&payload) {
-        client = upgrade(ctx, client).await.map_err(refused)?;
+        client = upgrade(ctx, gen, client).await.map_err(refused)?;
         payload = client.read_packet().await.map_err(|e| refused(e.into()))?;
     }
-    match authenticate(ctx, &mut client, &payload, &scramble, host).await {
+    match authenticate(gen, &mut client, &payload, &scramble, host).await {
         Ok(resp) => Ok(Authenticated {
             client,
             capabilities: resp.capabilities & offered,
@@ -93,7 +100,7 @@ pub async fn accept(ctx: &Context, tcp: TcpStream, id: u32, host: &str) -> Resul
 }
 
 async fn authenticate(
-    ctx: &Context,
+    gen: &Generation,
     client: &mut PacketStream<Stream>,
     payload: &[u8],
     scramble: &[u8],
@@ -101,7 +108,7 @@ async fn authenticate(
 ) -> Result<HandshakeResponse, ProxyError> {
     let is_tls = client.get_ref().is_tls();
     let resp = HandshakeResponse::parse(payload)?;
-    if ctx.config.server.require_tls && !is_tls {
+    if gen.config.server.require_tls && !is_tls {
         return Err(ProxyError::AccessDenied {
             user: resp.username,
             host: host.into(),
@@ -109,7 +116,7 @@ async fn authenticate(
         });
     }
     let plugin = resp.auth_plugin.clone().unwrap_or_else(|| NATIVE_PASSWORD.to_string());
-    let creds = ctx.users.get(&resp.username);
+    let creds = gen.users.get(&resp.username);
     let login = Login {
         user: &resp.username,
         host,
@@ -120,7 +127,11 @@ async fn authenticate(
     Ok(resp)
 }
 
-async fn upgrade(ctx: &Context, client: PacketStream<Stream>) -> Result<PacketStream<Stream>, ProxyError> {
+async fn upgrade(
+    ctx: &Context,
+    gen: &Generation,
+    client: PacketStream<Stream>,
+) -> Result<PacketStream<Stream>, ProxyError> {
     let acceptor = ctx.tls.as_ref().ok_or(ProxyError::BadHandshake)?;
     let seq = client.seq();
     let (stream, _) = client.into_parts();
@@ -129,7 +140,7 @@ async fn upgrade(ctx: &Context, client: PacketStream<Stream>) -> Result<PacketSt
     };
     let tls = acceptor.accept(tcp).await.map_err(|e| ProxyError::Client(e.into()))?;
     let mut client = PacketStream::new(Stream::ServerTls(Box::new(tls)));
-    client.set_max_packet(ctx.config.server.max_allowed_packet);
+    client.set_max_packet(gen.config.server.max_allowed_packet);
     client.set_read_chunk(CLIENT_READ_CHUNK);
     client.set_seq(seq);
     Ok(client)

@@ -7,6 +7,7 @@ use super::{LastStatement, Next, Session};
 use crate::context::Context;
 use crate::error::{ProxyError, ServerError};
 use crate::exec::Mode;
+use crate::generation::Generation;
 use crate::metrics::Metrics;
 use crate::route::Target;
 use crate::state::{SessionVars, SyncScope};
@@ -19,8 +20,10 @@ use tokio::net::TcpStream;
 impl Session {
     /// The connection phase; None if the client did not make it through (already answered).
     pub async fn login(ctx: Arc<Context>, tcp: TcpStream, id: u32, host: String) -> Option<Session> {
-        let timeout = ctx.config.server.handshake_timeout();
-        let authed = match tokio::time::timeout(timeout, auth::accept(&ctx, tcp, id, &host)).await {
+        // The generation the login starts on (its accounts) is the session's first.
+        let gen = ctx.generation();
+        let timeout = gen.config.server.handshake_timeout();
+        let authed = match tokio::time::timeout(timeout, auth::accept(&ctx, &gen, tcp, id, &host)).await {
             Ok(Ok(a)) => a,
             Ok(Err(refused)) => {
                 tracing::info!(session = id, host, error = %refused.error, "login failed");
@@ -38,7 +41,7 @@ impl Session {
             }
         };
         let handle = ctx.sessions.register(id, &authed.user, &host);
-        let routing = user_routing(&ctx, &authed.user);
+        let routing = user_routing(&gen, &authed.user);
         let tracking = ctx.tracking_defaults.get();
         let mut session = Session {
             state: SessionVars::after_handshake(authed.charset, None),
@@ -52,6 +55,7 @@ impl Session {
             host,
             id,
             ctx,
+            gen,
             pins: Default::default(),
             held: None,
             stmts: Default::default(),
@@ -91,20 +95,23 @@ impl Session {
 
     /// Validates the schema asked for at login (1049 if unknown), then sends the login OK.
     async fn enter_schema(&mut self, database: Option<String>) -> Result<(), ProxyError> {
-        if let Some(db) = database.as_ref().filter(|d| self.ctx.topology.schema(d).is_some()) {
+        if let Some(db) = database.as_ref().filter(|d| self.gen.topology.schema(d).is_some()) {
             self.state.schema = Some(db.clone());
         } else if let Some(db) = database {
-            // The session's state (its handshake character set above all) is synced first, so
-            // that the server judges the name as it would judge it at login: 1300 names the
-            // client's character set, not the pool's.
-            let mut conn = self.acquire(Target::primary(0), SyncScope::default()).await?;
-            let entered = match conn.state.schema.as_deref() == Some(db.as_str()) {
-                true => Ok(()),
-                false => conn.init_db(&db).await,
-            };
-            self.keep_or_release(conn, 0);
-            entered?;
+            // The database goes to the server with the session's state (its handshake
+            // character set above all), so the server judges the name as it does at login:
+            // 1049 for an unknown one, 1300 naming the client's character set for a bad one.
             self.state.schema = Some(db);
+            match self.acquire(Target::primary(0), SyncScope::default()).await {
+                Ok(conn) => self.keep_or_release(conn, 0),
+                Err(e) => {
+                    self.state.schema = None;
+                    return Err(match e {
+                        ProxyError::StateSync(p) => ProxyError::Backend(p),
+                        other => other,
+                    });
+                }
+            }
         }
         self.follow_ignore_space().await?;
         self.client.write_with(|b| encode_login_ok(b, self.capabilities));
@@ -119,7 +126,7 @@ impl Session {
         if self.capabilities & tessera_protocol::flags::CLIENT_IGNORE_SPACE == 0 {
             return Ok(());
         }
-        let pool = self.ctx.default_group().primary().pool_for(&self.user).clone();
+        let pool = self.gen.default_group().primary().pool_for(&self.user).clone();
         let mut conn = pool.checkout(self.flavour(), true).await?;
         let (_, rows) = conn.query_rows("SELECT @@GLOBAL.sql_mode").await?;
         let global = rows
@@ -151,7 +158,7 @@ impl Session {
 
     pub async fn init_db(&mut self, db: &[u8], payload: &[u8]) -> Result<Next, ProxyError> {
         let name = String::from_utf8_lossy(db).into_owned();
-        if self.ctx.topology.schema(&name).is_some() || self.logical_schema().is_some() {
+        if self.gen.topology.schema(&name).is_some() || self.logical_schema().is_some() {
             return self.use_schema(&crate::state::quote_ident(&name)).await;
         }
         self.forward_command(payload, Mode::Text).await
@@ -261,7 +268,7 @@ impl Session {
             return Err(e);
         }
         let last_write = self.routing.last_write;
-        self.routing = user_routing(&self.ctx, &user);
+        self.routing = user_routing(&self.gen, &user);
         self.routing.last_write = last_write;
         self.user = user;
         self.charset = charset;
@@ -288,7 +295,7 @@ impl Session {
             scramble: &scramble,
             is_tls: self.client.get_ref().is_tls(),
         };
-        let creds = self.ctx.users.get(user).cloned();
+        let creds = self.gen.users.get(user).cloned();
         let plugin = tessera_protocol::auth::NATIVE_PASSWORD;
         auth::verify(&mut self.client, creds.as_ref(), &login, plugin, answer.to_vec()).await
     }
@@ -405,7 +412,7 @@ impl Session {
         epoch: u64,
         how: BackendKill,
     ) -> Result<(), ProxyError> {
-        let Some(pool) = self.ctx.pool_like(server).cloned() else {
+        let Some(pool) = self.gen.pool_like(server).cloned() else {
             return Ok(());
         };
         let mut conn = pool.connect_unpooled().await?;
@@ -458,8 +465,8 @@ impl BackendKill {
 }
 
 /// A user's routing defaults (splitting on, session consistency for unknown users).
-fn user_routing(ctx: &Context, user: &str) -> super::routing::SessionRouting {
-    let creds = ctx.users.get(user);
+fn user_routing(gen: &Generation, user: &str) -> super::routing::SessionRouting {
+    let creds = gen.users.get(user);
     super::routing::SessionRouting::new(
         creds.is_none_or(|c| c.read_write_split),
         creds.map_or(crate::cluster::Consistency::Session, |c| c.read_consistency),

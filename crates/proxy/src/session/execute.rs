@@ -46,7 +46,7 @@ impl Session {
         scope: SyncScope,
         exclude: Option<usize>,
     ) -> Result<(PooledConn, bool), ProxyError> {
-        let group = self.ctx.group_checked(target.group)?.clone();
+        let group = self.gen.group_checked(target.group)?.clone();
         self.routing.partial_response = false;
         let held = match self.held.take() {
             Some(mut c) if self.must_leave_held(&group, &c, target) => {
@@ -133,10 +133,10 @@ impl Session {
             return Some(t);
         }
         let name = self.state.schema.as_deref()?;
-        if self.ctx.topology.is_empty() {
+        if self.gen.topology.is_empty() {
             return Some(name);
         }
-        match self.ctx.topology.schema(name) {
+        match self.gen.topology.schema(name) {
             Some(s) => s
                 .shards
                 .get(self.held_shard.unwrap_or(s.default_shard))
@@ -230,7 +230,7 @@ impl Session {
         known: Option<&[u8]>,
     ) -> Result<Outcome, ProxyError> {
         conn.flush().await?;
-        let mut side = client_side(&self.ctx, self.capabilities, &self.tracking, self.routing.last_server);
+        let mut side = client_side(&self.gen, self.capabilities, &self.tracking, self.routing.last_server);
         side.metadata = self.metadata_for(known);
         side.later_tracking = self.tracking_later.as_ref().map(|t| (t.from, &t.tracking));
         let outcome = forward(conn, &mut self.client, side, mode).await;
@@ -669,7 +669,7 @@ async fn adopt_last_insert_id(conn: &mut PooledConn, session_value: &mut u64, se
 
 /// How responses reach a client (for the forwarder), after a statement on `last_server`.
 pub fn client_side<'t>(
-    ctx: &'t crate::context::Context,
+    gen: &'t crate::generation::Generation,
     capabilities: u32,
     tracking: &'t crate::tracking::ClientTracking,
     last_server: Option<(usize, usize)>,
@@ -678,10 +678,10 @@ pub fn client_side<'t>(
     ClientSide {
         capabilities,
         metadata: Default::default(),
-        write_timeout: ctx.config.server.net_write_timeout(),
+        write_timeout: gen.config.server.net_write_timeout(),
         tracking,
         later_tracking: None,
-        acknowledged: ctx.groups.get(group).map(|g| &g.acknowledged),
+        acknowledged: gen.groups.get(group).map(|g| &g.acknowledged),
     }
 }
 

@@ -59,7 +59,7 @@ fn account(name: &str) -> String {
 impl Session {
     /// This session's values, as SQL literals.
     pub fn session_info(&self) -> SessionInfo {
-        let own_backend_account = self.ctx.users.get(&self.user).is_some_and(|c| c.backend.is_some());
+        let own_backend_account = self.gen.users.get(&self.user).is_some_and(|c| c.backend.is_some());
         SessionInfo {
             connection_id: typed_connection_id(self.id),
             user: account(&format!("{}@{}", self.user, self.host)),

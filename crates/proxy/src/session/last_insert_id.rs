@@ -42,7 +42,7 @@ impl Session {
             return Ok(None);
         }
         // Off a sharded schema every statement runs on the default group.
-        let group = std::sync::Arc::clone(self.ctx.default_group());
+        let group = std::sync::Arc::clone(self.gen.default_group());
         let Some(learned) = learned_definition(&group).await else {
             return Ok(None);
         };

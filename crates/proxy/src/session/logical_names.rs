@@ -127,7 +127,7 @@ impl Session {
         sql: &str,
         stmts: &[Stmt<'_>],
     ) -> Result<Option<Next>, ProxyError> {
-        let topology = self.ctx.topology.clone();
+        let topology = self.gen.topology.clone();
         if topology.schemas.is_empty() {
             return Ok(None);
         }

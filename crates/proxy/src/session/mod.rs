@@ -84,6 +84,9 @@ pub struct Session {
     pub pins: Pins,
     /// Backend connection kept across statements (open transaction or pin).
     pub held: Option<PooledConn>,
+    /// The configuration generation this session's statements run on (see
+    /// [`Session::follow_generation`]).
+    pub gen: Arc<crate::generation::Generation>,
     pub stmts: StatementRegistry,
     pub multi_statements: bool,
     /// The client negotiated MariaDB extended column metadata.
@@ -233,6 +236,7 @@ impl Session {
             // The command's future lives on the heap while it runs: an idle session keeps only
             // this loop's small state (10,000 idle clients in well under 100 MB).
             self.handle.set_busy(true);
+            self.follow_generation();
             let answered = in_heap(|| self.dispatch(&payload)).await;
             self.handle.set_busy(false);
             self.handle.set_db(self.state.schema.as_deref());
@@ -349,6 +353,32 @@ impl Session {
     }
 
     /// True while a backend transaction is open for this session.
+    /// Moves the session to the current configuration generation when nothing ties it to its
+    /// own: no held or shard connection, no pin, no transaction (the client's XA included),
+    /// and no prepared statement planned over shards (those finish on the generation they were
+    /// prepared on). What names servers or schemas by index is forgotten on the way.
+    pub fn follow_generation(&mut self) {
+        if self.ctx.generation_number() == self.gen.number
+            || self.held.is_some()
+            || !self.shard_held.is_empty()
+            || self.pins.is_pinned()
+            || self.in_transaction()
+            || self.client_xa.is_some()
+            || self.stmts.any_sharded()
+        {
+            return;
+        }
+        self.gen = self.ctx.generation();
+        self.routing.last_server = None;
+        self.routing.caught_up = None;
+        self.catalog = None;
+        tracing::debug!(
+            session = self.id,
+            generation = self.gen.number,
+            "session on a new configuration generation"
+        );
+    }
+
     pub fn in_transaction(&self) -> bool {
         self.begin_deferred
             || self.held.as_ref().is_some_and(|c| c.in_transaction)

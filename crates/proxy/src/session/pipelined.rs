@@ -61,7 +61,7 @@ pub fn counts_rows_sent(sql: &str, class: &Classification) -> bool {
 impl Session {
     /// The lane settings, None when pipelining is off.
     fn lane_settings(&self) -> Option<LaneSettings> {
-        let s = &self.ctx.config.server;
+        let s = &self.gen.config.server;
         (s.pipeline_lanes > 0).then(|| LaneSettings {
             lanes: s.pipeline_lanes,
             depth: s.pipeline_depth,
@@ -156,7 +156,7 @@ impl Session {
         mode: Mode,
         known: Option<&[u8]>,
     ) -> Result<(Pipelined, Option<bytes::Bytes>), ProxyError> {
-        let group = self.ctx.group_checked(target.group)?.clone();
+        let group = self.gen.group_checked(target.group)?.clone();
         let chosen = self.choose_server(&group, target, None);
         if self.read_may_wait(&group, target, chosen) {
             return Ok((Pipelined::NoLane, None));
@@ -188,7 +188,7 @@ impl Session {
             Offer::Refused => return Ok((Pipelined::NoLane, None)),
         };
         let answer = self.lane_answer(lane_at, answer, seen).await?;
-        let mut side = client_side(&self.ctx, self.capabilities, &self.tracking, self.routing.last_server);
+        let mut side = client_side(&self.gen, self.capabilities, &self.tracking, self.routing.last_server);
         side.metadata = self.metadata_for(known);
         let outcome = match answer {
             Some(LaneAnswer::Whole(frames, whole, capabilities)) => {

@@ -169,6 +169,12 @@ impl StatementRegistry {
     pub fn is_empty(&self) -> bool {
         self.stmts.is_empty()
     }
+
+    /// True when a statement was planned over shards (its plan names a generation's schemas
+    /// and groups by index).
+    pub fn any_sharded(&self) -> bool {
+        self.stmts.values().any(|s| s.plan.sharded.is_some())
+    }
 }
 
 fn unknown(id: u32, command: &'static str) -> ProxyError {
@@ -520,7 +526,7 @@ impl Session {
     /// parameter types (remembered from an earlier execution when the client omits them) and
     /// the long data sent since the last execution (which it consumes).
     fn take_execution<'p>(&mut self, stmt_id: u32, payload: &'p [u8]) -> Result<Execution<'p>, ProxyError> {
-        let max_long = self.ctx.config.server.max_allowed_packet;
+        let max_long = self.gen.config.server.max_allowed_packet;
         let entry = self
             .stmts
             .stmts
@@ -583,7 +589,7 @@ impl Session {
         let backslash_escapes = self.state.backslash_escapes();
         let tables = self.schema_tables(&topology.schemas[schema]).await?;
         let plan = self
-            .ctx
+            .gen
             .plans
             .get(text, &fp, &topology.schemas[schema], backslash_escapes, &tables);
         if let crate::route::sharded::ShardPlan::Reject(m) = &*plan {
@@ -643,7 +649,7 @@ impl Session {
                 "COM_STMT_EXECUTE parameters",
             )))?;
         let keys: Vec<_> = params.into_iter().map(|p| p.key).collect();
-        let topology = self.ctx.topology.clone();
+        let topology = self.gen.topology.clone();
         let schema = &topology.schemas[sharded.schema];
         let values = crate::route::sharded::values::Values {
             sql: &run.plan.text,

@@ -294,7 +294,7 @@ impl Session {
         }
         let mut out = HashMap::new();
         for (server, threads) in by_server.into_values() {
-            let Some(pool) = self.ctx.pool_like(&server).cloned() else {
+            let Some(pool) = self.gen.pool_like(&server).cloned() else {
                 continue;
             };
             let ids: Vec<String> = threads.iter().map(|(t, _)| t.to_string()).collect();

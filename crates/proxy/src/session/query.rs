@@ -83,7 +83,7 @@ impl Session {
         }
         let rewritten = self.rewrite(&text, matches!(text, Cow::Borrowed(_)), &stmts);
         let sql = rewritten.as_deref().unwrap_or(&text);
-        if !self.ctx.topology.schemas.is_empty() && matches!(text, Cow::Borrowed(_)) {
+        if !self.gen.topology.schemas.is_empty() && matches!(text, Cow::Borrowed(_)) {
             // Cold for configurations without logical schemas: its future lives on the heap.
             if let Some(next) = in_heap(|| self.logical_schema_from_outside(sql, &stmts)).await? {
                 return Ok(next);
@@ -331,7 +331,7 @@ impl Session {
     fn lock_server_address(&self) -> String {
         match &self.held {
             Some(conn) => conn.server.address.clone(),
-            None => self.ctx.default_group().primary().address.clone(),
+            None => self.gen.default_group().primary().address.clone(),
         }
     }
 }

@@ -66,7 +66,7 @@ impl Session {
         &self,
         stmts: impl IntoIterator<Item = (&'a str, &'a tessera_sql::Classification)>,
     ) -> Target {
-        let group = self.ctx.default_group();
+        let group = self.gen.default_group();
         let read_only_procedure = |name: &str| group.procedure_is_read_only(name);
         let input = RouteInput {
             split: self.routing.split && self.autocommit() && !self.begin_deferred,
@@ -207,7 +207,7 @@ impl Session {
 
     /// Counts a statement on server `server` of group `group_index`.
     pub fn count_routed_on(&mut self, group_index: usize, server: usize, target: Target) {
-        let Some(group) = self.ctx.groups.get(group_index) else {
+        let Some(group) = self.gen.groups.get(group_index) else {
             return;
         };
         if let Some(s) = group.servers.get(server) {
@@ -222,7 +222,7 @@ impl Session {
 
     /// Counts the statement on the server its connection belongs to.
     pub fn count_routed(&mut self, group_index: usize, conn: &PooledConn, target: Target) {
-        let Some(group) = self.ctx.groups.get(group_index) else {
+        let Some(group) = self.gen.groups.get(group_index) else {
             return;
         };
         if let Some(i) = group.index_of(conn.pool()) {
@@ -249,7 +249,7 @@ impl Session {
             return None;
         }
         let (group_index, server) = self.routing.last_server?;
-        let group = self.ctx.groups.get(group_index)?;
+        let group = self.gen.groups.get(group_index)?;
         if group.choose_read(self.read_needs(group).as_ref(), Some(server), 0) == server {
             return None; // no other server to try
         }

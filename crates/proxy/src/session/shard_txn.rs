@@ -49,7 +49,7 @@ impl Session {
                 None => {
                     let coordinator = self.txn.coordinator.unwrap_or(shard);
                     let group = schema.shards[coordinator].group;
-                    let g = self.ctx.new_gtrid(group)?;
+                    let g = self.ctx.new_gtrid(&self.gen.group_checked(group)?.name)?;
                     self.txn.gtrid = Some(g.clone());
                     g
                 }

@@ -32,15 +32,15 @@ impl Session {
     /// The logical schema the session's default database names, if it is one.
     pub fn logical_schema(&self) -> Option<(usize, Arc<crate::topology::Topology>)> {
         let name = self.state.schema.as_deref()?;
-        let index = self.ctx.topology.schemas.iter().position(|s| s.name == name)?;
-        Some((index, self.ctx.topology.clone()))
+        let index = self.gen.topology.schemas.iter().position(|s| s.name == name)?;
+        Some((index, self.gen.topology.clone()))
     }
 
     /// `sql` with its `db.t.col` references written `t.col` when the session is on the
     /// logical schema `db` (see [`tessera_sql::drop_database_qualifier`]); None otherwise.
     pub fn unqualified(&self, sql: &str) -> Option<String> {
         let name = self.state.schema.as_deref()?;
-        self.ctx.topology.schema(name)?;
+        self.gen.topology.schema(name)?;
         tessera_sql::drop_database_qualifier(sql, name, self.state.backslash_escapes())
     }
 
@@ -73,14 +73,14 @@ impl Session {
         schema_index: usize,
         binary: Option<Arc<[bytes::Bytes]>>,
     ) -> Result<Next, ProxyError> {
-        let topology = self.ctx.topology.clone();
+        let topology = self.gen.topology.clone();
         let schema = &topology.schemas[schema_index];
         let escapes = self.state.backslash_escapes();
         let unqualified = tessera_sql::drop_database_qualifier(sql, &schema.name, escapes);
         let sql = unqualified.as_deref().unwrap_or(sql);
         let fp = tessera_sql::fingerprint(sql);
         let tables = self.schema_tables(schema).await?;
-        let plan = self.ctx.plans.get(sql, &fp, schema, escapes, &tables);
+        let plan = self.gen.plans.get(sql, &fp, schema, escapes, &tables);
         let values = Values {
             sql,
             literals: &fp.literals,
@@ -148,7 +148,7 @@ impl Session {
         let [stmt] = stmts else {
             return Err(unsupported("several statements in one query on a sharded schema"));
         };
-        let topology = self.ctx.topology.clone();
+        let topology = self.gen.topology.clone();
         let schema = &topology.schemas[index];
         if let Some(replaced) = logical_database_calls(sql, &schema.name, self.state.backslash_escapes()) {
             let stmts = [Stmt {
@@ -221,7 +221,7 @@ impl Session {
     /// database of that name); another database is selected on a backend as before.
     pub async fn use_schema(&mut self, db: &str) -> Result<Next, ProxyError> {
         let db = tessera_sql::unquote(db).into_owned();
-        if self.ctx.topology.schema(&db).is_some() {
+        if self.gen.topology.schema(&db).is_some() {
             self.state.schema = Some(db);
             return self.ok_with(0, 0, 0).await;
         }
@@ -284,7 +284,7 @@ impl Session {
         if !locks || self.shard_held.is_empty() {
             return None;
         }
-        let bound = self.ctx.config.server.cross_shard_lock_wait_s.max(1);
+        let bound = self.gen.config.server.cross_shard_lock_wait_s.max(1);
         Some(format!("SET STATEMENT innodb_lock_wait_timeout = {bound} FOR "))
     }
 
@@ -640,7 +640,7 @@ impl Session {
     /// A connection of Tessera's own to a shard's primary (no default database, outside the
     /// client's transaction): sequences, the shard databases, table columns.
     pub async fn side_conn(&self, shard: &crate::topology::Shard) -> Result<PooledConn, ProxyError> {
-        let group = self.ctx.group_checked(shard.group)?.clone();
+        let group = self.gen.group_checked(shard.group)?.clone();
         group
             .primary()
             .pool_for(&self.user)
@@ -820,7 +820,7 @@ impl Session {
         let mut raw = Vec::new();
         let mut failure = None;
         // Every shard must start answering within the deadline (they run in parallel).
-        let deadline = self.ctx.config.server.scatter_deadline();
+        let deadline = self.gen.config.server.scatter_deadline();
         let headers = tokio::time::timeout(deadline, async {
             let mut out = Vec::with_capacity(states.len());
             for st in states.iter_mut() {
@@ -864,7 +864,7 @@ impl Session {
             .and_then(|v| v.parse().ok())
             .unwrap_or(1_048_576);
         let spec = resolve_merge(scatter, &states[0].columns, max_len).map(|mut s| {
-            s.memory_cap = self.ctx.config.server.merge_memory_cap;
+            s.memory_cap = self.gen.config.server.merge_memory_cap;
             s
         });
         if spec.is_err() {
@@ -966,7 +966,7 @@ impl Session {
     pub async fn explain_route(&mut self, statement: &str) -> Result<Next, ProxyError> {
         use crate::route::sharded::explain;
         use tessera_protocol::resultset::{write_text_result_with, ColumnDefinition};
-        let group_names: Vec<String> = self.ctx.config.groups.iter().map(|g| g.name.clone()).collect();
+        let group_names: Vec<String> = self.gen.config.groups.iter().map(|g| g.name.clone()).collect();
         let rows: Vec<explain::Row> = match self.logical_schema() {
             Some((index, topology)) => {
                 let schema = &topology.schemas[index];
@@ -977,7 +977,7 @@ impl Session {
                 if Self::is_sharded_kind(&class.kind) {
                     let escapes = self.state.backslash_escapes();
                     let tables = self.schema_tables(schema).await?;
-                    let plan = self.ctx.plans.get(statement, &fp, schema, escapes, &tables);
+                    let plan = self.gen.plans.get(statement, &fp, schema, escapes, &tables);
                     explain::rows(&plan, schema, &group_names, statement, &fp, escapes)
                 } else {
                     let shard = self.held_shard.unwrap_or(schema.default_shard);

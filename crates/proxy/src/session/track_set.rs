@@ -241,7 +241,7 @@ impl Session {
         let (_, rows) = match self.held.as_mut() {
             Some(conn) => conn.query_rows(sql).await?,
             None => {
-                let pool = self.ctx.groups[0].primary().pool_for(&self.user).clone();
+                let pool = self.gen.groups[0].primary().pool_for(&self.user).clone();
                 let mut conn = pool.checkout(self.flavour(), self.state.schema.is_none()).await?;
                 conn.query_rows(sql).await?
             }

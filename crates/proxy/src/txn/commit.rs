@@ -123,7 +123,7 @@ async fn one_phase(branches: &mut [Branch]) -> Result<Protocol, ProxyError> {
 /// Two-phase commit with the decision in the coordinator's transaction.
 async fn two_phase(ctx: &Context, gtrid: &str, branches: &mut [Branch]) -> Result<Protocol, ProxyError> {
     ctx.failpoints.hit("xa.before_prepare").await;
-    let db = ctx.config.server.xa_database.clone();
+    let db = ctx.generation().config.server.xa_database.clone();
     if let Err(e) = prepare_with_decision(gtrid, &db, branches).await {
         rollback(branches).await;
         Metrics::inc(&ctx.metrics.xa_rolled_back);
@@ -270,7 +270,7 @@ async fn fence_on_coordinator(
         .ok_or_else(|| ProxyError::TxnRolledBack("no coordinator".into()))?;
     let pool = coordinator.conn.pool().clone();
     let mut side = pool.checkout(coordinator.conn.flavour(), true).await?;
-    let wait = ctx.config.server.cross_shard_lock_wait_s.max(1);
+    let wait = ctx.generation().config.server.cross_shard_lock_wait_s.max(1);
     decision::fence(&mut side, db, gtrid, wait).await
 }
 

@@ -26,11 +26,13 @@ struct Memory {
     first_seen: HashMap<Found, Instant>,
     /// Groups whose decision table exists.
     tables_ready: HashSet<usize>,
+    /// The configuration generation the group indexes above belong to.
+    generation: u64,
 }
 
 /// Spawns the recovery loop when the configuration has sharded schemas.
 pub fn spawn(ctx: &Arc<Context>) {
-    if ctx.topology.schemas.is_empty() {
+    if ctx.generation().topology.schemas.is_empty() {
         return;
     }
     tracing::info!(
@@ -49,7 +51,7 @@ async fn run(ctx: Arc<Context>) {
         scan(&ctx, &mut memory).await;
         Metrics::inc(&ctx.metrics.xa_recovery_scans);
         tokio::select! {
-            _ = tokio::time::sleep(ctx.config.server.xa_recovery_interval()) => {}
+            _ = tokio::time::sleep(ctx.generation().config.server.xa_recovery_interval()) => {}
             _ = shutdown.changed() => return,
         }
     }
@@ -57,7 +59,8 @@ async fn run(ctx: Arc<Context>) {
 
 /// The groups that hold shards (and so may hold branches and decisions).
 fn shard_groups(ctx: &Context) -> BTreeSet<usize> {
-    ctx.topology
+    ctx.generation()
+        .topology
         .schemas
         .iter()
         .flat_map(|s| s.shards.iter().map(|sh| sh.group))
@@ -65,13 +68,20 @@ fn shard_groups(ctx: &Context) -> BTreeSet<usize> {
 }
 
 async fn conn_to(ctx: &Context, group: usize) -> Result<PooledConn, ProxyError> {
-    let g = ctx.group_checked(group)?;
-    g.primary().pool.checkout(Flavour::default(), true).await
+    let pool = ctx.generation().group_checked(group)?.primary().pool.clone();
+    pool.checkout(Flavour::default(), true).await
 }
 
 /// One pass over every group.
 async fn scan(ctx: &Context, memory: &mut Memory) {
-    let db = ctx.config.server.xa_database.clone();
+    // Group indexes are a generation's: after a reload, recovery starts its memory afresh.
+    if memory.generation != ctx.generation_number() {
+        *memory = Memory {
+            generation: ctx.generation_number(),
+            ..Memory::default()
+        };
+    }
+    let db = ctx.generation().config.server.xa_database.clone();
     let mut found: Vec<Found> = Vec::new();
     let mut all_reachable = true;
     for group in shard_groups(ctx) {
@@ -89,7 +99,7 @@ async fn scan(ctx: &Context, memory: &mut Memory) {
     let mut remaining = Vec::new();
     for branch in found {
         let first = *memory.first_seen.entry(branch.clone()).or_insert(now);
-        let due = now.duration_since(first) >= ctx.config.server.xa_resolve_after();
+        let due = now.duration_since(first) >= ctx.generation().config.server.xa_resolve_after();
         match resolve(ctx, &db, &branch, decisions.get(&branch.1.gtrid).copied(), due).await {
             Ok(true) => {
                 memory.first_seen.remove(&branch);
@@ -111,7 +121,8 @@ async fn scan(ctx: &Context, memory: &mut Memory) {
 }
 
 fn group_name(ctx: &Context, group: usize) -> String {
-    ctx.groups
+    ctx.generation()
+        .groups
         .get(group)
         .map_or_else(|| group.to_string(), |g| g.name.clone())
 }
@@ -159,7 +170,7 @@ async fn decisions_for(ctx: &Context, db: &str, found: &[Found]) -> HashMap<Stri
 
 fn coordinator_index(ctx: &Context, gtrid: &str) -> Option<usize> {
     let name = xid::coordinator_group(gtrid)?;
-    ctx.groups.iter().position(|g| g.name == name)
+    ctx.generation().groups.iter().position(|g| g.name == name)
 }
 
 /// Resolves one branch; Ok(false) leaves it in doubt for now (no decision, not due yet).
@@ -177,7 +188,7 @@ async fn resolve(
             let coordinator = coordinator_index(ctx, &x.gtrid)
                 .ok_or_else(|| ProxyError::Config(format!("no group named by {}", x.gtrid)))?;
             let mut conn = conn_to(ctx, coordinator).await?;
-            let wait = ctx.config.server.cross_shard_lock_wait_s.max(1);
+            let wait = ctx.generation().config.server.cross_shard_lock_wait_s.max(1);
             decision::fence(&mut conn, db, &x.gtrid, wait).await?
         }
     };
@@ -208,7 +219,14 @@ async fn forget_old_decisions(ctx: &Context, db: &str, remaining: &[Found]) {
         let Ok(mut conn) = conn_to(ctx, group).await else {
             continue;
         };
-        match decision::forget_old(&mut conn, db, ctx.config.server.xa_decision_retention_s, &keep).await {
+        match decision::forget_old(
+            &mut conn,
+            db,
+            ctx.generation().config.server.xa_decision_retention_s,
+            &keep,
+        )
+        .await
+        {
             Ok(n) if n > 0 => tracing::debug!(group = %group_name(ctx, group), deleted = n, "xa decisions forgotten"),
             Ok(_) => {}
             Err(e) => tracing::warn!(group = %group_name(ctx, group), error = %e, "xa decisions not forgotten"),
