@@ -62,6 +62,13 @@ xa-faults:
 	XA_FAULTS_ROUNDS=$(ROUNDS) $(CARGO) test --profile $(TEST_PROFILE) -p tessera-proxy --test integration \
 		xa_faults:: -- --nocapture
 
+# Live reload under load (scripts/reload-under-load.sh): sysbench oltp_read_write at 64 threads
+# for 60 s while the configuration is reloaded 10 times and an invalid file once.
+.PHONY: reload-under-load
+reload-under-load:
+	$(CARGO) build --release --bin tessera
+	TESSERA_BIN=$(CURDIR)/target/release/tessera bash scripts/reload-under-load.sh
+
 # Sharding differential test (tests/difftest/README.md): the corpus, N random statements and the
 # DML section on one MariaDB and through Tessera over four shards (`make test` runs it with
 # N=2000); SELF=1 runs the harness self-check instead.
