@@ -203,7 +203,7 @@ fn run(cli: Cli) -> Result<(), String> {
                     .await
                     .map_err(|e| e.to_string())?;
                 let _ = running.ctx.config_path.set(path);
-                tessera_proxy::server::reload_on_sighup(running.ctx.clone());
+                tessera_proxy::reload::on_sighup(running.ctx.clone());
                 tessera_proxy::server::wait_for_signal().await;
                 tracing::info!("shutting down: draining sessions");
                 running.shutdown().await;

@@ -152,6 +152,12 @@ impl Pool {
         tracing::info!(server = %self.server.name, lent = self.in_use(), "pool retired: closing its connections");
     }
 
+    /// Starts the pool's upkeep tasks: idle expiry and top-up, and the settling of queued ends.
+    pub fn start_upkeep(self: &Arc<Self>, shutdown: tokio::sync::watch::Receiver<bool>) {
+        tokio::spawn(self.clone().maintain(shutdown.clone()));
+        tokio::spawn(self.clone().settle(shutdown));
+    }
+
     /// True once [`Pool::retire`] ran.
     pub fn is_retired(&self) -> bool {
         self.retired.load(Ordering::SeqCst)

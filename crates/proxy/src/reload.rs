@@ -46,6 +46,29 @@ impl std::fmt::Display for Reloaded {
     }
 }
 
+/// Reads the configuration file again on every SIGHUP (see [`crate::reload`]).
+pub fn on_sighup(ctx: Arc<Context>) {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let Ok(mut hup) = signal(SignalKind::hangup()) else {
+            return tracing::warn!("SIGHUP cannot be caught here: reload with `tessera reload`");
+        };
+        let mut shutdown = ctx.shutdown.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = hup.recv() => {}
+                    _ = shutdown.changed() => return,
+                }
+                if let Err(e) = from_file(&ctx) {
+                    tracing::warn!(error = %e, "reload on SIGHUP refused; the running configuration goes on");
+                }
+            }
+        });
+    }
+}
+
 /// Reads the configuration file again and runs it as the next generation.
 pub fn from_file(ctx: &Arc<Context>) -> Result<Reloaded, ReloadError> {
     let path = ctx.config_path.get().ok_or(ReloadError::NoFile)?;
@@ -144,7 +167,7 @@ fn needs_no_restart(running: &Config, file: &Config) -> Result<(), ReloadError> 
 fn started_pools(ctx: &Arc<Context>, old: &Generation, next: &Generation) -> usize {
     let mut added = 0;
     for pool in next.pools().filter(|p| !old.pools().any(|o| Arc::ptr_eq(o, p))) {
-        crate::server::start_pool_tasks(pool, ctx.shutdown.clone());
+        pool.start_upkeep(ctx.shutdown.clone());
         added += 1;
     }
     added

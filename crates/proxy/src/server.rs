@@ -39,7 +39,7 @@ pub async fn start_with_park(config: Config, park: Option<crate::uring::ParkHook
     let addr = listener.local_addr().map_err(|e| ProxyError::Config(e.to_string()))?;
     let gen = ctx.generation();
     for pool in gen.pools() {
-        start_pool_tasks(pool, rx.clone());
+        pool.start_upkeep(rx.clone());
     }
     for g in &gen.groups {
         // Learn the backend's version and capabilities early (for the greeting); a backend
@@ -118,35 +118,6 @@ impl Running {
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
         tracing::info!("all sessions closed; bye");
-    }
-}
-
-/// Starts a pool's upkeep: idle expiry and top-up, and the settling of queued ends.
-pub fn start_pool_tasks(pool: &Arc<crate::pool::Pool>, shutdown: watch::Receiver<bool>) {
-    tokio::spawn(pool.clone().maintain(shutdown.clone()));
-    tokio::spawn(pool.clone().settle(shutdown));
-}
-
-/// Reads the configuration file again on every SIGHUP (see [`crate::reload`]).
-pub fn reload_on_sighup(ctx: Arc<Context>) {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        let Ok(mut hup) = signal(SignalKind::hangup()) else {
-            return tracing::warn!("SIGHUP cannot be caught here: reload with `tessera reload`");
-        };
-        let mut shutdown = ctx.shutdown.clone();
-        tokio::spawn(async move {
-            loop {
-                tokio::select! {
-                    _ = hup.recv() => {}
-                    _ = shutdown.changed() => return,
-                }
-                if let Err(e) = crate::reload::from_file(&ctx) {
-                    tracing::warn!(error = %e, "reload on SIGHUP refused; the running configuration goes on");
-                }
-            }
-        });
     }
 }
 

@@ -138,7 +138,7 @@ impl ClientTracking {
         match name {
             "session_track_schema" => u8::from(self.schema).to_string(),
             "session_track_state_change" => u8::from(self.state_change).to_string(),
-            _ => crate::state::quote_string(&self.system_variables),
+            _ => tessera_sql::quote::quote_string(&self.system_variables),
         }
     }
 }

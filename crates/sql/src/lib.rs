@@ -24,6 +24,7 @@ pub mod lexer;
 pub mod parse_modes;
 mod pure;
 pub mod qualifiers;
+pub mod quote;
 mod scan;
 pub mod select_items;
 pub mod set_scope;
