@@ -3,11 +3,11 @@
 //! LAST_INSERT_ID. Clients and backend connections each hold one; the difference between the
 //! two is what a checkout must send.
 
-pub use tessera_sql::quote::{quote_ident, quote_string, quote_string_as};
 use crate::charset;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use tessera_protocol::response::SessionChange;
+pub use tessera_sql::quote::{quote_ident, quote_string, quote_string_as};
 
 /// Replayable session state.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

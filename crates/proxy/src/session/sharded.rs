@@ -99,7 +99,7 @@ impl Session {
                 }
                 let scatter = match many {
                     Ok(s) => s,
-                    Err(m) => return Err(self.refusal(schema, sql, m, &tables).await),
+                    Err(m) => return Err(self.refusal(schema, sql, &m.detail(), &tables).await),
                 };
                 self.scatter_read(schema, &shards, scatter, sql, &fp, binary).await
             }

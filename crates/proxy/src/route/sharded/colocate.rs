@@ -7,13 +7,14 @@
 use super::keys::KeyExpr;
 use super::select::{contains_aggregate, has_limit};
 use super::tables::{resolve, Place, TableRef};
+use super::PlanError;
 use super::Planner;
 use std::ops::ControlFlow;
 use tessera_sql::sqlparser::ast::{BinaryOperator, Expr, GroupByExpr, Query, SetExpr, TableFactor, TableWithJoins};
 
 /// An outer join whose preserved side has no sharded table and whose other side has one
 /// (`products LEFT JOIN orders`): every shard would add the unmatched rows again.
-fn check_outer_joins(p: &Planner, query: &Query) -> Result<(), String> {
+fn check_outer_joins(p: &Planner, query: &Query) -> Result<(), PlanError> {
     use tessera_sql::sqlparser::ast::JoinOperator as J;
     let SetExpr::Select(s) = &*query.body else {
         return Ok(());
@@ -62,7 +63,7 @@ pub enum Colocation {
 const NOT_ON_KEYS: &str = "a join or subquery over sharded tables that is not an equality on their shard keys";
 
 /// Checks the whole query; Err names the construct.
-pub fn check_colocated(p: &Planner, query: &Query, tables: &[TableRef]) -> Result<Colocation, String> {
+pub fn check_colocated(p: &Planner, query: &Query, tables: &[TableRef]) -> Result<Colocation, PlanError> {
     check_outer_joins(p, query)?;
     let functions: Vec<_> = tables
         .iter()
@@ -230,7 +231,7 @@ pub fn one_shard_function<V: tessera_sql::sqlparser::ast::Visit>(p: &Planner, no
 
 /// Derived tables over sharded tables must be shard-local: no LIMIT, and aggregates only when
 /// grouped by a shard key.
-fn check_derived(p: &Planner, query: &Query) -> Result<(), String> {
+fn check_derived(p: &Planner, query: &Query) -> Result<(), PlanError> {
     let SetExpr::Select(select) = &*query.body else {
         return Ok(());
     };
@@ -249,7 +250,7 @@ fn factors(twj: &TableWithJoins) -> impl Iterator<Item = &TableFactor> {
     std::iter::once(&twj.relation).chain(twj.joins.iter().map(|j| &j.relation))
 }
 
-fn derived_is_local(p: &Planner, q: &Query) -> Result<(), String> {
+fn derived_is_local(p: &Planner, q: &Query) -> Result<(), PlanError> {
     if count_sharded_refs(p, q) == 0 {
         return Ok(());
     }

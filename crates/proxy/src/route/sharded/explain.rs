@@ -76,7 +76,11 @@ pub fn rows(
             Ok(list) => match many {
                 Err(m) => out.push(step(
                     "refuse",
-                    format!("{} shards ({reason}): Tessera: {m} is not supported", list.len()),
+                    format!(
+                        "{} shards ({reason}): Tessera: {} is not supported",
+                        list.len(),
+                        m.detail()
+                    ),
                 )),
                 Ok(s) => {
                     out.push(step("route", format!("scatter to {} shards ({reason})", list.len())));

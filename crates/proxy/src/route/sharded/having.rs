@@ -1,6 +1,7 @@
 //! HAVING after the merge: the client's HAVING expression as a [`Filter`] over merged output
 //! rows (aggregates and aliases become output columns, literals become values).
 
+use super::PlanError;
 use crate::exec::merge::{ArithOp, CmpOp, Filter, Operand};
 use crate::exec::row::Value;
 use tessera_sql::sqlparser::ast::{BinaryOperator, Expr, UnaryOperator, Value as SqlValue};
@@ -8,7 +9,7 @@ use tessera_sql::sqlparser::ast::{BinaryOperator, Expr, UnaryOperator, Value as 
 /// What translation needs from the planner.
 pub trait Resolver {
     /// The output index of an aggregate, alias or group column.
-    fn output(&mut self, e: &Expr) -> Result<usize, String>;
+    fn output(&mut self, e: &Expr) -> Result<usize, PlanError>;
     /// The plan depends on this literal's value.
     fn bake(&mut self, e: &Expr);
     /// Whether the shards can compute `e` per group themselves (no aggregate, no alias of the
@@ -18,7 +19,7 @@ pub trait Resolver {
 }
 
 /// Translates `e`.
-pub fn translate(e: &Expr, p: &mut dyn Resolver) -> Result<Filter, String> {
+pub fn translate(e: &Expr, p: &mut dyn Resolver) -> Result<Filter, PlanError> {
     if p.shard_computable(e) && !matches!(e, Expr::Nested(_)) {
         let o = p.output(e).map(Operand::Output)?;
         return Ok(Filter::Compare {
@@ -82,11 +83,11 @@ pub fn translate(e: &Expr, p: &mut dyn Resolver) -> Result<Filter, String> {
 }
 
 /// An arithmetic expression over outputs (aggregates, aliases, literals; + - * /).
-pub fn operand_of(e: &Expr, p: &mut dyn Resolver) -> Result<Operand, String> {
+pub fn operand_of(e: &Expr, p: &mut dyn Resolver) -> Result<Operand, PlanError> {
     operand(e, p)
 }
 
-fn operand(e: &Expr, p: &mut dyn Resolver) -> Result<Operand, String> {
+fn operand(e: &Expr, p: &mut dyn Resolver) -> Result<Operand, PlanError> {
     match e {
         Expr::Nested(inner) => operand(inner, p),
         Expr::Value(v) => {
@@ -109,7 +110,11 @@ fn operand(e: &Expr, p: &mut dyn Resolver) -> Result<Operand, String> {
                 BinaryOperator::Minus => ArithOp::Sub,
                 BinaryOperator::Multiply => ArithOp::Mul,
                 BinaryOperator::Divide => ArithOp::Div,
-                other => return Err(format!("the operator {other} in HAVING across shards")),
+                other => {
+                    return Err(PlanError::Refused(format!(
+                        "the operator {other} in HAVING across shards"
+                    )))
+                }
             };
             Ok(Operand::Arith(
                 Box::new(operand(left, p)?),
@@ -134,7 +139,7 @@ fn compare_op(op: &BinaryOperator) -> Option<CmpOp> {
 }
 
 /// A SQL literal as a merge value.
-pub fn literal(v: &SqlValue) -> Result<Value, String> {
+pub fn literal(v: &SqlValue) -> Result<Value, PlanError> {
     match v {
         SqlValue::Null => Ok(Value::Null),
         // As MariaDB types literals: integers, exact decimals with a point, doubles with an
@@ -150,7 +155,7 @@ pub fn literal(v: &SqlValue) -> Result<Value, String> {
             }
             n.parse::<f64>()
                 .map(Value::Double)
-                .map_err(|_| format!("the number {n}"))
+                .map_err(|_| PlanError::Refused(format!("the number {n}")))
         }
         // A string comparison would need the column's collation, which the merge does not
         // apply to HAVING: refused rather than answered in byte order.
@@ -158,7 +163,9 @@ pub fn literal(v: &SqlValue) -> Result<Value, String> {
             Err("a string constant in HAVING across shards".into())
         }
         SqlValue::Boolean(b) => Ok(Value::Int(*b as i64)),
-        other => Err(format!("the literal {other} in HAVING across shards")),
+        other => Err(PlanError::Refused(format!(
+            "the literal {other} in HAVING across shards"
+        ))),
     }
 }
 

@@ -23,7 +23,7 @@ use tessera_sql::SqlTemplate;
 pub use keys::{KeyExpr, ValueSource};
 
 /// Why a plan's values pick no shard, or the planner gives no plan.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PlanError {
     /// A construct the planner refuses (the text names it).
     #[error("Tessera: {0} is not supported")]
@@ -37,6 +37,18 @@ pub enum PlanError {
     /// A value the plan reads is not there (an unbound parameter, a lost literal).
     #[error("Tessera: {0}")]
     MissingValue(String),
+}
+
+impl From<String> for PlanError {
+    fn from(reason: String) -> PlanError {
+        PlanError::Refused(reason)
+    }
+}
+
+impl From<&str> for PlanError {
+    fn from(reason: &str) -> PlanError {
+        PlanError::Refused(reason.to_string())
+    }
 }
 
 impl PlanError {
@@ -102,7 +114,7 @@ pub enum ShardPlan {
         shards: ShardSet,
         one: SqlTemplate,
         /// Err: what makes the statement unsupported on several shards.
-        many: Result<Box<Scatter>, String>,
+        many: Result<Box<Scatter>, PlanError>,
         reason: String,
     },
     /// UPDATE/DELETE (and other writes by key): affected rows are summed; on several shards
@@ -200,11 +212,8 @@ impl ShardPlan {
 }
 
 /// Shards from a set of key values.
-pub fn shards_of(function: &ShardFunction, values: &[KeyValue], n: usize) -> Result<BTreeSet<usize>, String> {
-    values
-        .iter()
-        .map(|v| function.shard_of(v, n).map_err(|e| e.to_string()))
-        .collect()
+pub fn shards_of(function: &ShardFunction, values: &[KeyValue], n: usize) -> Result<BTreeSet<usize>, PlanError> {
+    values.iter().map(|v| Ok(function.shard_of(v, n)?)).collect()
 }
 
 pub mod colocate;
@@ -346,7 +355,7 @@ impl<'a> Planner<'a> {
     }
 
     /// LIMIT offset,count -> (offset, count, the edit that sends `LIMIT offset+count`).
-    pub fn limit(&mut self, q: &Query) -> Result<Option<(u64, u64, Edit)>, String> {
+    pub fn limit(&mut self, q: &Query) -> Result<Option<(u64, u64, Edit)>, PlanError> {
         let (offset, limit) = match &q.limit_clause {
             None => return Ok(None),
             Some(LimitClause::LimitOffset { limit: None, .. }) => return Ok(None),
@@ -375,18 +384,18 @@ impl<'a> Planner<'a> {
         Ok(Some((skip, count, edit)))
     }
 
-    fn number(&mut self, e: &Expr) -> Result<u64, String> {
+    fn number(&mut self, e: &Expr) -> Result<u64, PlanError> {
         use tessera_sql::sqlparser::ast::Value;
         match e {
             Expr::Value(v) => match &v.value {
                 Value::Number(n, _) => {
                     self.bake(e);
-                    n.parse().map_err(|_| format!("LIMIT {n}"))
+                    n.parse().map_err(|_| PlanError::Refused(format!("LIMIT {n}")))
                 }
                 Value::Placeholder(_) => Err("LIMIT with a parameter across shards".into()),
-                other => Err(format!("LIMIT {other}")),
+                other => Err(PlanError::Refused(format!("LIMIT {other}"))),
             },
-            other => Err(format!("LIMIT {other}")),
+            other => Err(PlanError::Refused(format!("LIMIT {other}"))),
         }
     }
 
@@ -632,7 +641,7 @@ fn plan_statement(p: &mut Planner, stmt: &Statement) -> ShardPlan {
                     replicated: false,
                 },
             },
-            Err(e) => ShardPlan::Reject(e),
+            Err(e) => ShardPlan::Reject(e.detail()),
         };
     }
     match stmt {
@@ -642,7 +651,7 @@ fn plan_statement(p: &mut Planner, stmt: &Statement) -> ShardPlan {
 }
 
 /// `/*+ tessera:shard=N */`, `/*+ tessera:all */`, `/*# group="all" */`.
-fn hint(sql: &str, n: usize) -> Option<Result<Vec<usize>, String>> {
+fn hint(sql: &str, n: usize) -> Option<Result<Vec<usize>, PlanError>> {
     if !sql.contains("tessera:") && !sql.contains("/*#") {
         return None;
     }
@@ -653,9 +662,9 @@ fn hint(sql: &str, n: usize) -> Option<Result<Vec<usize>, String>> {
     let digits: String = sql[at..].chars().take_while(char::is_ascii_digit).collect();
     Some(match digits.parse::<usize>() {
         Ok(s) if s < n => Ok(vec![s]),
-        _ => Err(format!(
+        _ => Err(PlanError::Refused(format!(
             "the hint tessera:shard={digits} names no shard (the schema has {n})"
-        )),
+        ))),
     })
 }
 
@@ -686,7 +695,7 @@ fn read(p: &mut Planner, stmt: &Statement, q: &Query) -> ShardPlan {
         // Rows combined on one shard must live together, also when one shard answers.
         match colocate::check_colocated(p, q, &tables) {
             Ok(c) => colocation = c,
-            Err(m) => return ShardPlan::Reject(m),
+            Err(m) => return ShardPlan::Reject(m.detail()),
         }
     }
     let sharded: Vec<(String, String)> = top_sharded(p, q);

@@ -4,6 +4,7 @@
 
 use super::keys::{KeyExpr, KeyReader};
 use super::tables::{Place, TableRef};
+use super::PlanError;
 use super::{Col, Planner, Scatter, WeightedKey};
 use crate::exec::merge::{AggregateSpec, Filter, MergeSpec, Output, SortBy, SortKey};
 use tessera_sql::sqlparser::ast::{
@@ -29,7 +30,7 @@ pub fn key_expr(p: &Planner, select: &Select, sharded: &[(String, String)]) -> K
 }
 
 /// Plans the merge of a query that runs on several shards; Err says what is not supported.
-pub fn scatter(p: &mut Planner, query: &Query, tables: &[TableRef]) -> Result<Scatter, String> {
+pub fn scatter(p: &mut Planner, query: &Query, tables: &[TableRef]) -> Result<Scatter, PlanError> {
     match &*query.body {
         SetExpr::Select(select) => {
             let _ = tables;
@@ -191,7 +192,7 @@ impl<'p, 'a> ScatterBuilder<'p, 'a> {
         }
     }
 
-    fn build(mut self) -> Result<Scatter, String> {
+    fn build(mut self) -> Result<Scatter, PlanError> {
         if self.select.into.is_some() {
             return Err("SELECT ... INTO across shards".into());
         }
@@ -249,7 +250,7 @@ impl<'p, 'a> ScatterBuilder<'p, 'a> {
 
     /// Resolves an ORDER BY / GROUP BY expression to a select item: a position, an alias, or
     /// the same text; None when it is not in the select list.
-    fn find_item(&mut self, e: &Expr) -> Result<Option<usize>, String> {
+    fn find_item(&mut self, e: &Expr) -> Result<Option<usize>, PlanError> {
         if let Expr::Value(v) = e {
             if let Value::Number(n, _) = &v.value {
                 self.p.bake(e);
@@ -273,7 +274,7 @@ impl<'p, 'a> ScatterBuilder<'p, 'a> {
         Ok(found)
     }
 
-    fn plain(&mut self) -> Result<MergeSpec, String> {
+    fn plain(&mut self) -> Result<MergeSpec, PlanError> {
         let mut spec = MergeSpec::new(0);
         let order = order_exprs(self.query);
         for (e, desc) in &order {
@@ -309,7 +310,7 @@ impl<'p, 'a> ScatterBuilder<'p, 'a> {
 
     /// Replaces the shard SQL's ORDER BY with one on the merge keys (by hidden aliases and
     /// positions).
-    fn reorder_shards(&mut self, keys: &[SortKey]) -> Result<(), String> {
+    fn reorder_shards(&mut self, keys: &[SortKey]) -> Result<(), PlanError> {
         let cols: Vec<(Col, bool)> = keys.iter().map(|k| (col_of(k.column), k.descending)).collect();
         let clause = self
             .sort_clause_for(&cols)
@@ -348,7 +349,7 @@ impl<'p, 'a> ScatterBuilder<'p, 'a> {
     }
 
     /// Appends the hidden columns after the select list (before the top-level FROM).
-    fn append_hidden(&mut self) -> Result<(), String> {
+    fn append_hidden(&mut self) -> Result<(), PlanError> {
         if self.hidden.is_empty() {
             return Ok(());
         }
@@ -365,7 +366,7 @@ impl<'p, 'a> ScatterBuilder<'p, 'a> {
         Ok(())
     }
 
-    fn aggregate(&mut self) -> Result<MergeSpec, String> {
+    fn aggregate(&mut self) -> Result<MergeSpec, PlanError> {
         if self.wildcard {
             return Err("* with aggregates across shards".into());
         }
@@ -480,7 +481,7 @@ impl<'p, 'a> ScatterBuilder<'p, 'a> {
     }
 
     /// The merge output of select item `i`.
-    fn output_of(&mut self, i: usize) -> Result<Output, String> {
+    fn output_of(&mut self, i: usize) -> Result<Output, PlanError> {
         let Some(e) = self.items[i].expr.clone() else {
             return Err("* with aggregates across shards".into());
         };
@@ -499,7 +500,7 @@ impl<'p, 'a> ScatterBuilder<'p, 'a> {
     }
 
     /// The output for an expression whose shard value is in `col`.
-    fn aggregate_output(&mut self, e: &Expr, col: Col) -> Result<Output, String> {
+    fn aggregate_output(&mut self, e: &Expr, col: Col) -> Result<Output, PlanError> {
         if let Expr::Function(f) = e {
             if f.name.to_string().eq_ignore_ascii_case("GROUP_CONCAT") && f.over.is_none() {
                 return self.group_concat(f);
@@ -507,10 +508,10 @@ impl<'p, 'a> ScatterBuilder<'p, 'a> {
         }
         let Some(name) = aggregate_name(e) else {
             if contains_aggregate(e) {
-                return Err(format!(
+                return Err(PlanError::Refused(format!(
                     "the expression {} over aggregates across shards",
                     self.p.text(e)
-                ));
+                )));
             }
             return Ok(Output::First(col_index(col)));
         };
@@ -535,7 +536,7 @@ impl<'p, 'a> ScatterBuilder<'p, 'a> {
                 }),
                 "MIN" => self.min_max(e, col, false),
                 "MAX" => self.min_max(e, col, true),
-                _ => Err(format!("{name}(DISTINCT ...) across shards")),
+                _ => Err(PlanError::Refused(format!("{name}(DISTINCT ...) across shards"))),
             };
         }
         match name.as_str() {
@@ -554,13 +555,13 @@ impl<'p, 'a> ScatterBuilder<'p, 'a> {
                     double: false,
                 })
             }
-            other => Err(format!("{other}() across shards")),
+            other => Err(PlanError::Refused(format!("{other}() across shards"))),
         }
     }
 
     /// GROUP_CONCAT: shards group by the values (and the inner ORDER BY), sorted in the inner
     /// order, each value with its row count; the merge concatenates them in that order.
-    fn group_concat(&mut self, f: &tessera_sql::sqlparser::ast::Function) -> Result<Output, String> {
+    fn group_concat(&mut self, f: &tessera_sql::sqlparser::ast::Function) -> Result<Output, PlanError> {
         use tessera_sql::sqlparser::ast::{
             DuplicateTreatment, FunctionArg, FunctionArgExpr, FunctionArgumentClause, FunctionArguments,
         };
@@ -593,7 +594,11 @@ impl<'p, 'a> ScatterBuilder<'p, 'a> {
                     self.p.bake_separators();
                     separator = match v {
                         Value::SingleQuotedString(t) | Value::DoubleQuotedString(t) => t.clone().into_bytes(),
-                        other => return Err(format!("GROUP_CONCAT() SEPARATOR {other} across shards")),
+                        other => {
+                            return Err(PlanError::Refused(format!(
+                                "GROUP_CONCAT() SEPARATOR {other} across shards"
+                            )))
+                        }
                     }
                 }
                 _ => return Err("GROUP_CONCAT() with this clause across shards".into()),
@@ -625,7 +630,7 @@ impl<'p, 'a> ScatterBuilder<'p, 'a> {
         })
     }
 
-    fn min_max(&mut self, e: &Expr, col: Col, max: bool) -> Result<Output, String> {
+    fn min_max(&mut self, e: &Expr, col: Col, max: bool) -> Result<Output, PlanError> {
         let text = self.p.text(e);
         let key = self.weighted_key(col, &text, false);
         Ok(if max { Output::Max(key) } else { Output::Min(key) })
@@ -633,7 +638,7 @@ impl<'p, 'a> ScatterBuilder<'p, 'a> {
 
     /// The output index of an expression used by HAVING or ORDER BY: a select item, or a new
     /// hidden output.
-    fn output_for(&mut self, e: &Expr, outputs: &mut Vec<Output>) -> Result<usize, String> {
+    fn output_for(&mut self, e: &Expr, outputs: &mut Vec<Output>) -> Result<usize, PlanError> {
         if let Some(i) = self.find_item(e)? {
             return Ok(i);
         }
@@ -644,7 +649,7 @@ impl<'p, 'a> ScatterBuilder<'p, 'a> {
         Ok(outputs.len() - 1)
     }
 
-    fn filter(&mut self, e: &Expr, outputs: &mut Vec<Output>) -> Result<Filter, String> {
+    fn filter(&mut self, e: &Expr, outputs: &mut Vec<Output>) -> Result<Filter, PlanError> {
         let mut ctx = HavingCtx {
             b: self,
             outputs,
@@ -654,7 +659,7 @@ impl<'p, 'a> ScatterBuilder<'p, 'a> {
     }
 
     /// ORDER BY of a grouped query, applied after aggregation when it is not the group order.
-    fn final_order(&mut self, group: &[Expr], outputs: &mut Vec<Output>) -> Result<Vec<SortKey>, String> {
+    fn final_order(&mut self, group: &[Expr], outputs: &mut Vec<Output>) -> Result<Vec<SortKey>, PlanError> {
         let order = order_exprs(self.query);
         let same_as_groups = order.len() <= group.len()
             && order
@@ -692,9 +697,11 @@ struct HavingCtx<'b, 'p, 'a> {
 }
 
 impl super::having::Resolver for HavingCtx<'_, '_, '_> {
-    fn output(&mut self, e: &Expr) -> Result<usize, String> {
+    fn output(&mut self, e: &Expr) -> Result<usize, PlanError> {
         if self.strict && aggregate_name(e).is_none() && contains_aggregate(e) {
-            return Err(format!("the expression {e} over aggregates across shards"));
+            return Err(PlanError::Refused(format!(
+                "the expression {e} over aggregates across shards"
+            )));
         }
         self.b.output_for(e, self.outputs)
     }
@@ -725,13 +732,19 @@ impl super::having::Resolver for HavingCtx<'_, '_, '_> {
 }
 
 /// (DISTINCT?, the single argument's text) of an aggregate call; COUNT(*) has no argument.
-fn function_arg(p: &mut Planner, f: &tessera_sql::sqlparser::ast::Function) -> Result<(bool, Option<String>), String> {
+fn function_arg(
+    p: &mut Planner,
+    f: &tessera_sql::sqlparser::ast::Function,
+) -> Result<(bool, Option<String>), PlanError> {
     use tessera_sql::sqlparser::ast::{DuplicateTreatment, FunctionArg, FunctionArgExpr, FunctionArguments};
     let FunctionArguments::List(list) = &f.args else {
-        return Err(format!("{}() without arguments", f.name));
+        return Err(PlanError::Refused(format!("{}() without arguments", f.name)));
     };
     if !list.clauses.is_empty() {
-        return Err(format!("{}() with ORDER BY or other clauses across shards", f.name));
+        return Err(PlanError::Refused(format!(
+            "{}() with ORDER BY or other clauses across shards",
+            f.name
+        )));
     }
     let distinct = list.duplicate_treatment == Some(DuplicateTreatment::Distinct);
     match list.args.as_slice() {
@@ -743,7 +756,12 @@ fn function_arg(p: &mut Planner, f: &tessera_sql::sqlparser::ast::Function) -> R
             for a in args {
                 match a {
                     FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => parts.push(p.text(e)),
-                    _ => return Err(format!("{}() with this argument across shards", f.name)),
+                    _ => {
+                        return Err(PlanError::Refused(format!(
+                            "{}() with this argument across shards",
+                            f.name
+                        )))
+                    }
                 }
             }
             let weights: Vec<String> = parts
@@ -760,7 +778,10 @@ fn function_arg(p: &mut Planner, f: &tessera_sql::sqlparser::ast::Function) -> R
                 )),
             ))
         }
-        _ => Err(format!("{}() with several arguments across shards", f.name)),
+        _ => Err(PlanError::Refused(format!(
+            "{}() with several arguments across shards",
+            f.name
+        ))),
     }
 }
 

@@ -5,6 +5,7 @@
 
 use super::select::{has_aggregates, hidden_alias};
 use super::tables::Place;
+use super::PlanError;
 use super::{Col, Planner, Scatter, WeightedKey};
 use crate::exec::merge::{MergeSpec, SortBy, SortKey};
 use tessera_sql::sqlparser::ast::{
@@ -13,7 +14,7 @@ use tessera_sql::sqlparser::ast::{
 use tessera_sql::Edit;
 
 /// Plans a union whose branches each run on every shard.
-pub fn plan(p: &mut Planner, query: &Query) -> Result<Scatter, String> {
+pub fn plan(p: &mut Planner, query: &Query) -> Result<Scatter, PlanError> {
     let mut branches = Vec::new();
     let mut distinct = None;
     collect(p, &query.body, &mut branches, &mut distinct)?;
@@ -69,7 +70,7 @@ fn collect<'q>(
     e: &'q SetExpr,
     out: &mut Vec<&'q Select>,
     distinct: &mut Option<bool>,
-) -> Result<(), String> {
+) -> Result<(), PlanError> {
     match e {
         SetExpr::SetOperation {
             op,
@@ -103,7 +104,7 @@ fn collect<'q>(
 
 /// A branch must be a plain select of one sharded table, or of one broadcast table (which
 /// then runs on one shard of the scatter only, see [`ONCE_MARKER`]).
-fn check_branch(p: &Planner, s: &Select) -> Result<(), String> {
+fn check_branch(p: &Planner, s: &Select) -> Result<(), PlanError> {
     if s.distinct.is_some() || has_aggregates(s) {
         return Err("a UNION branch with DISTINCT or aggregates across shards".into());
     }
@@ -141,7 +142,7 @@ pub const ONCE_MARKER: &str = "\u{1}tessera-once\u{1}";
 
 /// A branch over a broadcast table reads it on one shard only: the table becomes
 /// `(SELECT * FROM t WHERE <once>) AS t`.
-fn once_if_broadcast(p: &mut Planner, b: &Select) -> Result<(), String> {
+fn once_if_broadcast(p: &mut Planner, b: &Select) -> Result<(), PlanError> {
     let Some(TableFactor::Table { name, alias, .. }) = b.from.first().map(|t| &t.relation) else {
         return Ok(());
     };
@@ -182,7 +183,7 @@ fn once_if_broadcast(p: &mut Planner, b: &Select) -> Result<(), String> {
 }
 
 /// Adds each column's collation weight to a branch (before its FROM).
-fn add_weights(p: &mut Planner, b: &Select) -> Result<(), String> {
+fn add_weights(p: &mut Planner, b: &Select) -> Result<(), PlanError> {
     let table = b.from.first().ok_or("a UNION branch without FROM")?;
     let start = match &table.relation {
         TableFactor::Table { name, .. } => name.0.first().and_then(|part| match part {
@@ -210,7 +211,7 @@ fn add_weights(p: &mut Planner, b: &Select) -> Result<(), String> {
 
 /// The union's ORDER BY as keys on result positions (a number, which the plan then holds, or
 /// a name of the first branch).
-fn order_keys(p: &mut Planner, query: &Query, first: &Select) -> Result<Vec<SortKey>, String> {
+fn order_keys(p: &mut Planner, query: &Query, first: &Select) -> Result<Vec<SortKey>, PlanError> {
     let Some(order) = &query.order_by else {
         return Ok(Vec::new());
     };
