@@ -1,19 +1,29 @@
 //! The Tessera proxy library: everything behind the `tessera` binary.
 //!
 //! # Layout
-//! - [`server`]: listener, connection limit, graceful shutdown. [`admin`]: HTTP /metrics, /health.
+//! - [`server`]: listener, connection limit, graceful shutdown. [`admin`]: HTTP /metrics,
+//!   /health, /status, POST /reload. [`metrics`]: metric names and rendering.
 //! - [`session`]: one task per client; commands, session state, pins, prepared statements.
-//! - [`route`]: where a statement runs (a [`route::Plan`]); [`exec`]: forwarding backend
-//!   responses to clients without decoding rows; [`catalog`]: the logical tables' columns.
+//! - [`route`]: where a statement runs (a [`route::Plan`]; the sharding planner in
+//!   [`route::sharded`]); [`exec`]: forwarding backend responses to clients without decoding
+//!   rows, and merging shard results; [`catalog`]: the logical tables' columns;
+//!   [`topology`]: logical schemas, their shards and table rules.
 //! - [`cluster`]: a group's servers, their health and read weights; [`monitor`]: checks them
 //!   and follows primary changes; [`gtid`]: GTID positions for read-your-writes.
-//! - [`pool`]: backend connection pools; [`backend`]: Tessera's own MySQL client.
+//! - [`pool`]: backend connection pools; [`pipeline`]: lanes that share a backend connection
+//!   between sessions' pure reads; [`backend`]: Tessera's own MySQL client; [`net`]: the one
+//!   stream type (TCP, io_uring sends, unix socket, TLS, memory); [`uring`]: io_uring sends;
+//!   [`tls`]: TLS acceptor and backend connector.
 //! - [`state`]: replayable session state and its diff; [`charset`]: handshake collations;
 //!   [`collations`]: MariaDB's collation ids; [`tracking`]: the session tracking a client asked for.
-//! - [`context`]: what sessions share (config snapshot, pools, registry, metrics).
-//! - [`error`]: the proxy's errors and their MySQL error numbers.
+//! - [`context`]: what sessions share for the process's life (the current generation,
+//!   registry, metrics, io_uring); [`generation`]: one configuration generation (groups and
+//!   pools, accounts, topology, plan cache); [`reload`]: the next generation from the file;
+//!   [`registry`]: live sessions by id, for KILL and the process list.
+//! - [`error`]: the proxy's errors and their MySQL error numbers (the one mapping).
 //! - [`txn`]: transactions across shards: XA two-phase commit, the decision log, recovery.
 //! - [`demo`]: `tessera demo` and `tessera sandbox`.
+//! - [`alloc`]: the allocator and boxed futures; [`fasthash`]: a hasher for Tessera's own ids.
 
 pub mod admin;
 pub mod alloc;
