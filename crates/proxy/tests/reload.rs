@@ -6,7 +6,7 @@
 //! reload finishes on the generation it began on. Every wait is on progress (a generation
 //! number, a counter, a server's process list), never a sleep of fixed length.
 
-use crate::common::Client;
+use crate::common::{wait_for, Client};
 use std::path::PathBuf;
 use std::time::Duration;
 use tessera_proxy::server::{start, Running};
@@ -137,16 +137,6 @@ impl Reloadable {
             .parse()
             .expect("count")
     }
-}
-
-async fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
-    for _ in 0..600 {
-        if done() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("never: {what}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

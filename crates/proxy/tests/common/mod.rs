@@ -485,3 +485,15 @@ impl Client {
 pub mod process;
 pub mod shards;
 pub mod stmt;
+
+/// Polls `done` every 50 ms until it holds; panics after 30 s naming `what` (a wait on
+/// progress, not a timing claim).
+pub async fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    for _ in 0..600 {
+        if done() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("never: {what}");
+}

@@ -8,10 +8,9 @@
 
 use super::drivers::Login;
 use super::sides::Side;
-use crate::common::{Client, Env};
+use crate::common::{wait_for, Client, Env};
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
-use std::time::Duration;
 
 /// PyMySQL: open a transaction with a 1 s idle timeout, print CONNECTION_ID(), wait for a
 /// line on stdin, then run one more statement and print its error number (or "answered").
@@ -40,17 +39,6 @@ fn python() -> &'static str {
     } else {
         "python3"
     }
-}
-
-/// Polls until `done` holds; panics after 30 s.
-async fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
-    for _ in 0..600 {
-        if done() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("never: {what}");
 }
 
 /// What the idle client's next statement met, after the server ended its connection.
