@@ -196,7 +196,7 @@ impl<'a> Purity<'a> {
 
 /// Whether `name(` calls a built-in function of [`PURE_FUNCTIONS`] or is a keyword before a
 /// parenthesis, ASCII case-insensitively, without allocating.
-fn is_pure_call(name: &str) -> bool {
+pub(crate) fn is_pure_call(name: &str) -> bool {
     let mut lower = [0u8; 20];
     let Some(buf) = lower.get_mut(..name.len()) else {
         return false;

@@ -24,6 +24,7 @@ const CHARSET_VARIABLES: [&str; 4] = [
 ];
 
 /// One statement of a command, with its classification.
+#[derive(Clone)]
 pub struct Stmt<'a> {
     pub sql: &'a str,
     /// Borrowed from a prepared statement's plan, owned for a text query's statements.

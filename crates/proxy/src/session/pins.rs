@@ -322,7 +322,7 @@ pub fn reason_names(bits: u16) -> impl Iterator<Item = &'static str> {
 /// `FLUSH ... WITH READ LOCK` and `FLUSH TABLES t ... FOR EXPORT` hold locks on the connection.
 /// The statement a `SET STATEMENT ... FOR` runs (after the closing `*/` of a
 /// `/*M!100101 SET STATEMENT x = 1 FOR */ SELECT 1` head).
-fn inner_statement(sql: &str) -> Option<&str> {
+pub(super) fn inner_statement(sql: &str) -> Option<&str> {
     let head = tessera_sql::statement_set_parts(sql)?.head;
     let rest = sql.get(head.end..)?.trim_start();
     Some(rest.strip_prefix("*/").unwrap_or(rest))

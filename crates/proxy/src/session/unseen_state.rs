@@ -82,19 +82,42 @@ fn changed_unseen_state(outcome: &Outcome, stmts: &[Stmt<'_>]) -> bool {
     // A change the server named (a write's `last_gtid`) explains the flag; "state changed"
     // on its own, or the flag with nothing said (a classic EOF, tracking turned off), does not.
     let unexplained = outcome.changes.is_empty() || outcome.changes.contains(&SessionChange::StateChanged);
-    if outcome.state_changed && unexplained && stmts.iter().any(|s| may_run_stored_code(&s.class.kind)) {
+    // A `SET STATEMENT ... FOR` reports its own restore as a change: only the program or
+    // stored function its inner statement names explains nothing.
+    let may_run = |s: &Stmt<'_>| match wrapped(s) {
+        Some(inner) => runs_a_program(&inner) || tessera_sql::may_call_stored_function(inner.sql),
+        None => may_run_stored_code(s),
+    };
+    if outcome.state_changed && unexplained && stmts.iter().any(may_run) {
         return true;
     }
-    outcome.error.is_some() && stmts.iter().any(|s| runs_a_program(s))
+    let program = |s: &Stmt<'_>| runs_a_program(&wrapped(s).unwrap_or_else(|| s.clone()));
+    outcome.error.is_some() && stmts.iter().any(program)
+}
+
+/// The statement a `SET STATEMENT ... FOR` runs.
+fn wrapped<'a>(s: &Stmt<'a>) -> Option<Stmt<'a>> {
+    if s.class.kind != StatementKind::Set(tessera_sql::SetKind::StatementFor) {
+        return None;
+    }
+    let inner = super::pins::inner_statement(s.sql)?;
+    Some(Stmt {
+        sql: inner,
+        class: std::borrow::Cow::Owned(tessera_sql::classify(inner)),
+    })
 }
 
 /// Statement kinds whose "state changed" is not explained by what they say themselves: they
 /// may call stored functions or fire triggers. (A SET's own change is its assignments, a
-/// temporary table's the pin it takes, PREPARE's the statement it names.)
-fn may_run_stored_code(kind: &StatementKind) -> bool {
+/// temporary table's the pin it takes, PREPARE's the statement it names), unless its values
+/// call a stored function (`SET @x = f()`, whose body may set other variables).
+fn may_run_stored_code(s: &Stmt<'_>) -> bool {
     use StatementKind as K;
+    if let K::Set(_) = s.class.kind {
+        return tessera_sql::may_call_stored_function(s.sql);
+    }
     matches!(
-        kind,
+        s.class.kind,
         K::Select
             | K::Insert
             | K::Update
@@ -151,11 +174,21 @@ mod tests {
             state_changed: true,
             ..outcome(vec![SessionChange::StateChanged])
         };
-        for sql in ["CALL p()", "INSERT INTO t VALUES (1)", "EXECUTE s", "SELECT f()"] {
+        for sql in [
+            "CALL p()",
+            "INSERT INTO t VALUES (1)",
+            "EXECUTE s",
+            "SELECT f()",
+            "SET @x = f()",
+            "SET STATEMENT max_statement_time = 10 FOR CALL p()",
+        ] {
             assert!(changed_unseen_state(&changed(), &[stmt(sql)]), "{sql}");
         }
         for sql in [
             "SET @x = 1",
+            "SET @x = CONCAT(NOW(), @y)",
+            "SET STATEMENT max_statement_time = 10 FOR SET @x = 1",
+            "SET STATEMENT max_statement_time = 10 FOR SELECT 1",
             "CREATE TEMPORARY TABLE t (a INT)",
             "PREPARE s FROM 'SELECT 1'",
         ] {
@@ -190,6 +223,7 @@ mod tests {
             "CALL p()",
             "BEGIN NOT ATOMIC SET @x = 1; SIGNAL SQLSTATE '45000'; END",
             "EXECUTE IMMEDIATE 'x'",
+            "SET STATEMENT max_statement_time = 10 FOR CALL p()",
         ] {
             assert!(changed_unseen_state(&failed, &[stmt(sql)]), "{sql}");
         }

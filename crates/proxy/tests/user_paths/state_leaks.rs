@@ -548,9 +548,12 @@ async fn state_stored_code_changed_stays_with_its_client() {
     for sql in STORED_CODE {
         setup.query(sql).await.unwrap_or_else(|e| panic!("{sql}: {e:?}"));
     }
-    let cases: [&[&str]; 7] = [
+    let cases: [&[&str]; 10] = [
         &["CALL leak_p()"],
         &["SELECT leak_f()"],
+        &["SET @x = leak_f()"],
+        &["SET STATEMENT max_statement_time = 100 FOR CALL leak_p()"],
+        &["SET STATEMENT max_statement_time = 100 FOR CALL leak_fail()"],
         &["INSERT INTO leak_trig VALUES (1)"],
         &["CALL leak_fail()"],
         &["CALL leak_quiet()", "SET time_zone = '+09:00'"],
@@ -702,4 +705,56 @@ async fn an_error_under_autocommit_off_keeps_the_transaction_with_its_client() {
     assert_eq!(want, vec![Some("0".into()), Some("0".into())], "directly");
     let got = uncommitted_after_error_scenario(Some(&env), proxy, direct, 4002).await;
     assert_eq!(got, want, "through Tessera");
+}
+
+/// The same through the mariadb CLI and PyMySQL: `SET @x = f()` and `SET STATEMENT ... FOR
+/// CALL p()` run stored code whose user variables session tracking does not name. The
+/// client that ran it reads them on its next statements; the next client (on the same
+/// backend connection, the pool holds one) reads none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stored_code_under_set_stays_with_its_client_in_every_client() {
+    use super::drivers::{cli, pymysql, Login};
+    let (_env, proxy, direct) = env_with_one_connection().await;
+    let mut setup = direct.client().await;
+    for sql in &STORED_CODE[..2] {
+        setup.query(sql).await.unwrap_or_else(|e| panic!("{sql}: {e:?}"));
+    }
+    let probe = "SELECT CONCAT(IFNULL(@hidden, 'none'), '/', @@time_zone)";
+    let login = |side: Side| match side {
+        Side::Proxy(port) => Login {
+            port,
+            user: "app",
+            password: "app",
+            db: Some("test"),
+        },
+        Side::Direct(port) => Login {
+            port,
+            user: "tessera",
+            password: "tessera",
+            db: Some("test"),
+        },
+    };
+    for call in [
+        "SET @x = leak_f()",
+        "SET STATEMENT max_statement_time = 100 FOR CALL leak_p()",
+    ] {
+        let script = format!("{call};\nSELECT 1;\n{probe}");
+        let readings = |side: Side| {
+            let last = |r: Vec<String>| r.last().cloned().unwrap_or_default();
+            vec![
+                last(cli(&login(side), &script).expect("CLI")),
+                last(cli(&login(side), probe).expect("CLI, the next client")),
+                last(pymysql(&login(side), &script).expect("PyMySQL")),
+                last(pymysql(&login(side), probe).expect("PyMySQL, the next client")),
+            ]
+        };
+        let want = readings(direct);
+        assert_ne!(want[0], "none/SYSTEM", "directly, {call} sets @hidden");
+        assert_eq!(want[1], "none/SYSTEM", "directly, the next client");
+        assert_eq!(
+            readings(proxy),
+            want,
+            "through Tessera (CLI, next, PyMySQL, next): {call}"
+        );
+    }
 }
