@@ -729,7 +729,7 @@ pub fn sync_scope(stmts: &[Stmt<'_>]) -> SyncScope {
     let mut scope = SyncScope::default();
     for s in stmts {
         let f = s.class.flags;
-        let opaque = matches!(s.class.kind, K::Call | K::Execute | K::Prepare);
+        let opaque = matches!(s.class.kind, K::Call | K::Execute | K::Prepare) || calls_stored_function(s);
         scope.user_vars |= opaque || f.contains(Flags::USER_VAR_READ);
         scope.last_insert_id |= opaque || f.contains(Flags::LAST_INSERT_ID);
         scope.writes_last_insert_id |= opaque
@@ -739,6 +739,18 @@ pub fn sync_scope(stmts: &[Stmt<'_>]) -> SyncScope {
     scope.generates_ids_only = matches!(stmts, [s] if matches!(s.class.kind, K::Insert | K::Replace)
         && !s.class.flags.intersects(Flags::LAST_INSERT_ID | Flags::LAST_INSERT_ID_SET));
     scope
+}
+
+/// A statement whose values may call a stored function: its body reads the connection's user
+/// variables and LAST_INSERT_ID(), which must then be the session's.
+fn calls_stored_function(s: &Stmt<'_>) -> bool {
+    use tessera_sql::StatementKind as K;
+    !s.class.pure_select
+        && matches!(
+            s.class.kind,
+            K::Select | K::Do | K::Set(_) | K::Insert | K::Update | K::Delete | K::Replace
+        )
+        && tessera_sql::may_call_stored_function(s.sql)
 }
 
 /// The variables the `SET STATEMENT ... FOR` statements among `stmts` set for themselves only.

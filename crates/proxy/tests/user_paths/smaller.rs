@@ -420,3 +420,40 @@ async fn a_bad_database_name_at_login_is_judged_in_the_clients_character_set() {
         assert_eq!(cli(&login(side), "SELECT 1").expect("a good login"), ["1"]);
     }
 }
+
+/// A stored function (and a procedure) reading LAST_INSERT_ID() reads its client's, as
+/// directly: the connection it runs on is given the session's value first, never another
+/// client's (the mariadb CLI and PyMySQL, then two clients interleaved on one pool).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn last_insert_id_inside_stored_code_is_the_clients() {
+    let env = Env::start("", "").await;
+    env.backend_sql("CREATE TABLE test.lii_t (id INT AUTO_INCREMENT PRIMARY KEY, v INT)");
+    env.backend_sql("CREATE FUNCTION test.lii_f() RETURNS BIGINT RETURN LAST_INSERT_ID()");
+    env.backend_sql("CREATE PROCEDURE test.lii_p() SELECT LAST_INSERT_ID() = @want");
+    let script = "INSERT INTO lii_t (v) VALUES (1);\nSET @want = LAST_INSERT_ID();\nSELECT 1;\n\
+                  SELECT lii_f() = @want, @want > 0;\nSET @got = lii_f();\nSELECT @got = @want;\nCALL lii_p()";
+    let readings = |side: Side| {
+        let by_cli = cli(&login(side), script).expect("CLI");
+        let by_driver = pymysql(&login(side), script).expect("PyMySQL");
+        let fresh = cli(&login(side), "SELECT lii_f()").expect("CLI");
+        (by_cli, by_driver, fresh)
+    };
+    let [proxy, direct] = sides(&env);
+    let want = readings(direct);
+    assert_eq!(want.0, ["1", "1\t1", "1", "1"], "directly, mariadb CLI");
+    assert_eq!(want.2, ["0"], "directly, a new client");
+    assert_eq!(readings(proxy), want, "through Tessera (CLI, PyMySQL, a new client)");
+    for side in [proxy, direct] {
+        let mut a = side.client().await;
+        let mut b = side.client().await;
+        a.query("INSERT INTO lii_t (v) VALUES (2)").await.expect("A inserts");
+        let a_id = a.value("SELECT LAST_INSERT_ID()").await;
+        b.query("INSERT INTO lii_t (v) VALUES (3)").await.expect("B inserts");
+        let b_id = b.value("SELECT LAST_INSERT_ID()").await;
+        assert_ne!(a_id, b_id);
+        assert_eq!(a.value("SELECT lii_f()").await, a_id, "A, {side:?}");
+        assert_eq!(b.value("SELECT lii_f()").await, b_id, "B, {side:?}");
+        assert_eq!(a.value("DO 1").await, None);
+        assert_eq!(a.value("SELECT lii_f()").await, a_id, "A again, {side:?}");
+    }
+}
