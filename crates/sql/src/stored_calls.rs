@@ -6,7 +6,7 @@
 
 use crate::lexer::{Lexer, TokenKind};
 
-/// Built-in functions that are not in the pure list ([`crate::pure`]): they read session
+/// Built-in functions that are not in the pure list (`pure.rs`): they read session
 /// state, the clock or locks, but never run stored code (sorted, checked by a test).
 const OTHER_BUILTINS: &[&str] = &[
     "aes_decrypt",
