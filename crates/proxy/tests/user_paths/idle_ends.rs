@@ -84,20 +84,7 @@ async fn an_idle_transaction_the_server_ends_ends_the_clients_connection() {
     env.backend_sql("CREATE TABLE test.idle_t (a INT) ENGINE=InnoDB");
     let sides = [Side::Proxy(env.port()), Side::Direct(env.sandbox.servers()[0].port())];
     for side in sides {
-        let login = match side {
-            Side::Proxy(port) => Login {
-                port,
-                user: "app",
-                password: "app",
-                db: Some("test"),
-            },
-            Side::Direct(port) => Login {
-                port,
-                user: "tessera",
-                password: "tessera",
-                db: Some("test"),
-            },
-        };
+        let login = side.login();
         let outcome = next_statement_after_idle_end(&env, side, &login).await;
         assert!(
             outcome == "2006" || outcome == "2013",

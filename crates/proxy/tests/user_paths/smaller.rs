@@ -12,20 +12,7 @@ use super::sides::Side;
 use crate::common::{Client, Env};
 
 fn login(side: Side) -> Login<'static> {
-    match side {
-        Side::Proxy(port) => Login {
-            port,
-            user: "app",
-            password: "app",
-            db: Some("test"),
-        },
-        Side::Direct(port) => Login {
-            port,
-            user: "tessera",
-            password: "tessera",
-            db: Some("test"),
-        },
-    }
+    side.login()
 }
 
 fn sides(env: &Env) -> [Side; 2] {

@@ -713,27 +713,14 @@ async fn an_error_under_autocommit_off_keeps_the_transaction_with_its_client() {
 /// backend connection, the pool holds one) reads none.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stored_code_under_set_stays_with_its_client_in_every_client() {
-    use super::drivers::{cli, pymysql, Login};
+    use super::drivers::{cli, pymysql};
     let (_env, proxy, direct) = env_with_one_connection().await;
     let mut setup = direct.client().await;
     for sql in &STORED_CODE[..2] {
         setup.query(sql).await.unwrap_or_else(|e| panic!("{sql}: {e:?}"));
     }
     let probe = "SELECT CONCAT(IFNULL(@hidden, 'none'), '/', @@time_zone)";
-    let login = |side: Side| match side {
-        Side::Proxy(port) => Login {
-            port,
-            user: "app",
-            password: "app",
-            db: Some("test"),
-        },
-        Side::Direct(port) => Login {
-            port,
-            user: "tessera",
-            password: "tessera",
-            db: Some("test"),
-        },
-    };
+    let login = |side: Side| side.login();
     for call in [
         "SET @x = leak_f()",
         "SET STATEMENT max_statement_time = 100 FOR CALL leak_p()",
