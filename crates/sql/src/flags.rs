@@ -62,12 +62,16 @@ impl Flags {
     /// or a `LIMIT`/`FETCH` beside a `UNION`/`INTERSECT`/`EXCEPT`. A hint (a column named
     /// `offset` sets it too): [`crate::found_rows_effect`] reads the statement to be sure.
     pub const PAGING: Flags = Flags(1 << 21);
+    /// May call a stored function: a name before `(` that is neither a known built-in nor a
+    /// keyword, or any qualified (`db.f(`) or quoted (`` `f`( ``) one
+    /// (the classifier's `stored_calls` rule). Its body may read and change session state.
+    pub const STORED_CALL: Flags = Flags(1 << 22);
 
     /// Any of the advisory-lock functions.
     pub const LOCK_FUNCTIONS: Flags =
         Flags(Self::GET_LOCK.0 | Self::RELEASE_LOCK.0 | Self::RELEASE_ALL_LOCKS.0 | Self::IS_USED_LOCK.0);
 
-    const NAMES: [(&'static str, Flags); 22] = [
+    const NAMES: [(&'static str, Flags); 23] = [
         ("USER_VAR_WRITE", Self::USER_VAR_WRITE),
         ("USER_VAR_READ", Self::USER_VAR_READ),
         ("GET_LOCK", Self::GET_LOCK),
@@ -90,6 +94,7 @@ impl Flags {
         ("SEQUENCE", Self::SEQUENCE),
         ("PROCESSLIST", Self::PROCESSLIST),
         ("PAGING", Self::PAGING),
+        ("STORED_CALL", Self::STORED_CALL),
     ];
 
     pub const fn empty() -> Flags {

@@ -29,7 +29,7 @@ mod scan;
 pub mod select_items;
 pub mod set_scope;
 pub mod split;
-pub mod stored_calls;
+mod stored_calls;
 pub mod txn_end;
 pub mod uservars;
 
@@ -47,7 +47,6 @@ pub use split::{
     ends_in_parenthesis, set_assignments, split_statements, split_statements_with, statement_set_assignments,
     statement_set_parts, StatementSetParts,
 };
-pub use stored_calls::may_call_stored_function;
 pub use txn_end::{completion_type_level, end_options, EndOptions};
 pub use uservars::{
     assigned_user_variables, assigned_user_variables_with, references_user_variables, references_user_variables_with,

@@ -5,6 +5,7 @@
 
 use crate::keyword::Kw;
 use crate::lexer::{Token, TokenKind};
+use crate::stored_calls::Call;
 
 /// Functions that neither write, lock, sleep nor read session or connection state (sorted,
 /// checked by a test).
@@ -141,25 +142,20 @@ enum Verdict {
 
 /// The purity rule, fed every significant token of a text by the classifier's single walk.
 #[derive(Debug, Default)]
-pub(crate) struct Purity<'a> {
+pub(crate) struct Purity {
     verdict: Verdict,
-    /// The previous token, when it was a word or a quoted name: its text, and whether it cannot
-    /// name a pure built-in (a `.` stood before it, or it was quoted).
-    word: Option<(&'a str, bool)>,
-    after_dot: bool,
 }
 
-impl<'a> Purity<'a> {
-    /// Feeds the significant token `t` (`kw` its keyword); once the text is impure, each
-    /// further token costs one comparison.
+impl Purity {
+    /// Feeds the significant token `t` (`kw` its keyword; `call` what it calls when it is the
+    /// `(` after a name); once the text is impure, each further token costs one comparison.
     #[inline]
-    pub(crate) fn feed(&mut self, t: &Token<'a>, kw: Kw) {
+    pub(crate) fn feed(&mut self, t: &Token<'_>, kw: Kw, call: Option<Call>) {
         let pure = match self.verdict {
             Verdict::Impure => return,
             Verdict::Empty => kw == Kw::Select,
-            Verdict::Pure => self.allows(t, kw),
+            Verdict::Pure => allows(t, kw, call),
         };
-        self.after_dot = t.kind == TokenKind::Dot;
         self.verdict = if pure { Verdict::Pure } else { Verdict::Impure };
     }
 
@@ -172,40 +168,22 @@ impl<'a> Purity<'a> {
     pub(crate) fn is_pure(&self) -> bool {
         self.verdict == Verdict::Pure
     }
+}
 
-    /// Whether `t`, a token after the first, leaves the SELECT pure.
-    fn allows(&mut self, t: &Token<'a>, kw: Kw) -> bool {
-        let word = self.word.take();
-        match t.kind {
-            TokenKind::UserVar | TokenKind::SystemVar => false,
-            TokenKind::Word => {
-                self.word = Some((t.text, self.after_dot));
-                !IMPURE_KEYWORDS.contains(&kw)
-            }
-            // `` `f`( `` is a stored function (or a built-in the list cannot vouch for).
-            TokenKind::QuotedIdent => {
-                self.word = Some((t.text, true));
-                true
-            }
-            // `db.f(` is a stored function, whatever its name.
-            TokenKind::LParen => word.is_none_or(|(name, qualified)| !qualified && is_pure_call(name)),
-            _ => true,
-        }
+/// Whether `t`, a token after the first, leaves the SELECT pure: a quoted (`` `f`( ``) or
+/// qualified (`db.f(`) callee is a stored function, whatever its name.
+fn allows(t: &Token<'_>, kw: Kw, call: Option<Call>) -> bool {
+    match t.kind {
+        TokenKind::UserVar | TokenKind::SystemVar => false,
+        TokenKind::Word => !IMPURE_KEYWORDS.contains(&kw),
+        TokenKind::LParen => call.is_none_or(|c| c == Call::Pure),
+        _ => true,
     }
 }
 
-/// Whether `name(` calls a built-in function of [`PURE_FUNCTIONS`] or is a keyword before a
-/// parenthesis, ASCII case-insensitively, without allocating.
-pub(crate) fn is_pure_call(name: &str) -> bool {
-    let mut lower = [0u8; 20];
-    let Some(buf) = lower.get_mut(..name.len()) else {
-        return false;
-    };
-    buf.copy_from_slice(name.as_bytes());
-    buf.make_ascii_lowercase();
-    let Ok(lower) = std::str::from_utf8(buf) else {
-        return false;
-    };
+/// Whether `lower(` (a name in ASCII lowercase) calls a built-in function of
+/// [`PURE_FUNCTIONS`] or is a keyword before a parenthesis.
+pub(crate) fn is_pure_lowercase(lower: &str) -> bool {
     PURE_FUNCTIONS.binary_search(&lower).is_ok() || KEYWORDS_BEFORE_PAREN.binary_search(&lower).is_ok()
 }
 

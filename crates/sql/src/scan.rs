@@ -10,6 +10,7 @@ use crate::flags::Flags;
 use crate::keyword::Kw;
 use crate::lexer::{Lexer, Token, TokenKind};
 use crate::pure::Purity;
+use crate::stored_calls::{Call, Callee};
 
 /// What [`walk`] found in the whole text.
 pub(crate) struct Outcome {
@@ -29,6 +30,7 @@ pub(crate) fn walk<'a, V: FnMut(Token<'a>, bool)>(lex: Lexer<'a>, visit: V) -> O
         primary: false,
         replica: false,
         purity: Purity::default(),
+        callee: Callee::default(),
         visit,
     };
     let mut first = None;
@@ -69,7 +71,8 @@ struct Walker<'a, V> {
     flags: Flags,
     primary: bool,
     replica: bool,
-    purity: Purity<'a>,
+    purity: Purity,
+    callee: Callee<'a>,
     visit: V,
 }
 
@@ -187,7 +190,11 @@ impl<'a, V: FnMut(Token<'a>, bool)> Walker<'a, V> {
         let target = std::mem::take(&mut st.expect_target);
         let into = std::mem::take(&mut st.into_list);
         let kw = t.kw();
-        self.purity.feed(&t, kw);
+        let call = self.callee.feed(&t, kw);
+        self.purity.feed(&t, kw, call);
+        if call == Some(Call::MaybeStored) {
+            self.flags.insert(Flags::STORED_CALL);
+        }
         match t.kind {
             TokenKind::LParen => st.depth += 1,
             TokenKind::RParen => st.depth = st.depth.saturating_sub(1),

@@ -1,10 +1,13 @@
-//! Whether a statement may call a stored function: a name before `(` that is neither one of
-//! MariaDB's common built-in functions nor a keyword, or any qualified (`db.f(`) or quoted
-//! (`` `f`( ``) name. Built-in names win over stored functions of the same name in MariaDB,
-//! so an unqualified built-in call never runs stored code. A name the list does not know
-//! counts as a stored function: the answer errs on the side of "may call".
+//! Whether a statement may call a stored function ([`crate::Flags::STORED_CALL`], set in the
+//! classifier's single walk): a name before `(` that is neither one of MariaDB's common
+//! built-in functions nor a keyword, or any qualified (`db.f(`) or quoted (`` `f`( ``) name.
+//! A table name after `INTO`, `INSERT` or `REPLACE` opens a column list, not a call.
+//! Built-in names win over stored functions of the same name in MariaDB, so an unqualified
+//! built-in call never runs stored code. A name the lists do not know counts as a stored
+//! function: the answer errs on the side of "may call".
 
-use crate::lexer::{Lexer, TokenKind};
+use crate::keyword::Kw;
+use crate::lexer::{Token, TokenKind};
 
 /// Built-in functions that are not in the pure list (`pure.rs`): they read session
 /// state, the clock or locks, but never run stored code (sorted, checked by a test).
@@ -32,7 +35,6 @@ const OTHER_BUILTINS: &[&str] = &[
     "current_user",
     "curtime",
     "database",
-    "date_format",
     "decode",
     "degrees",
     "elt",
@@ -169,38 +171,109 @@ const OTHER_BUILTINS: &[&str] = &[
     "yearweek",
 ];
 
-/// Whether `sql` may call a stored function (see the module's note).
-pub fn may_call_stored_function(sql: &str) -> bool {
-    // The previous significant token: a name (and whether it cannot be a built-in).
-    let mut name: Option<(&str, bool)> = None;
-    let mut after_dot = false;
-    for t in Lexer::new(sql).filter(|t| t.is_significant()) {
-        let before = name.take();
-        match t.kind {
-            TokenKind::Word => name = Some((t.text, after_dot)),
-            TokenKind::QuotedIdent => name = Some((t.text, true)),
-            TokenKind::LParen => {
-                if let Some((n, stored_only)) = before {
-                    if stored_only || !is_builtin_or_keyword(n) {
-                        return true;
-                    }
-                }
-            }
-            _ => {}
-        }
-        after_dot = t.kind == TokenKind::Dot;
-    }
-    false
+/// What a `name(` calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Call {
+    /// A built-in of the pure list, or a keyword before a parenthesis.
+    Pure,
+    /// Another built-in: it reads session state or the clock, but runs no stored code.
+    Builtin,
+    /// A stored function, or a name this module cannot vouch for.
+    MaybeStored,
 }
 
-fn is_builtin_or_keyword(name: &str) -> bool {
-    let lower = name.to_ascii_lowercase();
-    crate::pure::is_pure_call(&lower) || OTHER_BUILTINS.binary_search(&lower.as_str()).is_ok()
+/// Tracks, over the significant tokens of the classifier's single walk, which name each `(`
+/// calls. A table name after `INTO`, `INSERT` or `REPLACE` (qualified or not) is no callee:
+/// its `(` opens a column list.
+#[derive(Debug, Default)]
+pub(crate) struct Callee<'a> {
+    /// The previous token, when a possible callee: its text, and whether a `.` stood before
+    /// it or it was quoted (a stored function, whatever its name).
+    word: Option<(&'a str, bool)>,
+    after_dot: bool,
+    /// The previous word (or `.`) is part of a table name.
+    table: bool,
+    /// The next word names a table.
+    expect_table: bool,
+}
+
+impl<'a> Callee<'a> {
+    /// Feeds the significant token `t` (`kw` its keyword); at a `(` after a name, says what it calls.
+    #[inline(always)]
+    pub(crate) fn feed(&mut self, t: &Token<'a>, kw: Kw) -> Option<Call> {
+        let before = self.word.take();
+        let was_table = std::mem::take(&mut self.table);
+        let call = match t.kind {
+            TokenKind::Word | TokenKind::QuotedIdent => {
+                self.name(t, kw, was_table);
+                None
+            }
+            TokenKind::Dot => {
+                self.table = was_table;
+                None
+            }
+            TokenKind::LParen => before.map(|(name, stored_only)| classify_call(name, stored_only)),
+            _ => None,
+        };
+        if t.kind != TokenKind::Dot && !matches!(t.kind, TokenKind::Word | TokenKind::QuotedIdent) {
+            self.expect_table = false;
+        }
+        self.after_dot = t.kind == TokenKind::Dot;
+        call
+    }
+
+    #[inline(always)]
+    fn name(&mut self, t: &Token<'a>, kw: Kw, was_table: bool) {
+        let in_table = self.expect_table || (self.after_dot && was_table);
+        let word = t.kind == TokenKind::Word;
+        self.expect_table = word
+            && (matches!(kw, Kw::Into | Kw::Insert | Kw::Replace)
+                || (self.expect_table && precedes_table_name(t.text)));
+        if in_table {
+            self.table = true;
+        } else {
+            self.word = Some((t.text, !word || self.after_dot));
+        }
+    }
+}
+
+/// `INSERT [LOW_PRIORITY | DELAYED | HIGH_PRIORITY] [IGNORE] [INTO] t`, `LOAD DATA .. INTO TABLE t`.
+fn precedes_table_name(word: &str) -> bool {
+    ["low_priority", "delayed", "high_priority", "ignore", "table"]
+        .iter()
+        .any(|m| word.eq_ignore_ascii_case(m))
+}
+
+/// What `name(` calls; `stored_only` for a qualified or quoted name.
+fn classify_call(name: &str, stored_only: bool) -> Call {
+    if stored_only {
+        return Call::MaybeStored;
+    }
+    let mut buf = [0u8; 20];
+    match lowercase(name, &mut buf) {
+        Some(lower) if crate::pure::is_pure_lowercase(lower) => Call::Pure,
+        Some(lower) if OTHER_BUILTINS.binary_search(&lower).is_ok() => Call::Builtin,
+        _ => Call::MaybeStored,
+    }
+}
+
+/// `name` in ASCII lowercase, in `buf` (no listed name is longer than 20 bytes): None when
+/// it is longer.
+pub(crate) fn lowercase<'b>(name: &str, buf: &'b mut [u8; 20]) -> Option<&'b str> {
+    let buf = buf.get_mut(..name.len())?;
+    buf.copy_from_slice(name.as_bytes());
+    buf.make_ascii_lowercase();
+    std::str::from_utf8(buf).ok()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Flags;
+
+    fn may_call_stored_function(sql: &str) -> bool {
+        crate::classify(sql).flags.contains(Flags::STORED_CALL)
+    }
 
     #[test]
     fn the_list_is_sorted_for_binary_search() {
@@ -217,6 +290,10 @@ mod tests {
             "SET @x := 1, @y = my_func(@x)",
             "SET @x = CONCAT(f(1), 'a')",
             "SET SESSION sql_mode = pick_mode()",
+            "INSERT INTO t (a) VALUES (f(1))",
+            "INSERT INTO db.t (a) VALUES (db.g())",
+            "UPDATE t SET a = f(a)",
+            "SELECT a FROM t WHERE b = `concat`('x')",
         ] {
             assert!(may_call_stored_function(sql), "{sql}");
         }
@@ -232,6 +309,11 @@ mod tests {
             "SET @@session.time_zone = '+05:00'",
             "SET NAMES utf8mb4",
             "SET @x = json_object('a', 1)",
+            "INSERT INTO sbtest1 (id, k, c, pad) VALUES (?, ?, ?, ?)",
+            "INSERT LOW_PRIORITY IGNORE INTO db.t (a) VALUES (1)",
+            "insert `t` (a) values (1)",
+            "REPLACE INTO `db`.`t`(a) VALUES (CONCAT('a', 'b'))",
+            "INSERT INTO t (a) SELECT b FROM u WHERE c IN (1, 2)",
         ] {
             assert!(!may_call_stored_function(sql), "{sql}");
         }

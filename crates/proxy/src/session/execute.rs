@@ -750,7 +750,7 @@ fn calls_stored_function(s: &Stmt<'_>) -> bool {
             s.class.kind,
             K::Select | K::Do | K::Set(_) | K::Insert | K::Update | K::Delete | K::Replace
         )
-        && tessera_sql::may_call_stored_function(s.sql)
+        && s.class.flags.contains(Flags::STORED_CALL)
 }
 
 /// The variables the `SET STATEMENT ... FOR` statements among `stmts` set for themselves only.

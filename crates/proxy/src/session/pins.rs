@@ -319,7 +319,6 @@ pub fn reason_names(bits: u16) -> impl Iterator<Item = &'static str> {
         .map(|(_, r)| *r)
 }
 
-/// `FLUSH ... WITH READ LOCK` and `FLUSH TABLES t ... FOR EXPORT` hold locks on the connection.
 /// The statement a `SET STATEMENT ... FOR` runs (after the closing `*/` of a
 /// `/*M!100101 SET STATEMENT x = 1 FOR */ SELECT 1` head).
 pub(super) fn inner_statement(sql: &str) -> Option<&str> {
@@ -328,6 +327,7 @@ pub(super) fn inner_statement(sql: &str) -> Option<&str> {
     Some(rest.strip_prefix("*/").unwrap_or(rest))
 }
 
+/// `FLUSH ... WITH READ LOCK` and `FLUSH TABLES t ... FOR EXPORT` hold locks on the connection.
 fn takes_read_lock(sql: &str) -> bool {
     let sql = sql.trim_end().trim_end_matches(';');
     let words: Vec<_> = tessera_sql::Lexer::new(sql).filter(|t| t.is_significant()).collect();

@@ -85,7 +85,7 @@ fn changed_unseen_state(outcome: &Outcome, stmts: &[Stmt<'_>]) -> bool {
     // A `SET STATEMENT ... FOR` reports its own restore as a change: only the program or
     // stored function its inner statement names explains nothing.
     let may_run = |s: &Stmt<'_>| match wrapped(s) {
-        Some(inner) => runs_a_program(&inner) || tessera_sql::may_call_stored_function(inner.sql),
+        Some(inner) => runs_a_program(&inner) || inner.class.flags.contains(tessera_sql::Flags::STORED_CALL),
         None => may_run_stored_code(s),
     };
     if outcome.state_changed && unexplained && stmts.iter().any(may_run) {
@@ -114,7 +114,7 @@ fn wrapped<'a>(s: &Stmt<'a>) -> Option<Stmt<'a>> {
 fn may_run_stored_code(s: &Stmt<'_>) -> bool {
     use StatementKind as K;
     if let K::Set(_) = s.class.kind {
-        return tessera_sql::may_call_stored_function(s.sql);
+        return s.class.flags.contains(tessera_sql::Flags::STORED_CALL);
     }
     matches!(
         s.class.kind,
