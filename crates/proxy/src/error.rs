@@ -181,7 +181,7 @@ fn merge_code(e: &MergeError) -> (u16, &'static str) {
         MergeError::Backend(p) => (p.code, "HY000"),
         MergeError::MemoryCap { .. } => (1038, "HY001"),
         MergeError::OutOfRange(_) => (ER_DATA_OUT_OF_RANGE, "22003"),
-        MergeError::Source(_) | MergeError::Sink(_) | MergeError::Row(_) => (1105, "HY000"),
+        MergeError::Source(_) | MergeError::Sink(_) | MergeError::ClientLeft | MergeError::Row(_) => (1105, "HY000"),
         MergeError::InvalidSpec(_) | MergeError::ShortRow { .. } => (1105, "HY000"),
     }
 }

@@ -133,11 +133,18 @@ impl ClientTracking {
         TRACKING_VARIABLES.map(|name| self.value_sql(name))
     }
 
-    /// The value `SELECT @@name` answers, as SQL (a quoted string or 1/0).
+    /// The value `SELECT @@name` answers, as SQL (a quoted string, a variable or 0). ON is
+    /// the backend connection's own variable, which Tessera always sets ON: it reads 1 as a
+    /// number and `ON` as a string (`CONCAT(@@session_track_schema)`), as the client's would.
+    /// OFF is the literal 0, which reads `0` as a string where MariaDB gives `OFF`.
     pub fn value_sql(&self, name: &str) -> String {
+        let switch = |on: bool, var: &str| match on {
+            true => format!("@@session.{var}"),
+            false => "0".to_string(),
+        };
         match name {
-            "session_track_schema" => u8::from(self.schema).to_string(),
-            "session_track_state_change" => u8::from(self.state_change).to_string(),
+            "session_track_schema" => switch(self.schema, name),
+            "session_track_state_change" => switch(self.state_change, name),
             _ => tessera_sql::quote::quote_string(&self.system_variables),
         }
     }
@@ -176,7 +183,10 @@ mod tests {
         t.set("session_track_system_variables", Some("*")).unwrap();
         t.set("session_track_state_change", Some("ON")).unwrap();
         assert!(t.wants_everything());
-        assert_eq!(t.value_sql("session_track_state_change"), "1");
+        assert_eq!(
+            t.value_sql("session_track_state_change"),
+            "@@session.session_track_state_change"
+        );
         t.set("session_track_schema", Some("0")).unwrap();
         assert_eq!(t.value_sql("session_track_schema"), "0");
         assert!(t.set("session_track_schema", Some("maybe")).is_err());

@@ -315,10 +315,17 @@ async fn unless_client_left<T, C: AsyncRead + SendBuffer>(
     tokio::select! {
         biased;
         answer = answer => answer,
-        () = client.peer_closed(CLIENT_INPUT_WATCHED_UP_TO) => {
+        () = client_left(client) => {
             Err(ProxyError::Client(tessera_protocol::ProtocolError::Closed))
         }
     }
+}
+
+/// Completes when the client closes its connection while a statement of its session runs
+/// (what it sends meanwhile is kept for later, up to 64 KiB;
+/// beyond, it stays pending). Cancel-safe.
+pub async fn client_left<C: AsyncRead + SendBuffer>(client: &mut PacketStream<C>) {
+    client.peer_closed(CLIENT_INPUT_WATCHED_UP_TO).await
 }
 
 /// Flushes what was written to the client; a flush that takes longer than `write_timeout`

@@ -105,6 +105,10 @@ impl<S: tokio::io::AsyncRead + tessera_protocol::packet::SendBuffer + Send> RowS
         }
         Ok(())
     }
+
+    async fn client_left(&mut self) {
+        crate::exec::forward::client_left(self.client).await
+    }
 }
 
 /// Reads a result set's header from a shard: the column definitions, parsed and as sent.

@@ -368,7 +368,7 @@ impl Session {
 
     /// Interrupts a session's running turn on each backend connection it runs on; the first
     /// failure to reach one is the error, once every one was tried.
-    async fn interrupt(
+    pub(super) async fn interrupt(
         &self,
         target: &crate::registry::SessionHandle,
         running: &crate::registry::Running,

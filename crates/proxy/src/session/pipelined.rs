@@ -222,13 +222,34 @@ impl Session {
     ) -> Result<Option<LaneAnswer>, ProxyError> {
         self.handle.set_running_shared(&server, thread_id);
         self.catch_up_kill(seen).await;
-        let answer = answer.await.ok();
+        let answer = tokio::select! {
+            biased;
+            answer = answer => Some(answer.ok()),
+            () = crate::exec::forward::client_left(&mut self.client) => None,
+        };
+        let Some(answer) = answer else {
+            self.interrupt_for_a_client_that_left().await;
+            return Err(ProxyError::Client(tessera_protocol::ProtocolError::Closed));
+        };
         let interrupted = self.handle.kill_requests() != seen || self.handle.is_killed();
         self.handle.set_running(None);
         match interrupted {
             true => Err(ProxyError::QueryInterrupted),
             false => Ok(answer),
         }
+    }
+
+    /// The client left while its statement ran on a lane's shared connection: the statement
+    /// is interrupted there (KILL QUERY, as for a KILL from another client; a statement of
+    /// another session it may reach instead runs again on its own), since the connection
+    /// stays open for the lane's other statements and the server would not see this client go.
+    async fn interrupt_for_a_client_that_left(&mut self) {
+        if let Some(running) = self.handle.running() {
+            if let Err(e) = self.interrupt(&self.handle, &running, true).await {
+                tracing::warn!(session = self.id, error = %e, "the statement of a client that left could not be interrupted");
+            }
+        }
+        self.handle.set_running(None);
     }
 
     /// Opens a lane of `set` on a connection of `pool` in this session's state, its statements

@@ -10,6 +10,7 @@ use super::execute::Stmt;
 use super::{Next, Session};
 use crate::alloc::in_heap;
 use crate::error::{ProxyError, ServerError};
+use crate::exec::merge::MergeError;
 use crate::pool::PooledConn;
 use crate::route::sharded::values::Values;
 use crate::route::sharded::{ShardPlan, ShardSet};
@@ -827,10 +828,17 @@ impl Session {
                 out.push(read_header(&mut st.conn).await);
             }
             out
-        })
-        .await;
+        });
+        // A client that leaves while the shards work ends their statements: their
+        // connections close, as the server would see this client leave.
+        let headers = tokio::select! {
+            biased;
+            headers = headers => Some(headers),
+            () = crate::exec::forward::client_left(&mut self.client) => None,
+        };
         match headers {
-            Ok(headers) => {
+            None => failure = Some(ProxyError::Client(tessera_protocol::ProtocolError::Closed)),
+            Some(Ok(headers)) => {
                 for (i, (st, h)) in states.iter_mut().zip(headers).enumerate() {
                     match h {
                         Ok((columns, r)) => {
@@ -845,7 +853,7 @@ impl Session {
                     }
                 }
             }
-            Err(_) => {
+            Some(Err(_)) => {
                 failure = Some(ServerError::ScatterDeadline(deadline.as_millis()).into());
             }
         }
@@ -903,7 +911,8 @@ impl Session {
         let merged = crate::exec::merge::run(&spec, sources, &mut sink).await;
         let mut warnings = 0u16;
         for st in states.iter_mut() {
-            if st.drain().await.is_err() {
+            // The shards of a client that left are not waited for: their connections close.
+            if matches!(merged, Err(MergeError::ClientLeft)) || st.drain().await.is_err() {
                 st.conn.broken = true;
             }
             warnings = warnings.saturating_add(st.warnings);
@@ -928,6 +937,7 @@ impl Session {
                 self.last.row_count = -1;
                 self.write_result_end(warnings).await
             }
+            Err(MergeError::ClientLeft) => Err(ProxyError::Client(tessera_protocol::ProtocolError::Closed)),
             Err(e) => Err(e.into()),
         };
         for st in states {

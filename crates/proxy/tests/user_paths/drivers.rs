@@ -2,7 +2,7 @@
 //! (from the compat suites' venv, `tests/compat/.venv`, which `make deps` builds). Each returns
 //! the rows as text lines (tab-separated) or the server's error number and message.
 
-use std::process::Command;
+use std::process::{Child, Command, Stdio};
 
 /// Where a program connects.
 pub struct Login<'a> {
@@ -66,13 +66,72 @@ pub fn pymysql_columns(login: &Login<'_>, sql: &str) -> Result<Vec<String>, Refu
     run_pymysql(login, sql, true)
 }
 
-fn run_pymysql(login: &Login<'_>, sql: &str, columns: bool) -> Result<Vec<String>, Refused> {
+/// The compat venv's Python (with PyMySQL), or the system's.
+pub fn python() -> &'static str {
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/compat/.venv/bin/python");
-    let python = if std::path::Path::new(root).exists() {
+    if std::path::Path::new(root).exists() {
         root
     } else {
         "python3"
+    }
+}
+
+/// A client program started on `sql` (statements separated by `;` and a newline) that goes
+/// on after an error and prints each statement's rows (and `ERROR <n>`) as it gets them, so
+/// that a test can act while it runs: the mariadb CLI (`--unbuffered --force`) or PyMySQL.
+pub fn spawn_unbuffered(program: Program, login: &Login<'_>, sql: &str) -> Child {
+    let mut cmd = match program {
+        Program::Cli => {
+            let mut cmd = Command::new("mariadb");
+            cmd.args(["--protocol=tcp", "-h127.0.0.1", "--batch", "--skip-column-names"]);
+            cmd.args(["--unbuffered", "--force", &format!("-P{}", login.port)]);
+            cmd.args([format!("-u{}", login.user), format!("-p{}", login.password)]);
+            cmd.args(login.db).args(["-e", sql]);
+            cmd
+        }
+        Program::PyMySql => {
+            let mut cmd = Command::new(python());
+            cmd.args([
+                "-u",
+                "-c",
+                UNBUFFERED_PYMYSQL,
+                &login.port.to_string(),
+                login.user,
+                login.password,
+            ]);
+            cmd.arg(login.db.unwrap_or("")).arg(sql);
+            cmd
+        }
     };
+    cmd.stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the client program starts")
+}
+
+/// The client programs of [`spawn_unbuffered`].
+#[derive(Clone, Copy, Debug)]
+pub enum Program {
+    Cli,
+    PyMySql,
+}
+
+const UNBUFFERED_PYMYSQL: &str = r#"
+import sys, pymysql
+port, user, password, db, sql = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4] or None, sys.argv[5]
+c = pymysql.connect(host="127.0.0.1", port=port, user=user, password=password, database=db)
+cur = c.cursor()
+for statement in sql.split(";\n"):
+    try:
+        cur.execute(statement)
+        for row in cur.fetchall():
+            print("\t".join("NULL" if v is None else str(v) for v in row), flush=True)
+    except pymysql.err.MySQLError as e:
+        print(f"ERROR {e.args[0]}", file=sys.stderr, flush=True)
+"#;
+
+fn run_pymysql(login: &Login<'_>, sql: &str, columns: bool) -> Result<Vec<String>, Refused> {
+    let python = python();
     let script = r#"
 import sys, pymysql
 port, user, password, db, sql = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4] or None, sys.argv[5]

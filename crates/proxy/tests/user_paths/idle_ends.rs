@@ -6,7 +6,7 @@
 //! directly; the test waits on progress (the server thread gone, Tessera's count of lost
 //! backends), not on a sleep.
 
-use super::drivers::Login;
+use super::drivers::{python, Login};
 use super::sides::Side;
 use crate::common::{wait_for, Client, Env};
 use std::io::{BufRead, BufReader, Write};
@@ -31,15 +31,6 @@ try:
 except pymysql.err.MySQLError as e:
     print(e.args[0], flush=True)
 "#;
-
-fn python() -> &'static str {
-    let venv = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/compat/.venv/bin/python");
-    if std::path::Path::new(venv).exists() {
-        venv
-    } else {
-        "python3"
-    }
-}
 
 /// What the idle client's next statement met, after the server ended its connection.
 async fn next_statement_after_idle_end(env: &Env, side: Side, login: &Login<'_>) -> String {

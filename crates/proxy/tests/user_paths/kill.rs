@@ -392,3 +392,81 @@ async fn a_client_that_vanishes_mid_statement_leaves_no_work_behind() {
         assert_fresh_state(side).await;
     }
 }
+
+/// A client vanishes while `work` waits on `threads` backend threads (no transaction): the
+/// wait ends on every one of them, as it does when the client is the server's own.
+async fn vanish_while_waiting(side: Side, watch: &mut Watch, (work, threads): (Work, usize)) {
+    let mut a = side.client().await;
+    let task = tokio::spawn(async move { a.try_query(work.sql).await });
+    let running = watch.until_running(&work, threads).await;
+    task.abort();
+    assert!(
+        task.await.is_err_and(|e| e.is_cancelled()),
+        "the client left while its statement waited"
+    );
+    watch.until_idle(&running, &work).await;
+    watch.until_running(&work, 0).await;
+}
+
+/// A scatter read waits on two locked shards (one per server) and its client vanishes: the
+/// statements end on both shards, as a read waiting on one locked server ends directly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_vanishes_mid_scatter_read_leaves_no_work_on_any_shard() {
+    let env = ShardedEnv::start("").await;
+    let mut setup = env.client().await;
+    setup.query("CREATE DATABASE shop").await.expect("shard databases");
+    setup
+        .query("CREATE TABLE orders (id INT PRIMARY KEY, customer_id INT)")
+        .await
+        .expect("table");
+    let ports = [env.sandbox.server(0).port(), env.sandbox.server(1).port()];
+    let mut holders = Vec::new();
+    for (port, shard) in ports.iter().zip(["shop_0", "shop_2"]) {
+        let mut holder = Side::direct(*port).client().await;
+        holder
+            .query(&format!("LOCK TABLES {shard}.orders WRITE"))
+            .await
+            .expect("lock");
+        holders.push(holder);
+    }
+    let mut watch = Watch::on(&ports).await;
+    let direct = Side {
+        db: "shop_0",
+        ..Side::direct(ports[0])
+    };
+    let proxy = Side {
+        port: env.proxy.addr.port(),
+        account: ("app", "app"),
+        db: "shop",
+    };
+    for (side, threads) in [(direct, 1), (proxy, 2)] {
+        for _ in 0..ROUNDS / 4 {
+            vanish_while_waiting(side, &mut watch, (SCATTER_LOCK_WAIT, threads)).await;
+        }
+    }
+}
+
+/// A pure read waits in a pipelined lane (its bound raised so that it stays there) and its
+/// client vanishes: the lane's statement is interrupted, and the lane serves the next read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_vanishes_in_a_pipelined_lane_leaves_no_work_behind() {
+    let (env, proxy, direct, mut watch) = start("pipeline_statement_bound_ms = 600000", "max_size = 8").await;
+    let mut holder = direct.client().await;
+    holder.query("LOCK TABLES kill_locked WRITE").await.expect("lock");
+    for side in [direct, proxy] {
+        for _ in 0..ROUNDS / 4 {
+            vanish_while_waiting(side, &mut watch, (LOCK_WAIT, 1)).await;
+        }
+    }
+    let lane_writes = env.metric_sum("tessera_pipeline_writes_total");
+    assert!(
+        lane_writes >= (ROUNDS / 4) as u64,
+        "{lane_writes}: the reads went through a lane"
+    );
+    holder.query("UNLOCK TABLES").await.expect("unlock");
+    let mut next = proxy.client().await;
+    assert_eq!(
+        next.value("SELECT COUNT(*) FROM kill_locked").await.as_deref(),
+        Some("0")
+    );
+}

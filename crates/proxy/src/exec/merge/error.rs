@@ -17,6 +17,9 @@ pub enum MergeError {
     /// Sending to the client failed.
     #[error("Tessera: sending merged rows failed: {0}")]
     Sink(String),
+    /// The client closed its connection while the shards worked.
+    #[error("Tessera: the client left during the merge")]
+    ClientLeft,
     #[error(transparent)]
     Row(#[from] RowError),
     /// Buffered rows or group state would exceed the merge's memory cap.

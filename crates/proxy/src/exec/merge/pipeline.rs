@@ -55,7 +55,12 @@ pub async fn run<S: RowSource, K: RowSink>(
     let mut shape = Shape::new(spec);
     let mut tail = Tail::new(spec);
     while !tail.done() {
-        let Some(row) = merge.next(&mut sources, &mut budget).await? else {
+        let next = tokio::select! {
+            biased;
+            next = merge.next(&mut sources, &mut budget) => next?,
+            () = sink.client_left() => return Err(MergeError::ClientLeft),
+        };
+        let Some(row) = next else {
             if let Some(last) = shape.finish(&mut budget) {
                 if let Shape::Aggregate(a) = &mut shape {
                     if let Some(e) = a.take_error() {

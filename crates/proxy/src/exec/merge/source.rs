@@ -18,6 +18,12 @@ pub trait RowSource {
 pub trait RowSink {
     /// Sends one row (already cut to the visible columns).
     fn send_row(&mut self, row: &[Value]) -> impl Future<Output = Result<(), MergeError>> + Send;
+
+    /// Completes when the client has gone (its connection closed): the merge then stops
+    /// waiting for the shards. Never, by default. Cancel-safe.
+    fn client_left(&mut self) -> impl Future<Output = ()> + Send {
+        std::future::pending()
+    }
 }
 
 impl<S: RowSource + Send> RowSource for &mut S {
