@@ -191,7 +191,11 @@ impl Server {
             self.prepared.insert(xid("XA PREPARE "));
             ServerTxn::XaPrepared
         } else if upper.starts_with("XA COMMIT ") || upper.starts_with("XA ROLLBACK ") {
-            let verb = if upper.starts_with("XA COMMIT ") { "XA COMMIT " } else { "XA ROLLBACK " };
+            let verb = if upper.starts_with("XA COMMIT ") {
+                "XA COMMIT "
+            } else {
+                "XA ROLLBACK "
+            };
             self.prepared.remove(&xid(verb));
             ServerTxn::None
         } else {
@@ -296,7 +300,10 @@ impl ShardConn for FakeConn {
             _ => Vec::new(),
         };
         let bytes = |v: Option<String>| v.map(String::into_bytes);
-        Ok((Vec::new(), rows.into_iter().map(|r| r.into_iter().map(bytes).collect()).collect()))
+        Ok((
+            Vec::new(),
+            rows.into_iter().map(|r| r.into_iter().map(bytes).collect()).collect(),
+        ))
     }
 
     fn broken(&self) -> bool {

@@ -150,7 +150,11 @@ async fn one_phase<C: ShardConn>(branches: &mut [Branch<C>]) -> Result<Protocol,
 }
 
 /// Two-phase commit with the decision in the coordinator's transaction.
-async fn two_phase<C: ShardConn>(env: &Env<'_>, gtrid: &str, branches: &mut [Branch<C>]) -> Result<Protocol, ProxyError> {
+async fn two_phase<C: ShardConn>(
+    env: &Env<'_>,
+    gtrid: &str,
+    branches: &mut [Branch<C>],
+) -> Result<Protocol, ProxyError> {
     env.failpoints.hit("xa.before_prepare").await;
     let db = env.xa_database.as_str();
     if let Err(e) = prepare_with_decision(gtrid, db, branches).await {
@@ -176,7 +180,11 @@ async fn two_phase<C: ShardConn>(env: &Env<'_>, gtrid: &str, branches: &mut [Bra
 
 /// Sends the decision row to the coordinator and XA END + XA PREPARE to every written XA
 /// branch (read-only XA branches commit in one phase), then reads every answer.
-async fn prepare_with_decision<C: ShardConn>(gtrid: &str, db: &str, branches: &mut [Branch<C>]) -> Result<(), ProxyError> {
+async fn prepare_with_decision<C: ShardConn>(
+    gtrid: &str,
+    db: &str,
+    branches: &mut [Branch<C>],
+) -> Result<(), ProxyError> {
     let record = decision::record_sql(db, gtrid, Outcome::Commit);
     for b in branches.iter_mut() {
         let sqls = match (&b.xid, b.wrote) {
@@ -285,7 +293,11 @@ async fn settle_undecided<C: ShardConn>(
     }
 }
 
-async fn fence_on_coordinator<C: ShardConn>(env: &Env<'_>, gtrid: &str, branches: &[Branch<C>]) -> Result<Outcome, ProxyError> {
+async fn fence_on_coordinator<C: ShardConn>(
+    env: &Env<'_>,
+    gtrid: &str,
+    branches: &[Branch<C>],
+) -> Result<Outcome, ProxyError> {
     let coordinator = branches
         .iter()
         .find(|b| b.xid.is_none())

@@ -5,8 +5,8 @@
 //! late `commit` from ever landing (fencing).
 
 use super::xid::literal;
-use crate::error::ProxyError;
 use crate::backend::ShardConn;
+use crate::error::ProxyError;
 use crate::state::quote_ident;
 
 /// What the log says about a transaction.
@@ -91,7 +91,11 @@ pub async fn fence<C: ShardConn>(conn: &mut C, db: &str, gtrid: &str, wait_s: u6
 }
 
 /// The decisions recorded for these gtrids.
-pub async fn lookup<C: ShardConn>(conn: &mut C, db: &str, gtrids: &[String]) -> Result<Vec<(String, Outcome)>, ProxyError> {
+pub async fn lookup<C: ShardConn>(
+    conn: &mut C,
+    db: &str,
+    gtrids: &[String],
+) -> Result<Vec<(String, Outcome)>, ProxyError> {
     if gtrids.is_empty() {
         return Ok(Vec::new());
     }
@@ -120,7 +124,12 @@ pub async fn lookup<C: ShardConn>(conn: &mut C, db: &str, gtrids: &[String]) -> 
 }
 
 /// Deletes decisions older than `age_s` seconds that no in-doubt branch still needs.
-pub async fn forget_old<C: ShardConn>(conn: &mut C, db: &str, age_s: u64, in_doubt: &[String]) -> Result<u64, ProxyError> {
+pub async fn forget_old<C: ShardConn>(
+    conn: &mut C,
+    db: &str,
+    age_s: u64,
+    in_doubt: &[String],
+) -> Result<u64, ProxyError> {
     let mut sql = format!(
         "DELETE FROM {} WHERE decided_at < NOW(6) - INTERVAL {age_s} SECOND",
         table(db)
