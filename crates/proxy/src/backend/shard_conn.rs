@@ -56,19 +56,19 @@ impl ShardConn for PooledConn {
     }
 
     fn broken(&self) -> bool {
-        (**self).broken
+        self.broken
     }
 
     fn mark_broken(&mut self) {
-        (**self).broken = true;
+        self.broken = true;
     }
 
     fn in_transaction(&self) -> bool {
-        (**self).in_transaction
+        self.in_transaction
     }
 
     fn set_in_transaction(&mut self, open: bool) {
-        (**self).in_transaction = open;
+        self.in_transaction = open;
     }
 
     fn side(&self) -> impl Future<Output = Result<PooledConn, ProxyError>> + Send {
