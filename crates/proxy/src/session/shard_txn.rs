@@ -177,7 +177,7 @@ impl Session {
             ));
         }
         let result = if commit {
-            commit::commit(&self.ctx, gtrid.as_deref(), &mut branches)
+            commit::commit(&commit::Env::of(&self.ctx), gtrid.as_deref(), &mut branches)
                 .await
                 .map(drop)
         } else {

@@ -6,12 +6,13 @@
 //! branches work in parallel.
 
 use super::decision::{self, Outcome};
+use super::failpoints::Failpoints;
 use super::xid::Xid;
+use crate::backend::ShardConn;
 use crate::context::Context;
 use crate::error::ProxyError;
 use crate::metrics::Metrics;
 use crate::pool::PooledConn;
-use tessera_protocol::command::COM_QUERY;
 
 /// Tessera's own transaction ends: explicit, so that the client's `completion_type` (synced to
 /// every connection of its session) neither chains a transaction nor closes the connection.
@@ -19,9 +20,9 @@ pub const COMMIT: &str = "COMMIT AND NO CHAIN NO RELEASE";
 pub const ROLLBACK: &str = "ROLLBACK AND NO CHAIN NO RELEASE";
 
 /// One branch of a transaction: a shard's connection.
-pub struct Branch {
+pub struct Branch<C = PooledConn> {
     pub shard: usize,
-    pub conn: PooledConn,
+    pub conn: C,
     /// None for the coordinator (a plain transaction); the XID of an XA branch.
     pub xid: Option<Xid>,
     pub wrote: bool,
@@ -34,15 +35,43 @@ pub enum Protocol {
     TwoPhase,
 }
 
+/// What committing needs besides the branches: where it counts, its failpoints and settings.
+pub struct Env<'a> {
+    pub metrics: &'a Metrics,
+    pub failpoints: &'a Failpoints,
+    /// `server.xa_database`: the decision log's database.
+    pub xa_database: String,
+    /// `server.cross_shard_lock_wait_s`: how long fencing waits for a `commit` row.
+    pub lock_wait_s: u64,
+}
+
+impl<'a> Env<'a> {
+    /// The process's metrics and failpoints and the current generation's settings.
+    pub fn of(ctx: &'a Context) -> Env<'a> {
+        let generation = ctx.generation();
+        let server = &generation.config.server;
+        Env {
+            metrics: &ctx.metrics,
+            failpoints: &ctx.failpoints,
+            xa_database: server.xa_database.clone(),
+            lock_wait_s: server.cross_shard_lock_wait_s,
+        }
+    }
+}
+
 /// Commits the branches; `gtrid` is the transaction's when it has XA branches.
-pub async fn commit(ctx: &Context, gtrid: Option<&str>, branches: &mut [Branch]) -> Result<Protocol, ProxyError> {
+pub async fn commit<C: ShardConn>(
+    env: &Env<'_>,
+    gtrid: Option<&str>,
+    branches: &mut [Branch<C>],
+) -> Result<Protocol, ProxyError> {
     let written = branches.iter().filter(|b| b.wrote).count();
     let result = match gtrid {
-        Some(gtrid) if written > 1 => two_phase(ctx, gtrid, branches).await,
+        Some(gtrid) if written > 1 => two_phase(env, gtrid, branches).await,
         _ => one_phase(branches).await,
     };
     if result.is_ok() {
-        let m = &ctx.metrics;
+        let m = env.metrics;
         Metrics::inc(match result {
             Ok(Protocol::TwoPhase) => &m.commits_two_phase,
             _ => &m.commits_one_phase,
@@ -53,7 +82,7 @@ pub async fn commit(ctx: &Context, gtrid: Option<&str>, branches: &mut [Branch])
 
 /// Rolls back every branch (errors only break their connections: a server rolls back what a
 /// closed connection left, and recovery rolls back prepared branches without a decision).
-pub async fn rollback(branches: &mut [Branch]) {
+pub async fn rollback<C: ShardConn>(branches: &mut [Branch<C>]) {
     for b in branches.iter_mut() {
         match &b.xid {
             None => send(&mut b.conn, &[ROLLBACK]),
@@ -63,7 +92,7 @@ pub async fn rollback(branches: &mut [Branch]) {
             ),
         }
         if b.conn.flush().await.is_err() {
-            b.conn.broken = true;
+            b.conn.mark_broken();
         }
     }
     for b in branches.iter_mut() {
@@ -77,14 +106,14 @@ pub async fn rollback(branches: &mut [Branch]) {
             _ => false,
         };
         if !rolled_back {
-            b.conn.broken = true;
+            b.conn.mark_broken();
         }
-        b.conn.in_transaction = false;
+        b.conn.set_in_transaction(false);
     }
 }
 
 /// Every branch in one phase; the error of a written branch is the result.
-async fn one_phase(branches: &mut [Branch]) -> Result<Protocol, ProxyError> {
+async fn one_phase<C: ShardConn>(branches: &mut [Branch<C>]) -> Result<Protocol, ProxyError> {
     for b in branches.iter_mut() {
         match &b.xid {
             None => send(&mut b.conn, &[COMMIT]),
@@ -97,7 +126,7 @@ async fn one_phase(branches: &mut [Branch]) -> Result<Protocol, ProxyError> {
             ),
         }
         if let Err(e) = b.conn.flush().await {
-            b.conn.broken = true;
+            b.conn.mark_broken();
             if b.wrote {
                 return Err(e);
             }
@@ -107,11 +136,11 @@ async fn one_phase(branches: &mut [Branch]) -> Result<Protocol, ProxyError> {
     for b in branches.iter_mut() {
         let n = if b.xid.is_some() { 2 } else { 1 };
         let results = answers(&mut b.conn, n).await;
-        b.conn.in_transaction = false;
+        b.conn.set_in_transaction(false);
         if let Some(Err(e)) = results.into_iter().find(|r| r.is_err()) {
             // The branch's state is not known: its connection closes (the server rolls back
             // what is not committed).
-            b.conn.broken = true;
+            b.conn.mark_broken();
             if b.wrote {
                 outcome = Err(e);
             }
@@ -121,15 +150,19 @@ async fn one_phase(branches: &mut [Branch]) -> Result<Protocol, ProxyError> {
 }
 
 /// Two-phase commit with the decision in the coordinator's transaction.
-async fn two_phase(ctx: &Context, gtrid: &str, branches: &mut [Branch]) -> Result<Protocol, ProxyError> {
-    ctx.failpoints.hit("xa.before_prepare").await;
-    let db = ctx.generation().config.server.xa_database.clone();
-    if let Err(e) = prepare_with_decision(gtrid, &db, branches).await {
+async fn two_phase<C: ShardConn>(
+    env: &Env<'_>,
+    gtrid: &str,
+    branches: &mut [Branch<C>],
+) -> Result<Protocol, ProxyError> {
+    env.failpoints.hit("xa.before_prepare").await;
+    let db = env.xa_database.as_str();
+    if let Err(e) = prepare_with_decision(gtrid, db, branches).await {
         rollback(branches).await;
-        Metrics::inc(&ctx.metrics.xa_rolled_back);
+        Metrics::inc(&env.metrics.xa_rolled_back);
         return Err(e);
     }
-    ctx.failpoints.hit("xa.after_prepare").await;
+    env.failpoints.hit("xa.after_prepare").await;
     let decided = match branches.iter_mut().find(|b| b.xid.is_none()) {
         Some(coordinator) => commit_coordinator(&mut coordinator.conn).await,
         None => Err(ProxyError::TxnRolledBack(
@@ -138,16 +171,20 @@ async fn two_phase(ctx: &Context, gtrid: &str, branches: &mut [Branch]) -> Resul
     };
     match decided {
         Ok(()) => {}
-        Err(e) => return settle_undecided(ctx, gtrid, &db, branches, e).await,
+        Err(e) => return settle_undecided(env, gtrid, branches, e).await,
     }
-    ctx.failpoints.hit("xa.after_decision").await;
-    finish_prepared(ctx, gtrid, branches, Outcome::Commit).await;
+    env.failpoints.hit("xa.after_decision").await;
+    finish_prepared(env, gtrid, branches, Outcome::Commit).await;
     Ok(Protocol::TwoPhase)
 }
 
 /// Sends the decision row to the coordinator and XA END + XA PREPARE to every written XA
 /// branch (read-only XA branches commit in one phase), then reads every answer.
-async fn prepare_with_decision(gtrid: &str, db: &str, branches: &mut [Branch]) -> Result<(), ProxyError> {
+async fn prepare_with_decision<C: ShardConn>(
+    gtrid: &str,
+    db: &str,
+    branches: &mut [Branch<C>],
+) -> Result<(), ProxyError> {
     let record = decision::record_sql(db, gtrid, Outcome::Commit);
     for b in branches.iter_mut() {
         let sqls = match (&b.xid, b.wrote) {
@@ -161,7 +198,7 @@ async fn prepare_with_decision(gtrid: &str, db: &str, branches: &mut [Branch]) -
         let refs: Vec<&str> = sqls.iter().map(String::as_str).collect();
         send(&mut b.conn, &refs);
         if let Err(e) = b.conn.flush().await {
-            b.conn.broken = true;
+            b.conn.mark_broken();
             tracing::warn!(shard = b.shard, error = %e, "a branch was lost before PREPARE");
         }
     }
@@ -183,16 +220,15 @@ async fn prepare_with_decision(gtrid: &str, db: &str, branches: &mut [Branch]) -
             }
         }
         if b.xid.is_some() && !b.wrote {
-            b.conn.in_transaction = false;
+            b.conn.set_in_transaction(false);
         }
     }
     failure.map_or(Ok(()), Err)
 }
 
 /// The decision row inserted after the log table was created on a side connection.
-async fn record_after_creating(b: &mut Branch, db: &str, record: &str) -> Result<(), ProxyError> {
-    let pool = b.conn.pool().clone();
-    let mut side = pool.checkout(b.conn.flavour(), true).await?;
+async fn record_after_creating<C: ShardConn>(b: &mut Branch<C>, db: &str, record: &str) -> Result<(), ProxyError> {
+    let mut side = b.conn.side().await?;
     decision::ensure_table(&mut side, db).await?;
     drop(side);
     b.conn.simple_command(record).await.map(drop)
@@ -207,9 +243,9 @@ fn prepare_failure(shard: usize, e: ProxyError) -> ProxyError {
 }
 
 /// The coordinator's COMMIT: after it the decision is durable.
-async fn commit_coordinator(conn: &mut PooledConn) -> Result<(), ProxyError> {
+async fn commit_coordinator<C: ShardConn>(conn: &mut C) -> Result<(), ProxyError> {
     let result = conn.simple_command(COMMIT).await;
-    conn.in_transaction = false;
+    conn.set_in_transaction(false);
     result.map(drop)
 }
 
@@ -217,23 +253,22 @@ async fn commit_coordinator(conn: &mut PooledConn) -> Result<(), ProxyError> {
 /// connection leaves the outcome to the log: a `rollback` row is written unless the `commit`
 /// row is there (fencing), and the branches follow what stands; an unreachable log leaves them
 /// to recovery.
-async fn settle_undecided(
-    ctx: &Context,
+async fn settle_undecided<C: ShardConn>(
+    env: &Env<'_>,
     gtrid: &str,
-    db: &str,
-    branches: &mut [Branch],
+    branches: &mut [Branch<C>],
     e: ProxyError,
 ) -> Result<Protocol, ProxyError> {
     let lost = matches!(e, ProxyError::BackendUnavailable { .. }) || !matches!(e, ProxyError::Backend(_));
     let outcome = if lost {
-        match fence_on_coordinator(ctx, gtrid, db, branches).await {
+        match fence_on_coordinator(env, gtrid, branches).await {
             Ok(o) => o,
             Err(fence_error) => {
                 tracing::error!(gtrid, error = %e, fence_error = %fence_error, "COMMIT outcome unknown; recovery will finish the transaction");
                 // A prepared branch stays attached to its connection until that closes: close
                 // them, so that recovery (here or in another process) can finish the branches.
                 for b in branches.iter_mut().filter(|b| b.xid.is_some()) {
-                    b.conn.broken = true;
+                    b.conn.mark_broken();
                 }
                 return Err(ProxyError::TxnOutcomeUnknown(format!(
                     "the first shard was lost during COMMIT ({e}); recovery will finish the transaction"
@@ -243,14 +278,14 @@ async fn settle_undecided(
     } else {
         Outcome::Rollback
     };
-    finish_prepared(ctx, gtrid, branches, outcome).await;
+    finish_prepared(env, gtrid, branches, outcome).await;
     match outcome {
         Outcome::Commit => {
-            Metrics::inc(&ctx.metrics.commits_two_phase);
+            Metrics::inc(&env.metrics.commits_two_phase);
             Ok(Protocol::TwoPhase)
         }
         Outcome::Rollback => {
-            Metrics::inc(&ctx.metrics.xa_rolled_back);
+            Metrics::inc(&env.metrics.xa_rolled_back);
             Err(ProxyError::TxnRolledBack(format!(
                 "COMMIT failed on the first shard: {e}"
             )))
@@ -258,56 +293,53 @@ async fn settle_undecided(
     }
 }
 
-async fn fence_on_coordinator(
-    ctx: &Context,
+async fn fence_on_coordinator<C: ShardConn>(
+    env: &Env<'_>,
     gtrid: &str,
-    db: &str,
-    branches: &[Branch],
+    branches: &[Branch<C>],
 ) -> Result<Outcome, ProxyError> {
     let coordinator = branches
         .iter()
         .find(|b| b.xid.is_none())
         .ok_or_else(|| ProxyError::TxnRolledBack("no coordinator".into()))?;
-    let pool = coordinator.conn.pool().clone();
-    let mut side = pool.checkout(coordinator.conn.flavour(), true).await?;
-    let wait = ctx.generation().config.server.cross_shard_lock_wait_s.max(1);
-    decision::fence(&mut side, db, gtrid, wait).await
+    let mut side = coordinator.conn.side().await?;
+    decision::fence(&mut side, &env.xa_database, gtrid, env.lock_wait_s.max(1)).await
 }
 
 /// XA COMMIT (or XA ROLLBACK) on every prepared branch: the first alone, then the rest
 /// together. A branch that cannot be reached is left to recovery, which follows the log.
-async fn finish_prepared(ctx: &Context, gtrid: &str, branches: &mut [Branch], outcome: Outcome) {
+async fn finish_prepared<C: ShardConn>(env: &Env<'_>, gtrid: &str, branches: &mut [Branch<C>], outcome: Outcome) {
     let verb = match outcome {
         Outcome::Commit => "XA COMMIT",
         Outcome::Rollback => "XA ROLLBACK",
     };
-    let mut prepared: Vec<&mut Branch> = branches.iter_mut().filter(|b| b.xid.is_some() && b.wrote).collect();
+    let mut prepared: Vec<&mut Branch<C>> = branches.iter_mut().filter(|b| b.xid.is_some() && b.wrote).collect();
     let mut first = true;
     for chunk in split_first(&mut prepared) {
         for b in chunk.iter_mut() {
             let sql = format!("{verb} {}", b.xid.as_ref().map(Xid::sql).unwrap_or_default());
             send(&mut b.conn, &[&sql]);
             if b.conn.flush().await.is_err() {
-                b.conn.broken = true;
+                b.conn.mark_broken();
             }
         }
         for b in chunk.iter_mut() {
             let result = answers(&mut b.conn, 1).await.pop().unwrap_or(Ok(()));
-            b.conn.in_transaction = false;
+            b.conn.set_in_transaction(false);
             if let Err(e) = result {
-                b.conn.broken = true;
-                Metrics::inc(&ctx.metrics.xa_left_to_recovery);
+                b.conn.mark_broken();
+                Metrics::inc(&env.metrics.xa_left_to_recovery);
                 tracing::warn!(gtrid, shard = b.shard, error = %e, verb, "branch left to recovery");
             }
         }
         if first && outcome == Outcome::Commit {
-            ctx.failpoints.hit("xa.after_first_commit").await;
+            env.failpoints.hit("xa.after_first_commit").await;
         }
         first = false;
     }
 }
 
-fn split_first<'a, 'b>(all: &'a mut [&'b mut Branch]) -> Vec<&'a mut [&'b mut Branch]> {
+fn split_first<'a, 'b, C>(all: &'a mut [&'b mut Branch<C>]) -> Vec<&'a mut [&'b mut Branch<C>]> {
     if all.is_empty() {
         return Vec::new();
     }
@@ -320,23 +352,20 @@ fn split_first<'a, 'b>(all: &'a mut [&'b mut Branch]) -> Vec<&'a mut [&'b mut Br
 }
 
 /// Queues statements on a connection (sent by the next flush).
-pub fn send(conn: &mut PooledConn, sqls: &[&str]) {
-    if conn.broken {
+pub fn send<C: ShardConn>(conn: &mut C, sqls: &[&str]) {
+    if conn.broken() {
         return;
     }
     for sql in sqls {
-        conn.begin_command(|b| {
-            b.extend_from_slice(&[COM_QUERY]);
-            b.extend_from_slice(sql.as_bytes());
-        });
+        conn.queue_query(sql);
     }
 }
 
 /// Reads `n` OK/ERR answers; after a lost connection the rest are errors too.
-pub async fn answers(conn: &mut PooledConn, n: usize) -> Vec<Result<(), ProxyError>> {
+pub async fn answers<C: ShardConn>(conn: &mut C, n: usize) -> Vec<Result<(), ProxyError>> {
     let mut out = Vec::with_capacity(n);
     for _ in 0..n {
-        if conn.broken {
+        if conn.broken() {
             out.push(Err(ProxyError::TxnRolledBack("connection lost".into())));
             continue;
         }

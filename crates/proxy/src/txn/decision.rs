@@ -5,8 +5,8 @@
 //! late `commit` from ever landing (fencing).
 
 use super::xid::literal;
+use crate::backend::ShardConn;
 use crate::error::ProxyError;
-use crate::pool::PooledConn;
 use crate::state::quote_ident;
 
 /// What the log says about a transaction.
@@ -40,7 +40,7 @@ fn table(db: &str) -> String {
 }
 
 /// Creates the log's database and table when missing.
-pub async fn ensure_table(conn: &mut PooledConn, db: &str) -> Result<(), ProxyError> {
+pub async fn ensure_table<C: ShardConn>(conn: &mut C, db: &str) -> Result<(), ProxyError> {
     conn.simple_command(&format!("CREATE DATABASE IF NOT EXISTS {}", quote_ident(db)))
         .await?;
     let create = format!(
@@ -66,7 +66,7 @@ pub fn record_sql(db: &str, gtrid: &str, outcome: Outcome) -> String {
 
 /// Writes a `rollback` decision unless one exists; waits at most `wait_s` for a transaction
 /// still inserting its `commit`. Returns the decision that stands.
-pub async fn fence(conn: &mut PooledConn, db: &str, gtrid: &str, wait_s: u64) -> Result<Outcome, ProxyError> {
+pub async fn fence<C: ShardConn>(conn: &mut C, db: &str, gtrid: &str, wait_s: u64) -> Result<Outcome, ProxyError> {
     let sql = format!(
         "SET STATEMENT innodb_lock_wait_timeout = {wait_s} FOR {}",
         record_sql(db, gtrid, Outcome::Rollback)
@@ -91,7 +91,11 @@ pub async fn fence(conn: &mut PooledConn, db: &str, gtrid: &str, wait_s: u64) ->
 }
 
 /// The decisions recorded for these gtrids.
-pub async fn lookup(conn: &mut PooledConn, db: &str, gtrids: &[String]) -> Result<Vec<(String, Outcome)>, ProxyError> {
+pub async fn lookup<C: ShardConn>(
+    conn: &mut C,
+    db: &str,
+    gtrids: &[String],
+) -> Result<Vec<(String, Outcome)>, ProxyError> {
     if gtrids.is_empty() {
         return Ok(Vec::new());
     }
@@ -120,7 +124,12 @@ pub async fn lookup(conn: &mut PooledConn, db: &str, gtrids: &[String]) -> Resul
 }
 
 /// Deletes decisions older than `age_s` seconds that no in-doubt branch still needs.
-pub async fn forget_old(conn: &mut PooledConn, db: &str, age_s: u64, in_doubt: &[String]) -> Result<u64, ProxyError> {
+pub async fn forget_old<C: ShardConn>(
+    conn: &mut C,
+    db: &str,
+    age_s: u64,
+    in_doubt: &[String],
+) -> Result<u64, ProxyError> {
     let mut sql = format!(
         "DELETE FROM {} WHERE decided_at < NOW(6) - INTERVAL {age_s} SECOND",
         table(db)

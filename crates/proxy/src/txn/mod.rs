@@ -8,6 +8,8 @@ pub mod commit;
 pub mod decision;
 pub mod failpoints;
 pub mod recovery;
+#[cfg(test)]
+mod tests;
 pub mod xid;
 
 use std::collections::{BTreeMap, BTreeSet};

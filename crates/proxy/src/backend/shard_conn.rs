@@ -1,0 +1,79 @@
+//! What the transaction protocol ([`crate::txn`]) needs of a shard's connection: the seam that
+//! lets commit, the decision log and recovery run against a scripted fake in unit tests.
+
+use super::conn::TextResult;
+use crate::error::ProxyError;
+use crate::pool::PooledConn;
+use std::future::Future;
+use tessera_protocol::command::COM_QUERY;
+use tessera_protocol::response::OkPacket;
+
+/// A connection to one shard's server, as the commit protocol and recovery use it.
+pub trait ShardConn: Send + Sized {
+    /// Queues a COM_QUERY (sent by the next [`ShardConn::flush`]).
+    fn queue_query(&mut self, sql: &str);
+    /// Sends what is queued.
+    fn flush(&mut self) -> impl Future<Output = Result<(), ProxyError>> + Send;
+    /// Reads one OK/ERR answer.
+    fn read_ok(&mut self) -> impl Future<Output = Result<OkPacket, ProxyError>> + Send;
+    /// Runs a statement that answers with OK.
+    fn simple_command(&mut self, sql: &str) -> impl Future<Output = Result<OkPacket, ProxyError>> + Send;
+    /// Runs a query and decodes its text result.
+    fn query_rows(&mut self, sql: &str) -> impl Future<Output = Result<TextResult, ProxyError>> + Send;
+    /// The connection is unusable (it closes instead of going back to its pool).
+    fn broken(&self) -> bool;
+    fn mark_broken(&mut self);
+    /// The connection holds an open transaction.
+    fn in_transaction(&self) -> bool;
+    fn set_in_transaction(&mut self, open: bool);
+    /// Another connection to the same server with the same flavour and no schema (for the
+    /// decision log's side work while this one holds a transaction).
+    fn side(&self) -> impl Future<Output = Result<Self, ProxyError>> + Send;
+}
+
+impl ShardConn for PooledConn {
+    fn queue_query(&mut self, sql: &str) {
+        (**self).begin_command(|b| {
+            b.extend_from_slice(&[COM_QUERY]);
+            b.extend_from_slice(sql.as_bytes());
+        });
+    }
+
+    async fn flush(&mut self) -> Result<(), ProxyError> {
+        (**self).flush().await
+    }
+
+    async fn read_ok(&mut self) -> Result<OkPacket, ProxyError> {
+        (**self).read_ok().await
+    }
+
+    async fn simple_command(&mut self, sql: &str) -> Result<OkPacket, ProxyError> {
+        (**self).simple_command(sql).await
+    }
+
+    async fn query_rows(&mut self, sql: &str) -> Result<TextResult, ProxyError> {
+        (**self).query_rows(sql).await
+    }
+
+    fn broken(&self) -> bool {
+        self.broken
+    }
+
+    fn mark_broken(&mut self) {
+        self.broken = true;
+    }
+
+    fn in_transaction(&self) -> bool {
+        self.in_transaction
+    }
+
+    fn set_in_transaction(&mut self, open: bool) {
+        self.in_transaction = open;
+    }
+
+    fn side(&self) -> impl Future<Output = Result<PooledConn, ProxyError>> + Send {
+        let pool = self.pool().clone();
+        let flavour = (**self).flavour();
+        async move { pool.checkout(flavour, true).await }
+    }
+}
