@@ -280,10 +280,8 @@ async fn settle_undecided<C: ShardConn>(
     };
     finish_prepared(env, gtrid, branches, outcome).await;
     match outcome {
-        Outcome::Commit => {
-            Metrics::inc(&env.metrics.commits_two_phase);
-            Ok(Protocol::TwoPhase)
-        }
+        // Counted once, by `commit`.
+        Outcome::Commit => Ok(Protocol::TwoPhase),
         Outcome::Rollback => {
             Metrics::inc(&env.metrics.xa_rolled_back);
             Err(ProxyError::TxnRolledBack(format!(

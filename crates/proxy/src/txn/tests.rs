@@ -276,6 +276,7 @@ async fn a_lost_decision_answer_commits_when_the_log_holds_commit() {
         assert!(t.servers[i].prepared().is_empty());
     }
     assert!(t.branches[0].conn.broken());
+    assert_eq!(count(&m.commits_two_phase), 1, "a settled commit counts once");
 }
 
 #[tokio::test]
