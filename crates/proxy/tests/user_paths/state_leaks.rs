@@ -517,7 +517,14 @@ async fn stored_code_scenario(side: Side, steps: &[&str]) -> Vec<Option<String>>
     let probe = "SELECT CONCAT(IFNULL(@hidden, 'none'), '/', @@time_zone)";
     let mut a = side.client().await;
     for (i, step) in steps.iter().enumerate() {
-        let done = a.query(step).await;
+        // `PREPARED <sql>`: prepared and executed over the binary protocol.
+        let done = match step.strip_prefix("PREPARED ") {
+            Some(sql) => match a.prepare(sql).await {
+                Ok((id, _, _)) => a.execute(id, &[]).await.map(drop),
+                Err(e) => Err(e),
+            },
+            None => a.query(step).await.map(drop),
+        };
         assert!(done.is_ok() || i + 1 == steps.len(), "{step}: {done:?}");
     }
     let mut b = side.client().await;
@@ -549,10 +556,13 @@ async fn state_stored_code_changed_stays_with_its_client() {
     for sql in STORED_CODE {
         setup.query(sql).await.unwrap_or_else(|e| panic!("{sql}: {e:?}"));
     }
-    let cases: [&[&str]; 10] = [
+    let cases: [&[&str]; 13] = [
         &["CALL leak_p()"],
         &["SELECT leak_f()"],
         &["SET @x = leak_f()"],
+        &["PREPARED SET @x = leak_f()"],
+        &["PREPARED SELECT leak_f()"],
+        &["/*M!100101 SET STATEMENT max_statement_time = 100 FOR */ CALL leak_p()"],
         &["SET STATEMENT max_statement_time = 100 FOR CALL leak_p()"],
         &["SET STATEMENT max_statement_time = 100 FOR CALL leak_fail()"],
         &["INSERT INTO leak_trig VALUES (1)"],
