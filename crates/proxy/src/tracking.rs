@@ -34,19 +34,65 @@ pub const GLOBAL_TRACKING_READ: &str = "SELECT @@global.session_track_system_var
 /// backend connection opens and after a client's `SET GLOBAL session_track_*` (shared by
 /// every session of the process; MariaDB's defaults until a server said otherwise).
 #[derive(Debug, Default)]
-pub struct TrackingDefaults(std::sync::RwLock<Option<ClientTracking>>);
+pub struct TrackingDefaults {
+    learnt: std::sync::RwLock<Option<ClientTracking>>,
+    /// Clients' `SET GLOBAL session_track_*` whose new defaults are not learnt yet (the
+    /// client may have its OK already): sessions that start meanwhile wait for them.
+    changing: std::sync::atomic::AtomicUsize,
+    changed: tokio::sync::Notify,
+}
+
+/// How long a starting session waits for a `SET GLOBAL session_track_*` in flight.
+const CHANGE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl TrackingDefaults {
     /// What a session that starts (or resets) now tracks.
     pub fn get(&self) -> ClientTracking {
-        self.0.read().ok().and_then(|t| t.clone()).unwrap_or_default()
+        self.learnt.read().ok().and_then(|t| t.clone()).unwrap_or_default()
+    }
+
+    /// [`TrackingDefaults::get`] once no client's change of the defaults is in flight (or
+    /// 5 s have passed): a client that logs in after another's `SET GLOBAL` was
+    /// answered tracks the new defaults, as with the server itself.
+    pub async fn settled(&self) -> ClientTracking {
+        use std::sync::atomic::Ordering;
+        let _ = tokio::time::timeout(CHANGE_WAIT, async {
+            loop {
+                let notified = self.changed.notified();
+                tokio::pin!(notified);
+                notified.as_mut().enable();
+                if self.changing.load(Ordering::Acquire) == 0 {
+                    return;
+                }
+                notified.await;
+            }
+        })
+        .await;
+        self.get()
+    }
+
+    /// Marks a change of the defaults in flight until the returned guard drops (after the
+    /// new defaults were read back, or the change failed).
+    pub fn changing(&self) -> ChangingDefaults<'_> {
+        self.changing.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        ChangingDefaults(self)
     }
 
     /// Records the servers' defaults from a row of [`GLOBAL_TRACKING_READ`].
     pub fn learn(&self, row: &[Option<Vec<u8>>]) {
-        if let (Some(tracking), Ok(mut slot)) = (ClientTracking::from_row(row), self.0.write()) {
+        if let (Some(tracking), Ok(mut slot)) = (ClientTracking::from_row(row), self.learnt.write()) {
             *slot = Some(tracking);
         }
+    }
+}
+
+/// A change of the tracking defaults in flight ([`TrackingDefaults::changing`]).
+pub struct ChangingDefaults<'a>(&'a TrackingDefaults);
+
+impl Drop for ChangingDefaults<'_> {
+    fn drop(&mut self) {
+        self.0.changing.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+        self.0.changed.notify_waiters();
     }
 }
 

@@ -42,7 +42,7 @@ impl Session {
         };
         let handle = ctx.sessions.register(id, &authed.user, &host);
         let routing = user_routing(&gen, &authed.user);
-        let tracking = ctx.tracking_defaults.get();
+        let tracking = ctx.tracking_defaults.settled().await;
         let mut session = Session {
             state: SessionVars::after_handshake(authed.charset, None),
             client: authed.client,
@@ -232,7 +232,7 @@ impl Session {
         self.last = LastStatement::default();
         self.last_insert_id_dirty = false;
         self.routing.consistency = self.routing.default_consistency;
-        self.tracking = self.ctx.tracking_defaults.get();
+        self.tracking = self.ctx.tracking_defaults.settled().await;
         self.diagnostics = Default::default();
         self.multi_statements = self.capabilities & CLIENT_MULTI_STATEMENTS != 0;
         if let Err(e) = self.follow_ignore_space().await {

@@ -201,6 +201,10 @@ impl Session {
                 return Err(self.failed(conn, was_held, e));
             }
         }
+        // A `SET GLOBAL session_track_*`: sessions that start before its new defaults are
+        // read back (after the client has its OK) wait for them.
+        let ctx = stmts.iter().any(sets_tracking_defaults).then(|| self.ctx.clone());
+        let _changing = ctx.as_ref().map(|c| c.tracking_defaults.changing());
         let read_last_insert_id = self.reads_last_insert_id_behind(stmts, was_held);
         // Appended to the insert, the read comes back in the same write as its answer.
         let appended = read_last_insert_id && !was_held && appendable(sql, conn.state.backslash_escapes());
@@ -411,4 +415,9 @@ fn is_compound(sql: &str, first: &tessera_sql::Classification) -> bool {
             .iter()
             .any(|w| sql.split_whitespace().take(6).any(|t| t.eq_ignore_ascii_case(w)));
     creates_program || tessera_sql::starts_with_keyword(sql, "BEGIN NOT ATOMIC")
+}
+
+/// Whether `s` assigns the servers' tracking defaults (`SET GLOBAL session_track_*`).
+fn sets_tracking_defaults(s: &Stmt<'_>) -> bool {
+    matches!(s.class.kind, StatementKind::Set(_)) && super::track_set::assigns_global_tracking(s.sql)
 }
