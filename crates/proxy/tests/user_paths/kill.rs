@@ -60,7 +60,7 @@ const LOCK_WAIT: Work = Work {
     kills: BOTH,
 };
 
-/// The scatter read of [`sharded_reads_waiting_on_locked_shards_stop_on_every_shard`]: each
+/// The scatter read of [`kill_stops_a_scatter_read_on_every_shard`]: each
 /// shard's statement names its shard database, so its process list entry starts alike.
 const SCATTER_LOCK_WAIT: Work = Work {
     sql: "SELECT COUNT(*) FROM orders",
@@ -305,9 +305,10 @@ async fn kill_stops_a_read_waiting_in_a_pipelined_lane() {
     );
 }
 
-/// A scatter read waiting on two locked shards (one per server) is killed on both.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kill_stops_a_scatter_read_on_every_shard() {
+/// A sharded schema `shop` whose `orders` is write-locked on two shards, one per server: the
+/// environment, the lock holders (the locks last as long as they do), a watch on both servers
+/// and the servers' ports.
+async fn locked_shards() -> (ShardedEnv, Vec<Client>, Watch, [u16; 2]) {
     let env = ShardedEnv::start("").await;
     let mut setup = env.client().await;
     setup.query("CREATE DATABASE shop").await.expect("shard databases");
@@ -325,7 +326,14 @@ async fn kill_stops_a_scatter_read_on_every_shard() {
             .expect("lock");
         holders.push(holder);
     }
-    let mut watch = Watch::on(&ports).await;
+    let watch = Watch::on(&ports).await;
+    (env, holders, watch, ports)
+}
+
+/// A scatter read waiting on two locked shards (one per server) is killed on both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_stops_a_scatter_read_on_every_shard() {
+    let (env, _holders, mut watch, _) = locked_shards().await;
     let side = Side {
         port: env.proxy.addr.port(),
         account: ("app", "app"),
@@ -412,24 +420,7 @@ async fn vanish_while_waiting(side: Side, watch: &mut Watch, (work, threads): (W
 /// statements end on both shards, as a read waiting on one locked server ends directly.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_vanishes_mid_scatter_read_leaves_no_work_on_any_shard() {
-    let env = ShardedEnv::start("").await;
-    let mut setup = env.client().await;
-    setup.query("CREATE DATABASE shop").await.expect("shard databases");
-    setup
-        .query("CREATE TABLE orders (id INT PRIMARY KEY, customer_id INT)")
-        .await
-        .expect("table");
-    let ports = [env.sandbox.server(0).port(), env.sandbox.server(1).port()];
-    let mut holders = Vec::new();
-    for (port, shard) in ports.iter().zip(["shop_0", "shop_2"]) {
-        let mut holder = Side::direct(*port).client().await;
-        holder
-            .query(&format!("LOCK TABLES {shard}.orders WRITE"))
-            .await
-            .expect("lock");
-        holders.push(holder);
-    }
-    let mut watch = Watch::on(&ports).await;
+    let (env, _holders, mut watch, ports) = locked_shards().await;
     let direct = Side {
         db: "shop_0",
         ..Side::direct(ports[0])
