@@ -77,6 +77,13 @@ impl Txn {
         }
     }
 
+    /// Commits the transaction (gtrid [`GTRID`]) with fresh metrics, returned to be read.
+    async fn commit(&mut self) -> (Result<Protocol, ProxyError>, Metrics) {
+        let (m, f) = (Metrics::default(), Failpoints::default());
+        let result = commit::commit(&env(&m, &f), Some(GTRID), &mut self.branches).await;
+        (result, m)
+    }
+
     /// What server `i` received after the statement that opened the transaction.
     fn sent(&self, i: usize) -> Vec<String> {
         self.servers[i].log().split_off(1)
@@ -103,8 +110,7 @@ fn rolled_back(e: &ProxyError, needle: &str) -> bool {
 #[tokio::test]
 async fn one_written_branch_commits_in_one_phase() {
     let mut t = Txn::open(&[true, false], |_, s| s).await;
-    let (m, f) = (Metrics::default(), Failpoints::default());
-    let result = commit::commit(&env(&m, &f), Some(GTRID), &mut t.branches).await;
+    let (result, m) = t.commit().await;
     assert_eq!(result.ok(), Some(Protocol::OnePhase));
     assert_eq!(t.sent(0), [COMMIT]);
     assert_eq!(
@@ -121,8 +127,7 @@ async fn one_written_branch_commits_in_one_phase() {
 #[tokio::test]
 async fn two_written_branches_prepare_decide_then_commit() {
     let mut t = Txn::open(&[true, true, true], |_, s| s).await;
-    let (m, f) = (Metrics::default(), Failpoints::default());
-    let result = commit::commit(&env(&m, &f), Some(GTRID), &mut t.branches).await;
+    let (result, m) = t.commit().await;
     assert_eq!(result.ok(), Some(Protocol::TwoPhase));
     assert_eq!(t.sent(0), [record_sql(DB, GTRID, Outcome::Commit), COMMIT.to_string()]);
     for i in [1, 2] {
@@ -143,8 +148,7 @@ async fn two_written_branches_prepare_decide_then_commit() {
 #[tokio::test]
 async fn a_read_only_xa_branch_commits_in_one_phase_inside_two_phase() {
     let mut t = Txn::open(&[true, true, false], |_, s| s).await;
-    let (m, f) = (Metrics::default(), Failpoints::default());
-    let result = commit::commit(&env(&m, &f), Some(GTRID), &mut t.branches).await;
+    let (result, _) = t.commit().await;
     assert_eq!(result.ok(), Some(Protocol::TwoPhase));
     assert_eq!(t.sent(1), [xa("XA END", 1), xa("XA PREPARE", 1), xa("XA COMMIT", 1)]);
     assert_eq!(
@@ -180,8 +184,7 @@ async fn a_failed_prepare_rolls_back_everywhere() {
         _ => s,
     })
     .await;
-    let (m, f) = (Metrics::default(), Failpoints::default());
-    let result = commit::commit(&env(&m, &f), Some(GTRID), &mut t.branches).await;
+    let (result, m) = t.commit().await;
     let e = result.expect_err("the transaction rolls back");
     assert!(rolled_back(&e, "shard 2 could not prepare"), "{e}");
     assert_eq!(t.sent(1)[..2], [xa("XA END", 1), xa("XA PREPARE", 1)]);
@@ -197,8 +200,7 @@ async fn a_deadlock_at_prepare_is_the_servers_own_error() {
         _ => s,
     })
     .await;
-    let (m, f) = (Metrics::default(), Failpoints::default());
-    let result = commit::commit(&env(&m, &f), Some(GTRID), &mut t.branches).await;
+    let (result, _) = t.commit().await;
     assert!(matches!(result, Err(ProxyError::Backend(p)) if p.code == 1213));
     assert_rolled_back_everywhere(&t);
 }
@@ -210,8 +212,7 @@ async fn a_failed_decision_write_rolls_back_everywhere() {
         _ => s,
     })
     .await;
-    let (m, f) = (Metrics::default(), Failpoints::default());
-    let result = commit::commit(&env(&m, &f), Some(GTRID), &mut t.branches).await;
+    let (result, m) = t.commit().await;
     let e = result.expect_err("the transaction rolls back");
     assert!(rolled_back(&e, "shard 0 could not prepare"), "{e}");
     for i in [1, 2] {
@@ -228,8 +229,7 @@ async fn a_missing_decision_table_is_created_on_a_side_connection() {
         _ => s,
     })
     .await;
-    let (m, f) = (Metrics::default(), Failpoints::default());
-    let result = commit::commit(&env(&m, &f), Some(GTRID), &mut t.branches).await;
+    let (result, _) = t.commit().await;
     assert_eq!(result.ok(), Some(Protocol::TwoPhase));
     let sent = t.sent(0);
     let record = record_sql(DB, GTRID, Outcome::Commit);
@@ -266,8 +266,7 @@ async fn a_lost_decision_answer_commits_when_the_log_holds_commit() {
         _ => s,
     })
     .await;
-    let (m, f) = (Metrics::default(), Failpoints::default());
-    let result = commit::commit(&env(&m, &f), Some(GTRID), &mut t.branches).await;
+    let (result, m) = t.commit().await;
     assert_eq!(result.ok(), Some(Protocol::TwoPhase));
     let record = record_sql(DB, GTRID, Outcome::Commit);
     assert_eq!(t.sent(0), [record, COMMIT.to_string(), fence_sql(), lookup_sql()]);
@@ -286,8 +285,7 @@ async fn a_lost_decision_answer_rolls_back_when_the_fence_lands() {
         _ => s,
     })
     .await;
-    let (m, f) = (Metrics::default(), Failpoints::default());
-    let result = commit::commit(&env(&m, &f), Some(GTRID), &mut t.branches).await;
+    let (result, m) = t.commit().await;
     let e = result.expect_err("the fence decided rollback");
     assert!(rolled_back(&e, "COMMIT failed on the first shard"), "{e}");
     let record = record_sql(DB, GTRID, Outcome::Commit);
@@ -307,8 +305,7 @@ async fn a_lost_decision_answer_with_the_log_unreachable_is_left_to_recovery() {
         _ => s,
     })
     .await;
-    let (m, f) = (Metrics::default(), Failpoints::default());
-    let result = commit::commit(&env(&m, &f), Some(GTRID), &mut t.branches).await;
+    let (result, _) = t.commit().await;
     assert!(matches!(result, Err(ProxyError::TxnOutcomeUnknown(_))), "{result:?}");
     for i in [1, 2] {
         assert_eq!(t.sent(i).len(), 2, "nothing after XA PREPARE on server {i}");
@@ -327,8 +324,7 @@ async fn an_error_answer_to_the_decision_rolls_back_without_fencing() {
         _ => s,
     })
     .await;
-    let (m, f) = (Metrics::default(), Failpoints::default());
-    let result = commit::commit(&env(&m, &f), Some(GTRID), &mut t.branches).await;
+    let (result, _) = t.commit().await;
     assert!(
         matches!(&result, Err(e) if rolled_back(e, "COMMIT failed")),
         "{result:?}"
@@ -344,8 +340,7 @@ async fn a_lost_commit_answer_still_commits_and_leaves_the_branch_to_recovery() 
         _ => s,
     })
     .await;
-    let (m, f) = (Metrics::default(), Failpoints::default());
-    let result = commit::commit(&env(&m, &f), Some(GTRID), &mut t.branches).await;
+    let (result, m) = t.commit().await;
     assert_eq!(result.ok(), Some(Protocol::TwoPhase));
     assert_eq!(t.sent(1)[2..], [xa("XA COMMIT", 1)]);
     assert_eq!(t.servers[1].prepared(), [xid(1).sql()]);
