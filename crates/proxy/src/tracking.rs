@@ -26,9 +26,27 @@ pub struct TrackingFrom {
     pub reached: bool,
 }
 
-/// Reads the server's defaults for new sessions, in [`ClientTracking::from_row`]'s order.
+/// Reads the server's defaults for new sessions, in [`ClientTracking::from_row`]'s order, and
+/// [`OFF_VARIABLE`] (whether it reads OFF on this server).
 pub const GLOBAL_TRACKING_READ: &str = "SELECT @@global.session_track_system_variables, \
-     @@global.session_track_schema, @@global.session_track_state_change";
+     @@global.session_track_schema, @@global.session_track_state_change, @@global.locked_in_memory";
+
+/// A read-only boolean that is OFF on any server not started with `--memlock`: what a
+/// client's OFF tracking switch is rewritten to, so it reads `0` as a number and `OFF` as a
+/// string (`CONCAT(@@session_track_state_change)`), typed as the variable itself is.
+pub const OFF_VARIABLE: &str = "@@global.locked_in_memory";
+
+/// Whether [`OFF_VARIABLE`] reads OFF on every server a connection was opened to.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum OffVariable {
+    /// No server answered yet: the literal 0 stands in.
+    #[default]
+    Unknown = 0,
+    Off = 1,
+    /// Some server has it ON (started with `--memlock`): the literal 0 stands in from now on.
+    OnSomewhere = 2,
+}
 
 /// The tracking a new session starts with: the servers' GLOBAL values, learnt whenever a
 /// backend connection opens and after a client's `SET GLOBAL session_track_*` (shared by
@@ -36,6 +54,8 @@ pub const GLOBAL_TRACKING_READ: &str = "SELECT @@global.session_track_system_var
 #[derive(Debug, Default)]
 pub struct TrackingDefaults {
     learnt: std::sync::RwLock<Option<ClientTracking>>,
+    /// An [`OffVariable`], as its `u8`.
+    off_variable: std::sync::atomic::AtomicU8,
     /// Clients' `SET GLOBAL session_track_*` whose new defaults are not learnt yet (the
     /// client may have its OK already): sessions that start meanwhile wait for them.
     changing: std::sync::atomic::AtomicUsize,
@@ -82,6 +102,24 @@ impl TrackingDefaults {
     pub fn learn(&self, row: &[Option<Vec<u8>>]) {
         if let (Some(tracking), Ok(mut slot)) = (ClientTracking::from_row(row), self.learnt.write()) {
             *slot = Some(tracking);
+        }
+        let learnt = match row.get(3).and_then(|v| v.as_deref()) {
+            Some(b"0") => OffVariable::Off,
+            Some(_) => OffVariable::OnSomewhere,
+            None => return,
+        };
+        // OnSomewhere is final; Off only replaces Unknown.
+        let _ = self
+            .off_variable
+            .fetch_max(learnt as u8, std::sync::atomic::Ordering::AcqRel);
+    }
+
+    /// What an OFF tracking switch is rewritten to: [`OFF_VARIABLE`] once every server that
+    /// answered reads it OFF, else the literal `0` (reads `0`, not `OFF`, as a string).
+    pub fn off_sql(&self) -> &'static str {
+        match self.off_variable.load(std::sync::atomic::Ordering::Acquire) {
+            v if v == OffVariable::Off as u8 => OFF_VARIABLE,
+            _ => "0",
         }
     }
 }
@@ -174,19 +212,20 @@ impl ClientTracking {
         Ok(())
     }
 
-    /// The values `SELECT @@name` answers for each of [`TRACKING_VARIABLES`], as SQL.
-    pub fn values_sql(&self) -> [String; 3] {
-        TRACKING_VARIABLES.map(|name| self.value_sql(name))
+    /// The values `SELECT @@name` answers for each of [`TRACKING_VARIABLES`], as SQL, with
+    /// `off` for an OFF switch ([`TrackingDefaults::off_sql`]).
+    pub fn values_sql(&self, off: &str) -> [String; 3] {
+        TRACKING_VARIABLES.map(|name| self.value_sql(name, off))
     }
 
-    /// The value `SELECT @@name` answers, as SQL (a quoted string, a variable or 0). ON is
+    /// The value `SELECT @@name` answers, as SQL (a quoted string or a variable). ON is
     /// the backend connection's own variable, which Tessera always sets ON: it reads 1 as a
     /// number and `ON` as a string (`CONCAT(@@session_track_schema)`), as the client's would.
-    /// OFF is the literal 0, which reads `0` as a string where MariaDB gives `OFF`.
-    pub fn value_sql(&self, name: &str) -> String {
+    /// OFF is `off`: [`OFF_VARIABLE`] reads the same way, the fallback literal 0 reads `0`.
+    pub fn value_sql(&self, name: &str, off: &str) -> String {
         let switch = |on: bool, var: &str| match on {
             true => format!("@@session.{var}"),
-            false => "0".to_string(),
+            false => off.to_string(),
         };
         match name {
             "session_track_schema" => switch(self.schema, name),
@@ -224,21 +263,47 @@ mod tests {
     }
 
     #[test]
+    fn the_off_variable_stands_in_once_every_server_read_it_off() {
+        let row = |off: &[u8]| {
+            vec![
+                Some(b"*".to_vec()),
+                Some(b"1".to_vec()),
+                Some(b"0".to_vec()),
+                Some(off.to_vec()),
+            ]
+        };
+        let d = TrackingDefaults::default();
+        assert_eq!(d.off_sql(), "0", "no server answered yet");
+        d.learn(&row(b"0"));
+        assert_eq!(d.off_sql(), OFF_VARIABLE);
+        d.learn(&row(b"1"));
+        assert_eq!(d.off_sql(), "0", "a server started with --memlock");
+        d.learn(&row(b"0"));
+        assert_eq!(d.off_sql(), "0", "stays the literal once a server had it ON");
+        assert_eq!(
+            d.get().system_variables,
+            "*",
+            "the defaults are learnt from the same row"
+        );
+    }
+
+    #[test]
     fn setting_values() {
         let mut t = ClientTracking::default();
         t.set("session_track_system_variables", Some("*")).unwrap();
         t.set("session_track_state_change", Some("ON")).unwrap();
         assert!(t.wants_everything());
         assert_eq!(
-            t.value_sql("session_track_state_change"),
+            t.value_sql("session_track_state_change", OFF_VARIABLE),
             "@@session.session_track_state_change"
         );
         t.set("session_track_schema", Some("0")).unwrap();
-        assert_eq!(t.value_sql("session_track_schema"), "0");
+        assert_eq!(t.value_sql("session_track_schema", OFF_VARIABLE), OFF_VARIABLE);
+        assert_eq!(t.value_sql("session_track_schema", "0"), "0");
         assert!(t.set("session_track_schema", Some("maybe")).is_err());
         t.set("session_track_system_variables", None).unwrap();
         assert_eq!(
-            t.value_sql("session_track_system_variables"),
+            t.value_sql("session_track_system_variables", "0"),
             format!("'{DEFAULT_TRACKED_VARIABLES}'")
         );
     }

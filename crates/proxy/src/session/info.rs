@@ -64,7 +64,7 @@ impl Session {
             connection_id: typed_connection_id(self.id),
             user: account(&format!("{}@{}", self.user, self.host)),
             current_user: (!own_backend_account).then(|| account(&format!("{}@%", self.user))),
-            tracking: self.tracking.values_sql(),
+            tracking: self.tracking.values_sql(self.ctx.tracking_defaults.off_sql()),
         }
     }
 }

@@ -174,7 +174,7 @@ impl Session {
             }
             _ => {}
         }
-        let values = tracking.values_sql();
+        let values = tracking.values_sql(self.ctx.tracking_defaults.off_sql());
         let terms: Vec<Term<'_>> = super::info::tracking_terms(&values).collect();
         let expr = replace_terms(expr, &terms, self.state.backslash_escapes()).unwrap_or_else(|| expr.to_string());
         Ok(match self.first_value(&format!("SELECT {expr}")).await? {
