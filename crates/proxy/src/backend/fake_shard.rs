@@ -1,10 +1,12 @@
-//! A scripted fake shard server for unit tests of the transaction protocol: it logs every
-//! statement it receives, answers by rules matched on a statement prefix, and tracks each
+//! A scripted fake shard server for unit tests of the scatter executor and the transaction
+//! protocol: it logs every statement it receives, answers by rules matched on a statement
+//! prefix (whole answers, or the packets of a result set one by one), and tracks each
 //! connection's transaction and the prepared XA branches as a server would.
 
 use super::conn::TextResult;
 use super::shard_conn::ShardConn;
 use crate::error::ProxyError;
+use bytes::Bytes;
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -22,7 +24,64 @@ pub enum Answer {
     Lose,
     /// No answer ever comes.
     Stall,
+    /// These packets, one per read, as the server sends them (see [`packets`]); None: no
+    /// further packet ever comes (the server stalls there).
+    Packets(Vec<Option<Bytes>>),
 }
+
+/// Packets of the wire protocol as a server sends them, for [`Answer::Packets`]. The fake
+/// negotiates CLIENT_DEPRECATE_EOF: a result set ends with an OK packet (0xfe).
+pub mod packets {
+    use bytes::{Bytes, BytesMut};
+    use tessera_protocol::resultset::ColumnDefinition;
+
+    /// A result set's header: the column count and the column definitions.
+    pub fn header(columns: &[ColumnDefinition]) -> Vec<Option<Bytes>> {
+        let mut count = BytesMut::new();
+        tessera_protocol::codec::put_lenenc_int(&mut count, columns.len() as u64);
+        let mut out = vec![Some(count.freeze())];
+        for c in columns {
+            let mut def = BytesMut::new();
+            c.encode(&mut def);
+            out.push(Some(def.freeze()));
+        }
+        out
+    }
+
+    /// One text row.
+    pub fn row(values: &[Option<&str>]) -> Option<Bytes> {
+        let mut out = BytesMut::new();
+        tessera_protocol::resultset::encode_text_row(&mut out, values);
+        Some(out.freeze())
+    }
+
+    /// The end of a result set, with its warning count.
+    pub fn end(warnings: u16) -> Option<Bytes> {
+        let mut out = BytesMut::new();
+        tessera_protocol::response::encode_result_end(&mut out, warnings, 0x0002, super::CAPABILITIES);
+        Some(out.freeze())
+    }
+
+    /// An ERR packet.
+    pub fn err(code: u16, message: &str) -> Option<Bytes> {
+        let mut out = BytesMut::new();
+        tessera_protocol::response::ErrPacket::new(code, "HY000", message).encode(&mut out);
+        Some(out.freeze())
+    }
+
+    /// A whole result set: header, rows and end.
+    pub fn result_set(columns: &[ColumnDefinition], rows: &[&[Option<&str>]], warnings: u16) -> Vec<Option<Bytes>> {
+        let mut out = header(columns);
+        out.extend(rows.iter().map(|r| row(r)));
+        out.push(end(warnings));
+        out
+    }
+}
+
+/// What a fake connection negotiated.
+const CAPABILITIES: u32 = tessera_protocol::flags::CLIENT_PROTOCOL_41
+    | tessera_protocol::flags::CLIENT_TRANSACTIONS
+    | tessera_protocol::flags::CLIENT_DEPRECATE_EOF;
 
 /// A connection's transaction as the server sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -118,6 +177,7 @@ impl FakeServer {
             id,
             queued: Vec::new(),
             pending: VecDeque::new(),
+            packets: VecDeque::new(),
             broken: false,
             in_transaction: false,
         }
@@ -153,7 +213,7 @@ impl FakeServer {
         match answer {
             Answer::Ok | Answer::Rows(_) => s.apply(id, sql),
             Answer::Lose => s.disconnect(id),
-            Answer::Err(..) | Answer::Stall => {}
+            Answer::Err(..) | Answer::Stall | Answer::Packets(_) => {}
         }
         answer
     }
@@ -217,6 +277,8 @@ pub struct FakeConn {
     pub id: usize,
     queued: Vec<String>,
     pending: VecDeque<Answer>,
+    /// What is left of the answer being read packet by packet.
+    packets: VecDeque<Option<Bytes>>,
     broken: bool,
     in_transaction: bool,
 }
@@ -248,6 +310,39 @@ impl FakeConn {
             Some(Answer::Err(code, message)) => Err(ProxyError::Backend(ErrPacket::new(code, "HY000", message))),
             Some(a) => Ok(a),
         }
+    }
+}
+
+impl FakeConn {
+    /// The next answer as packets: a whole answer ([`Answer::Ok`], [`Answer::Err`],
+    /// [`Answer::Rows`] of text columns) becomes the packets a server would send.
+    async fn next_packets(&mut self) -> Result<Vec<Option<Bytes>>, ProxyError> {
+        use tessera_protocol::resultset::ColumnDefinition;
+        Ok(match self.next().await {
+            Ok(Answer::Packets(p)) => p,
+            Ok(Answer::Rows(rows)) => {
+                let width = rows.first().map_or(1, Vec::len);
+                let columns: Vec<_> = (0..width).map(|i| ColumnDefinition::text(&format!("c{i}"))).collect();
+                let mut out = packets::header(&columns);
+                out.extend(rows.iter().map(|r| {
+                    let values: Vec<Option<&str>> = r.iter().map(Option::as_deref).collect();
+                    packets::row(&values)
+                }));
+                out.push(packets::end(0));
+                out
+            }
+            Ok(_) => {
+                let mut ok = bytes::BytesMut::new();
+                OkPacket::default().encode(&mut ok, CAPABILITIES);
+                vec![Some(ok.freeze())]
+            }
+            Err(ProxyError::Backend(e)) => {
+                let mut out = bytes::BytesMut::new();
+                e.encode(&mut out);
+                vec![Some(out.freeze())]
+            }
+            Err(e) => return Err(e),
+        })
     }
 }
 
@@ -325,5 +420,37 @@ impl ShardConn for FakeConn {
     fn side(&self) -> impl Future<Output = Result<FakeConn, ProxyError>> + Send {
         let conn = self.server.connect();
         async move { Ok(conn) }
+    }
+
+    async fn read_packet(&mut self) -> Result<Bytes, ProxyError> {
+        loop {
+            if self.broken {
+                return Err(lost());
+            }
+            match self.packets.pop_front() {
+                Some(Some(p)) => return Ok(p),
+                Some(None) => return std::future::pending().await,
+                None => {
+                    let next = self.next_packets().await?;
+                    self.packets.extend(next);
+                }
+            }
+        }
+    }
+
+    fn lost(&mut self, e: ProtocolError) -> ProxyError {
+        self.broken = true;
+        ProxyError::LostBackend {
+            server: "fake".into(),
+            source: e,
+        }
+    }
+
+    fn extended_metadata(&self) -> bool {
+        false
+    }
+
+    fn capabilities(&self) -> u32 {
+        CAPABILITIES
     }
 }

@@ -1,12 +1,15 @@
-//! What the transaction protocol ([`crate::txn`]) needs of a shard's connection: the seam that
-//! lets commit, the decision log and recovery run against a scripted fake in unit tests.
+//! What the scatter executor ([`crate::exec::scatter`]) and the transaction protocol
+//! ([`crate::txn`]) need of a shard's connection: the seam that lets scatter reads, commit,
+//! the decision log and recovery run against a scripted fake in unit tests.
 
 use super::conn::TextResult;
 use crate::error::ProxyError;
 use crate::pool::PooledConn;
+use bytes::Bytes;
 use std::future::Future;
 use tessera_protocol::command::COM_QUERY;
 use tessera_protocol::response::OkPacket;
+use tessera_protocol::ProtocolError;
 
 /// A connection to one shard's server, as the commit protocol and recovery use it.
 pub trait ShardConn: Send + Sized {
@@ -29,6 +32,18 @@ pub trait ShardConn: Send + Sized {
     /// Another connection to the same server with the same flavour and no schema (for the
     /// decision log's side work while this one holds a transaction).
     fn side(&self) -> impl Future<Output = Result<Self, ProxyError>> + Send;
+    /// Reads the next packet of an answer (a result set's header, rows and end).
+    fn read_packet(&mut self) -> impl Future<Output = Result<Bytes, ProxyError>> + Send;
+    /// The answer broke the protocol: the connection is broken, and this is the error.
+    fn lost(&mut self, e: ProtocolError) -> ProxyError;
+    /// The server sends MariaDB's extended column metadata.
+    fn extended_metadata(&self) -> bool;
+    /// The capabilities the connection negotiated (how OK and EOF packets are laid out).
+    fn capabilities(&self) -> u32;
+    /// A result set's column definitions end with an EOF packet (no CLIENT_DEPRECATE_EOF).
+    fn uses_eof(&self) -> bool {
+        self.capabilities() & tessera_protocol::flags::CLIENT_DEPRECATE_EOF == 0
+    }
 }
 
 impl ShardConn for PooledConn {
@@ -75,5 +90,21 @@ impl ShardConn for PooledConn {
         let pool = self.pool().clone();
         let flavour = (**self).flavour();
         async move { pool.checkout(flavour, true).await }
+    }
+
+    async fn read_packet(&mut self) -> Result<Bytes, ProxyError> {
+        (**self).read().await
+    }
+
+    fn lost(&mut self, e: ProtocolError) -> ProxyError {
+        (**self).lost(e)
+    }
+
+    fn extended_metadata(&self) -> bool {
+        self.extended_metadata
+    }
+
+    fn capabilities(&self) -> u32 {
+        self.capabilities
     }
 }

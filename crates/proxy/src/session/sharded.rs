@@ -775,7 +775,7 @@ impl Session {
         fp: &Fingerprint,
         binary: Option<Arc<[bytes::Bytes]>>,
     ) -> Result<Next, ProxyError> {
-        use crate::exec::scatter::{read_header, resolve_merge, ShardSource, ShardState, TextSink};
+        use crate::exec::scatter::{resolve_merge, ScatterRun, TextSink};
         let text = scatter.sql.render(sql, &fp.literals);
         let calc_found_rows = text.to_ascii_uppercase().contains("SQL_CALC_FOUND_ROWS");
         if calc_found_rows && (scatter.merge.aggregate.is_some() || scatter.merge.distinct) {
@@ -784,9 +784,15 @@ impl Session {
             ));
         }
         let seen = self.handle.kill_requests();
-        let mut states: Vec<ShardState> = Vec::with_capacity(shards.len());
+        let mut run = ScatterRun::default();
         for (i, &shard) in shards.iter().enumerate() {
-            let mut conn = self.shard_conn(schema, shard).await?;
+            let conn = match self.shard_conn(schema, shard).await {
+                Ok(conn) => conn,
+                Err(e) => {
+                    run.break_all();
+                    return Err(e);
+                }
+            };
             let per_shard = text
                 .replace(
                     crate::route::sharded::DATABASE_MARKER,
@@ -796,87 +802,43 @@ impl Session {
                     crate::route::sharded::union::ONCE_MARKER,
                     if i == 0 { "1=1" } else { "1=0" },
                 );
-            queue_query(&mut conn, &per_shard);
-            if let Err(e) = conn.flush().await {
-                conn.broken = true;
-                return Err(e);
-            }
-            states.push(ShardState {
-                shard,
-                conn,
-                columns: Vec::new(),
-                done: false,
-                status: 0,
-                warnings: 0,
-            });
+            run.send(shard, conn, &per_shard).await?;
         }
         // KILL QUERY reaches every shard while they work (and one that came while they were
         // sent is caught up with).
-        let running: Vec<_> = states
+        let running: Vec<_> = run
+            .states
             .iter()
             .map(|st| (st.conn.server.clone(), st.conn.thread_id))
             .collect();
         self.handle.set_running_all(running);
         self.catch_up_kill(seen).await;
-        let mut raw = Vec::new();
-        let mut failure = None;
-        // Every shard must start answering within the deadline (they run in parallel).
-        let deadline = self.gen.config.server.scatter_deadline();
-        let headers = tokio::time::timeout(deadline, async {
-            let mut out = Vec::with_capacity(states.len());
-            for st in states.iter_mut() {
-                out.push(read_header(&mut st.conn).await);
-            }
-            out
-        });
         // A client that leaves while the shards work ends their statements: their
         // connections close, as the server would see this client leave.
-        let headers = tokio::select! {
-            biased;
-            headers = headers => Some(headers),
-            () = crate::exec::forward::client_left(&mut self.client) => None,
+        let deadline = self.gen.config.server.scatter_deadline();
+        let raw = match run
+            .headers(deadline, crate::exec::forward::client_left(&mut self.client))
+            .await
+        {
+            Ok(raw) => raw,
+            Err(e) => {
+                self.handle.set_running(None);
+                return Err(e);
+            }
         };
-        match headers {
-            None => failure = Some(ProxyError::Client(tessera_protocol::ProtocolError::Closed)),
-            Some(Ok(headers)) => {
-                for (i, (st, h)) in states.iter_mut().zip(headers).enumerate() {
-                    match h {
-                        Ok((columns, r)) => {
-                            st.columns = columns;
-                            if i == 0 {
-                                raw = r;
-                            }
-                        }
-                        Err(e) => {
-                            failure.get_or_insert(e);
-                        }
-                    }
-                }
-            }
-            Some(Err(_)) => {
-                failure = Some(ServerError::ScatterDeadline(deadline.as_millis()).into());
-            }
-        }
-        if let Some(e) = failure {
-            self.handle.set_running(None);
-            // Connections with unread results are not reused.
-            for st in states.iter_mut() {
-                st.conn.broken = true;
-            }
-            return Err(e);
-        }
         let max_len = self
             .state
             .vars()
             .get("group_concat_max_len")
             .and_then(|v| v.parse().ok())
             .unwrap_or(1_048_576);
-        let spec = resolve_merge(scatter, &states[0].columns, max_len).map(|mut s| {
+        let spec = resolve_merge(scatter, &run.states[0].columns, max_len).map(|mut s| {
             s.memory_cap = self.gen.config.server.merge_memory_cap;
             s
         });
         if spec.is_err() {
             self.handle.set_running(None);
+            run.break_all();
         }
         let spec = spec?;
         let visible = spec.visible;
@@ -884,7 +846,7 @@ impl Session {
         let prepared = binary.as_ref().filter(|m| m.len() == visible);
         // Types are the execution's (they follow the bound values); names are the prepared
         // text's (`balance + ?`, not the inlined value).
-        let columns = states[0].columns[..visible].to_vec();
+        let columns = run.states[0].columns[..visible].to_vec();
         let raw: Vec<bytes::Bytes> = match prepared {
             Some(meta) => raw[..visible]
                 .iter()
@@ -907,23 +869,14 @@ impl Session {
             buf: bytes::BytesMut::new(),
             binary: binary.is_some(),
         };
-        let sources: Vec<ShardSource<'_>> = states.iter_mut().map(ShardSource).collect();
-        let merged = crate::exec::merge::run(&spec, sources, &mut sink).await;
-        let mut warnings = 0u16;
-        for st in states.iter_mut() {
-            // The shards of a client that left are not waited for: their connections close.
-            if matches!(merged, Err(MergeError::ClientLeft)) || st.drain().await.is_err() {
-                st.conn.broken = true;
-            }
-            warnings = warnings.saturating_add(st.warnings);
-        }
+        let (merged, warnings) = run.merge(&spec, &mut sink).await;
         self.handle.set_running(None);
         // SQL_CALC_FOUND_ROWS: the rows of every shard without LIMIT, summed (each shard
         // counts its own; a plain scatter's rows are disjoint).
         let mut found = None;
         if calc_found_rows && merged.is_ok() {
             let mut total = 0u64;
-            for st in states.iter_mut() {
+            for st in run.states.iter_mut() {
                 match st.conn.query_rows("SELECT FOUND_ROWS()").await {
                     Ok(result) => total += first_number::<u64>(&result).unwrap_or(0),
                     Err(_) => st.conn.broken = true,
@@ -940,7 +893,7 @@ impl Session {
             Err(MergeError::ClientLeft) => Err(ProxyError::Client(tessera_protocol::ProtocolError::Closed)),
             Err(e) => Err(e.into()),
         };
-        for st in states {
+        for st in run.states {
             self.park_shard(st.shard, st.conn, in_txn);
         }
         result

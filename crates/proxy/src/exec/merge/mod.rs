@@ -32,7 +32,7 @@ mod spec;
 mod sum;
 
 #[cfg(test)]
-mod fake;
+pub(crate) mod fake;
 #[cfg(test)]
 mod tests;
 

@@ -1,22 +1,30 @@
 //! Scatter reads: the shard SQL is sent to every shard first (they work in parallel), their
-//! column definitions read, then rows are pulled through the merge stages as the merge needs
-//! them and written to the client. Memory holds one row per shard plus what a stage buffers
-//! (bounded by the merge's cap).
+//! column definitions read within a deadline, then rows are pulled through the merge stages as
+//! the merge needs them and written to the client. Memory holds one row per shard plus what a
+//! stage buffers (bounded by the merge's cap). Generic over [`ShardConn`], so every way a
+//! shard can fail is unit-tested against scripted fake servers (`tests.rs`).
 
-use crate::error::ProxyError;
-use crate::exec::merge::{self, MergeError, MergeSpec, Output, RowSink, RowSource, SortBy, SortKey};
+mod resolve;
+#[cfg(test)]
+mod tests;
+
+pub use resolve::resolve_merge;
+
+use crate::backend::shard_conn::ShardConn;
+use crate::error::{ProxyError, ServerError};
+use crate::exec::merge::{self, MergeError, MergeSpec, MergeStats, RowSink, RowSource};
 use crate::exec::row::{decode_text_row, encode_text_row_for, Value};
 use crate::pool::PooledConn;
-use crate::route::sharded::select::HIDDEN_BASE;
-use crate::route::sharded::{Col, Scatter};
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
+use std::future::Future;
+use std::time::Duration;
 use tessera_protocol::response::{is_eof, is_err, is_result_end_ok, ErrPacket};
 use tessera_protocol::resultset::ColumnDefinition;
 
 /// One shard's result set, read row by row.
-pub struct ShardState {
+pub struct ShardState<C = PooledConn> {
     pub shard: usize,
-    pub conn: PooledConn,
+    pub conn: C,
     pub columns: Vec<ColumnDefinition>,
     pub done: bool,
     /// Status flags of the shard's last packet.
@@ -25,23 +33,38 @@ pub struct ShardState {
 }
 
 /// A merge's view of one shard's result set.
-pub struct ShardSource<'a>(pub &'a mut ShardState);
+pub struct ShardSource<'a, C>(pub &'a mut ShardState<C>);
 
-impl RowSource for ShardSource<'_> {
+impl<C: ShardConn> RowSource for ShardSource<'_, C> {
     async fn next_row(&mut self) -> Result<Option<Vec<Value>>, MergeError> {
         self.0.next_row().await
     }
 }
 
-impl ShardState {
+impl<C: ShardConn> ShardState<C> {
+    fn new(shard: usize, conn: C) -> Self {
+        ShardState {
+            shard,
+            conn,
+            columns: Vec::new(),
+            done: false,
+            status: 0,
+            warnings: 0,
+        }
+    }
+
     async fn next_row(&mut self) -> Result<Option<Vec<Value>>, MergeError> {
         if self.done {
             return Ok(None);
         }
-        let p = self.conn.read().await.map_err(|e| MergeError::Source(e.to_string()))?;
+        let p = self
+            .conn
+            .read_packet()
+            .await
+            .map_err(|e| MergeError::Source(e.to_string()))?;
         if is_err(&p) {
             self.done = true;
-            let e = ErrPacket::parse(&p).map_err(|e| MergeError::Source(e.to_string()))?;
+            let e = ErrPacket::parse(&p).map_err(|e| MergeError::Source(self.conn.lost(e).to_string()))?;
             return Err(MergeError::Backend(e));
         }
         if is_eof(&p) || is_result_end_ok(&p) {
@@ -49,27 +72,26 @@ impl ShardState {
             self.note_end(&p);
             return Ok(None);
         }
-        decode_text_row(&self.columns, &p)
-            .map(Some)
-            .map_err(|e| MergeError::Source(e.to_string()))
+        // A row that does not decode leaves the stream's position unknown: not reused.
+        decode_text_row(&self.columns, &p).map(Some).map_err(|e| {
+            self.conn.mark_broken();
+            MergeError::Source(e.to_string())
+        })
     }
 
+    /// The end packet's warnings and status: an EOF, or an OK with the 0xfe header where the
+    /// connection negotiated CLIENT_DEPRECATE_EOF (told apart by the capabilities).
     fn note_end(&mut self, p: &[u8]) {
-        // EOF: 0xfe, warnings u16, status u16 (also the OK-as-EOF layout's first fields differ,
-        // but both carry status after the counts; read it leniently).
-        if p.len() >= 5 && p.len() < 9 {
-            self.warnings = u16::from_le_bytes([p[1], p[2]]);
-            self.status = u16::from_le_bytes([p[3], p[4]]);
-        } else if let Ok(ok) = tessera_protocol::response::OkPacket::parse(p, self.conn.capabilities) {
-            self.warnings = ok.warnings;
-            self.status = ok.status;
+        if let Ok((warnings, status)) = tessera_protocol::response::parse_eof(p, self.conn.capabilities()) {
+            self.warnings = warnings;
+            self.status = status;
         }
     }
 
     /// Reads whatever the merge did not need, so the connection can be reused.
     pub async fn drain(&mut self) -> Result<(), ProxyError> {
         while !self.done {
-            let p = self.conn.read().await?;
+            let p = self.conn.read_packet().await?;
             if is_err(&p) || is_eof(&p) || is_result_end_ok(&p) {
                 self.done = true;
                 if !is_err(&p) {
@@ -78,6 +100,103 @@ impl ShardState {
             }
         }
         Ok(())
+    }
+}
+
+/// One scatter read in flight: every shard's connection and result set, in shard order. A
+/// connection whose answer was not read to its end is broken (it closes, never pooled).
+pub struct ScatterRun<C = PooledConn> {
+    pub states: Vec<ShardState<C>>,
+}
+
+impl<C: ShardConn> Default for ScatterRun<C> {
+    fn default() -> Self {
+        ScatterRun { states: Vec::new() }
+    }
+}
+
+impl<C: ShardConn> ScatterRun<C> {
+    /// Sends `sql` to `shard` over `conn`. A send that fails breaks every connection of the
+    /// run (the ones sent before have answers nobody will read).
+    pub async fn send(&mut self, shard: usize, mut conn: C, sql: &str) -> Result<(), ProxyError> {
+        conn.queue_query(sql);
+        let sent = conn.flush().await;
+        self.states.push(ShardState::new(shard, conn));
+        if sent.is_err() {
+            self.break_all();
+        }
+        sent
+    }
+
+    /// Every connection of the run is broken.
+    pub fn break_all(&mut self) {
+        self.states.iter_mut().for_each(|st| st.conn.mark_broken());
+    }
+
+    /// Reads every shard's column definitions: every shard must start answering within
+    /// `deadline` (they run in parallel), and `client_left` (the client closing its
+    /// connection) ends the wait. Returns the first shard's definitions as sent. On any
+    /// failure (a shard's error, a lost or malformed header, the deadline, the client gone)
+    /// every connection of the run is broken and the first failure is the error.
+    pub async fn headers(
+        &mut self,
+        deadline: Duration,
+        client_left: impl Future<Output = ()>,
+    ) -> Result<Vec<Bytes>, ProxyError> {
+        let headers = tokio::time::timeout(deadline, async {
+            let mut out = Vec::with_capacity(self.states.len());
+            for st in self.states.iter_mut() {
+                out.push(read_header(&mut st.conn).await);
+            }
+            out
+        });
+        let headers = tokio::select! {
+            biased;
+            headers = headers => Some(headers),
+            () = client_left => None,
+        };
+        let failure = match headers {
+            None => ProxyError::Client(tessera_protocol::ProtocolError::Closed),
+            Some(Err(_)) => ServerError::ScatterDeadline(deadline.as_millis()).into(),
+            Some(Ok(headers)) => {
+                let mut first = None;
+                let mut failure = None;
+                for (st, h) in self.states.iter_mut().zip(headers) {
+                    match h {
+                        Ok((columns, raw)) => {
+                            st.columns = columns;
+                            first.get_or_insert(raw);
+                        }
+                        Err(e) => {
+                            failure.get_or_insert(e);
+                        }
+                    }
+                }
+                match failure {
+                    None => return Ok(first.unwrap_or_default()),
+                    Some(e) => e,
+                }
+            }
+        };
+        self.break_all();
+        Err(failure)
+    }
+
+    /// Merges the shards' rows into `sink` by `spec`, then reads what each shard has left so
+    /// its connection can be reused; a shard that failed, or every shard when the client
+    /// left, is broken instead. Returns the merge's outcome and the shards' warnings, summed.
+    pub async fn merge<K: RowSink>(&mut self, spec: &MergeSpec, sink: &mut K) -> (Result<MergeStats, MergeError>, u16) {
+        let sources: Vec<ShardSource<'_, C>> = self.states.iter_mut().map(ShardSource).collect();
+        let merged = merge::run(spec, sources, sink).await;
+        let mut warnings = 0u16;
+        for st in self.states.iter_mut() {
+            // The shards of a client that left are not waited for: their connections close.
+            if matches!(merged, Err(MergeError::ClientLeft)) || st.drain().await.is_err() {
+                st.conn.mark_broken();
+            }
+            warnings = warnings.saturating_add(st.warnings);
+        }
+        (merged, warnings)
     }
 }
 
@@ -112,8 +231,8 @@ impl<S: tokio::io::AsyncRead + tessera_protocol::packet::SendBuffer + Send> RowS
 }
 
 /// Reads a result set's header from a shard: the column definitions, parsed and as sent.
-pub async fn read_header(conn: &mut PooledConn) -> Result<(Vec<ColumnDefinition>, Vec<bytes::Bytes>), ProxyError> {
-    let first = conn.read().await?;
+pub async fn read_header<C: ShardConn>(conn: &mut C) -> Result<(Vec<ColumnDefinition>, Vec<Bytes>), ProxyError> {
+    let first = conn.read_packet().await?;
     if is_err(&first) {
         let e = ErrPacket::parse(&first).map_err(|e| conn.lost(e))?;
         return Err(ProxyError::Backend(e));
@@ -128,159 +247,15 @@ pub async fn read_header(conn: &mut PooledConn) -> Result<(Vec<ColumnDefinition>
     let mut columns = Vec::with_capacity(count);
     let mut raw = Vec::with_capacity(count);
     for _ in 0..count {
-        let p = conn.read().await?;
-        let extended = conn.extended_metadata;
+        let p = conn.read_packet().await?;
+        let extended = conn.extended_metadata();
         columns.push(ColumnDefinition::parse_with(&p, extended).map_err(|e| conn.lost(e))?);
         raw.push(p);
     }
     if conn.uses_eof() {
-        conn.read().await?;
+        conn.read_packet().await?;
     }
     Ok((columns, raw))
-}
-
-/// The plan's merge with its column references resolved now that the shards described their
-/// columns: hidden columns after the visible ones, collation weights for non-binary strings,
-/// AVG's scale and type from its column.
-pub fn resolve_merge(
-    s: &Scatter,
-    columns: &[ColumnDefinition],
-    group_concat_max_len: usize,
-) -> Result<MergeSpec, ProxyError> {
-    let visible = columns
-        .len()
-        .checked_sub(s.hidden)
-        .ok_or_else(|| ProxyError::Unsupported("Tessera: shards answered fewer columns than planned".into()))?;
-    let fix = |i: usize| {
-        if i >= HIDDEN_BASE {
-            visible + (i - HIDDEN_BASE)
-        } else {
-            i
-        }
-    };
-    let col = |c: Col| match c {
-        Col::Visible(i) => i,
-        Col::Hidden(i) => visible + i,
-    };
-    let weights: Vec<(usize, usize)> = s
-        .weighted
-        .iter()
-        .map(|w| (col(w.value), col(w.weight)))
-        .filter(|(v, _)| columns.get(*v).is_some_and(is_collated_string))
-        .collect();
-    let key = |k: &SortKey| -> SortKey {
-        let column = fix(k.column);
-        let by = match weights.iter().find(|(v, _)| *v == column) {
-            Some((_, w)) if matches!(k.by, SortBy::Value) => SortBy::Weight(*w),
-            _ => k.by,
-        };
-        SortKey {
-            column,
-            descending: k.descending,
-            by,
-        }
-    };
-    let mut spec = s.merge.clone();
-    spec.visible = visible;
-    spec.order = spec.order.iter().map(key).collect();
-    if let Some(a) = spec.aggregate.as_mut() {
-        a.group_by = a.group_by.iter().map(key).collect();
-        for (i, o) in a.outputs.iter_mut().enumerate() {
-            *o = match o.clone() {
-                Output::First(c) => Output::First(fix(c)),
-                Output::Expr(o) => Output::Expr(o),
-                Output::Count(c) => Output::Count(fix(c)),
-                Output::Sum(c) => Output::Sum(fix(c)),
-                Output::Min(k) => Output::Min(key(&k)),
-                Output::Max(k) => Output::Max(key(&k)),
-                Output::Avg { sum, count, .. } => {
-                    let def = columns.get(i);
-                    Output::Avg {
-                        sum: fix(sum),
-                        count: fix(count),
-                        scale: def.map_or(4, |d| d.decimals as u32),
-                        double: def.is_some_and(|d| is_floating(d.column_type)),
-                    }
-                }
-                Output::CountDistinct { column } => Output::CountDistinct { column: key(&column) },
-                Output::SumDistinct { column, .. } => {
-                    let k = key(&column);
-                    let value = k.column;
-                    Output::SumDistinct { column: k, value }
-                }
-                Output::AvgDistinct { column, .. } => {
-                    let k = key(&column);
-                    let def = columns.get(i);
-                    Output::AvgDistinct {
-                        value: k.column,
-                        column: k,
-                        scale: def.map_or(4, |d| d.decimals as u32),
-                        double: def.is_some_and(|d| is_floating(d.column_type)),
-                    }
-                }
-                Output::GroupConcat {
-                    value,
-                    separator,
-                    order,
-                    distinct,
-                    repeat,
-                    ..
-                } => {
-                    let def = columns.get(i);
-                    let value = fix(value);
-                    Output::GroupConcat {
-                        value,
-                        separator,
-                        max_len: group_concat_max_len,
-                        order: order.iter().map(key).collect(),
-                        // DISTINCT compares the collation weight of a string value.
-                        distinct: distinct.map(|_| match weights.iter().find(|(v, _)| *v == value) {
-                            Some((_, w)) => SortBy::Weight(*w),
-                            None => SortBy::Value,
-                        }),
-                        utf8: def.is_some_and(|d| d.charset != 63),
-                        repeat: repeat.map(fix),
-                    }
-                }
-            };
-        }
-    }
-    weigh_final_order(&mut spec, &weights);
-    Ok(spec)
-}
-
-/// A final ORDER BY on a grouped string column compares its collation weight: the weight
-/// column joins the outputs (hidden) and the key compares it.
-fn weigh_final_order(spec: &mut MergeSpec, weights: &[(usize, usize)]) {
-    let Some(agg) = spec.aggregate.as_mut() else {
-        return;
-    };
-    for k in spec.final_order.iter_mut() {
-        // The output that holds the key's collation weight: the group column's weight, or
-        // MIN/MAX over the weights (the weight of the MIN/MAX value).
-        let weight_output = match agg.outputs.get(k.column) {
-            Some(Output::First(c)) => weights.iter().find(|(v, _)| v == c).map(|(_, w)| Output::First(*w)),
-            Some(Output::Min(m)) => weight_of(m, weights).map(|w| Output::Min(SortKey::asc(w))),
-            Some(Output::Max(m)) => weight_of(m, weights).map(|w| Output::Max(SortKey::asc(w))),
-            _ => None,
-        };
-        let Some(wanted) = weight_output else {
-            continue;
-        };
-        let out = match agg.outputs.iter().position(|o| *o == wanted) {
-            Some(i) => i,
-            None => {
-                agg.outputs.push(wanted);
-                agg.outputs.len() - 1
-            }
-        };
-        k.by = SortBy::Weight(out);
-    }
-}
-
-/// The weight column of a MIN/MAX key over a collated string.
-fn weight_of(k: &SortKey, weights: &[(usize, usize)]) -> Option<usize> {
-    weights.iter().find(|(v, _)| *v == k.column).map(|(_, w)| *w)
 }
 
 /// A column definition packet with another name (the column's type and origin unchanged).
@@ -297,22 +272,4 @@ pub fn with_name(raw: &[u8], name: &[u8]) -> Option<bytes::Bytes> {
     tessera_protocol::codec::put_lenenc_bytes(&mut out, name);
     out.extend_from_slice(rest);
     Some(out.freeze())
-}
-
-fn is_floating(t: u8) -> bool {
-    matches!(t, 4 | 5)
-}
-
-/// A string column whose collation is not binary (63): ordered by weight.
-fn is_collated_string(c: &ColumnDefinition) -> bool {
-    matches!(c.column_type, 15 | 253 | 254 | 249 | 250 | 251 | 252) && c.charset != 63
-}
-
-/// Runs the merge from `sources` into `sink`.
-pub async fn run_merge<K: RowSink>(
-    spec: &MergeSpec,
-    sources: Vec<ShardSource<'_>>,
-    sink: &mut K,
-) -> Result<merge::MergeStats, MergeError> {
-    merge::run(spec, sources, sink).await
 }
