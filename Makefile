@@ -22,6 +22,7 @@ lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps
+	python3 scripts/module-deps.py --check > /dev/null || python3 scripts/module-deps.py
 
 # Every test, built once in the `ci` profile (Cargo.toml: the release optimisation without LTO
 # and debug info, a third of the build time); prints how long each step took (docs/testing.md).

@@ -2,6 +2,8 @@
 //! (per server: role, state, routed statements, lag; what `tessera status` prints), and
 //! `POST /reload` (the configuration file read again as the next generation; `tessera reload`).
 
+pub mod exposition;
+
 use crate::context::Context;
 use crate::error::ProxyError;
 use std::sync::Arc;
@@ -51,8 +53,8 @@ async fn answer(ctx: Arc<Context>, mut tcp: TcpStream) {
             }
         },
         "/reload" => ("405 Method Not Allowed", "POST /reload\n".to_string()),
-        "/metrics" => ("200 OK", crate::metrics::render(&ctx)),
-        "/status" => ("200 OK", crate::metrics::render_status(&ctx)),
+        "/metrics" => ("200 OK", exposition::render(&ctx)),
+        "/status" => ("200 OK", exposition::render_status(&ctx)),
         "/health" if ctx.generation().groups.iter().all(|g| !g.primary().pool.is_down()) => {
             ("200 OK", "ok\n".to_string())
         }

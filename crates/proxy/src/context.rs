@@ -2,6 +2,10 @@
 //! generation (servers, pools, accounts, topology: [`crate::generation`]), TLS, the session
 //! registry (for KILL), metrics and the io_uring. Passed as an `Arc`, never global.
 
+mod xa;
+
+pub use xa::spawn_recovery;
+
 use crate::error::ProxyError;
 use crate::generation::{Generation, Shared};
 use crate::metrics::Metrics;
@@ -21,10 +25,10 @@ pub struct Context {
     generation_number: AtomicU64,
     pub tls: Option<TlsAcceptor>,
     pub sessions: SessionRegistry,
-    pub metrics: Metrics,
+    pub metrics: Arc<Metrics>,
     pub shutdown: watch::Receiver<bool>,
     /// Blocks of AUTO_INCREMENT shard keys this process holds.
-    pub sequences: crate::session::sequence::Sequences,
+    pub sequences: crate::exec::sequence::Sequences,
     /// This process's id in the XIDs of its transactions (random at start).
     pub instance: u32,
     /// Numbers the transactions this process starts with XA.
@@ -73,7 +77,7 @@ impl Context {
             generation_number: AtomicU64::new(1),
             tls,
             sessions: SessionRegistry::default(),
-            metrics: Metrics::default(),
+            metrics: Arc::default(),
             shutdown,
             sequences: Default::default(),
             instance: rand::random(),

@@ -2,16 +2,17 @@
 //!
 //! # Layout
 //! - [`server`]: listener, connection limit, graceful shutdown. [`admin`]: HTTP /metrics,
-//!   /health, /status, POST /reload. [`metrics`]: metric names and rendering.
+//!   /health, /status, POST /reload, and their rendering. [`metrics`]: the counters.
 //! - [`session`]: one task per client; commands, session state, pins, prepared statements.
 //! - [`route`]: where a statement runs (a [`route::Plan`]; the sharding planner in
 //!   [`route::sharded`]); [`exec`]: forwarding backend responses to clients without decoding
-//!   rows, and merging shard results; [`catalog`]: the logical tables' columns;
-//!   [`topology`]: logical schemas, their shards and table rules.
+//!   rows, scatter reads and merging shard results, AUTO_INCREMENT sequences of sharded tables;
+//!   [`catalog`]: the logical tables' columns; [`topology`]: logical schemas, their shards,
+//!   table rules and shard functions.
 //! - [`cluster`]: a group's servers, their health and read weights; [`monitor`]: checks them
 //!   and follows primary changes; [`gtid`]: GTID positions for read-your-writes.
-//! - [`pool`]: backend connection pools; [`pipeline`]: lanes that share a backend connection
-//!   between sessions' pure reads; [`backend`]: Tessera's own MySQL client; [`net`]: the one
+//! - [`pool`]: backend connection pools, and [`pool::pipeline`]: lanes that share a backend
+//!   connection between sessions' pure reads; [`backend`]: Tessera's own MySQL client; [`net`]: the one
 //!   stream type (TCP, io_uring sends, unix socket, TLS, memory); [`uring`]: io_uring sends;
 //!   [`tls`]: TLS acceptor and backend connector.
 //! - [`state`]: replayable session state and its diff; [`charset`]: handshake collations;
@@ -20,8 +21,13 @@
 //!   registry, metrics, io_uring); [`generation`]: one configuration generation (groups and
 //!   pools, accounts, topology, plan cache); [`reload`]: the next generation from the file;
 //!   [`registry`]: live sessions by id, for KILL and the process list.
-//! - [`error`]: the proxy's errors and their MySQL error numbers (the one mapping).
-//! - [`txn`]: transactions across shards: XA two-phase commit, the decision log, recovery.
+//! - [`error`]: the proxy's errors, the merge's and the planner's, and their MySQL error
+//!   numbers (the one mapping).
+//! - [`txn`]: transactions across shards: XA two-phase commit, the decision log, recovery
+//!   (run from the context by `context::spawn_recovery`).
+//!
+//! The modules' dependencies point one way (no cycles among them): `scripts/module-deps.py
+//! --check` fails on a cycle, and `make lint` runs it.
 //! - [`demo`]: `tessera demo` and `tessera sandbox`.
 //! - [`alloc`]: the allocator and boxed futures; [`fasthash`]: a hasher for Tessera's own ids.
 
@@ -42,7 +48,6 @@ pub mod gtid;
 pub mod metrics;
 pub mod monitor;
 pub mod net;
-pub mod pipeline;
 pub mod pool;
 pub mod registry;
 pub mod reload;

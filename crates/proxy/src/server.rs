@@ -48,7 +48,7 @@ pub async fn start_with_park(config: Config, park: Option<crate::uring::ParkHook
         tokio::spawn(async move { drop(pool.checkout(crate::pool::Flavour::default(), false).await) });
     }
     crate::monitor::spawn(&ctx);
-    crate::txn::recovery::spawn(&ctx);
+    crate::context::spawn_recovery(&ctx);
     let admin_addr = crate::admin::spawn_http(ctx.clone()).await?;
     let accept_task = tokio::spawn(accept_loop(ctx.clone(), listener, rx));
     tracing::info!(%addr, "tessera listening");

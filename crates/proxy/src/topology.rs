@@ -6,7 +6,9 @@
 //! Schema and table names are compared case-sensitively (MariaDB on Linux with the default
 //! `lower_case_table_names = 0`), column names case-insensitively.
 
-use crate::route::shard_fn::{KeyValue, ListError, ListFunction, ShardFunction};
+pub mod shard_fn;
+
+use crate::topology::shard_fn::{KeyValue, ListError, ListFunction, ShardFunction};
 use std::collections::HashMap;
 use tessera_config::{
     split_shard_entry, validate_schemas, Config, ConfigError, FunctionKind, ListValue, SchemaConfig, TableConfig,
@@ -272,7 +274,7 @@ fn key_values(list: &[ListValue]) -> Vec<KeyValue> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::route::shard_fn::KeyType;
+    use crate::topology::shard_fn::KeyType;
     use tessera_config::parse_str;
 
     const BASE: &str = r#"

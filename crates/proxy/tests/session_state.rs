@@ -149,7 +149,7 @@ async fn temporary_tables_pin_until_dropped() {
         0,
         "pins end with the temporary tables"
     );
-    let metrics = tessera_proxy::metrics::render(&env.proxy.as_ref().expect("proxy").ctx);
+    let metrics = tessera_proxy::admin::exposition::render(&env.proxy.as_ref().expect("proxy").ctx);
     assert!(
         metrics.contains("tessera_pins_total{reason=\"temporary_table\"} 20"),
         "{metrics}"

@@ -27,6 +27,12 @@ pub const LAST_INSERT_ID_SQL: &str = "SELECT LAST_INSERT_ID(), LAST_INSERT_ID(0)
 /// A text result read by Tessera for its own use.
 pub type TextResult = (Vec<ColumnDefinition>, Vec<Vec<Option<Vec<u8>>>>);
 
+/// The first value of a result, read as a number.
+pub fn first_number<T: std::str::FromStr>(result: &TextResult) -> Option<T> {
+    let v = result.1.first()?.first()?.as_deref()?;
+    std::str::from_utf8(v).ok()?.parse().ok()
+}
+
 /// A packet of a text result, as the server sent it.
 enum ResultPacket {
     Definition(Bytes),
@@ -224,7 +230,7 @@ impl BackendConn {
     /// goes back to its pool at once and the statement travels with the next command written
     /// on it (its OK is checked first). For such a transaction the two are the same: they end
     /// the snapshot and release metadata locks, and cannot fail while the connection lives.
-    /// The pool sends it on its own if no command comes soon ([`crate::pool::Pool::settle`]).
+    /// The pool sends it on its own if no command comes soon (the pool's `settle`).
     pub fn queue_end_of_reads(&mut self, commit: bool) {
         let sql: &[u8] = if commit { b"COMMIT" } else { b"ROLLBACK" };
         self.begin_command(|b| {
@@ -630,8 +636,8 @@ impl BackendConn {
     }
 
     /// The pool flavour this connection belongs to.
-    pub fn flavour(&self) -> crate::pool::Flavour {
-        crate::pool::Flavour {
+    pub fn flavour(&self) -> Flavour {
+        Flavour {
             found_rows: self.capabilities & CLIENT_FOUND_ROWS != 0,
             extended_metadata: self.extended_metadata,
         }
@@ -640,5 +646,23 @@ impl BackendConn {
     /// True when this connection uses classic EOF packets (always, for Tessera's backends).
     pub fn uses_eof(&self) -> bool {
         self.capabilities & CLIENT_DEPRECATE_EOF == 0
+    }
+}
+
+/// The connection-level flags a backend connection is opened with; sessions borrow only
+/// connections of their own flavour.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Flavour {
+    /// CLIENT_FOUND_ROWS: affected rows count matched rows (JDBC's default).
+    pub found_rows: bool,
+    /// MariaDB extended column metadata.
+    pub extended_metadata: bool,
+}
+
+impl Flavour {
+    pub const COUNT: usize = 4;
+
+    pub fn index(self) -> usize {
+        usize::from(self.found_rows) | usize::from(self.extended_metadata) << 1
     }
 }

@@ -11,7 +11,7 @@ pub mod fake_shard;
 pub mod shard_conn;
 pub mod stmt_cache;
 
-pub use conn::BackendConn;
+pub use conn::{BackendConn, Flavour};
 pub use shard_conn::ShardConn;
 
 use std::sync::Arc;

@@ -4,10 +4,8 @@
 
 use super::conn::TextResult;
 use crate::error::ProxyError;
-use crate::pool::PooledConn;
 use bytes::Bytes;
 use std::future::Future;
-use tessera_protocol::command::COM_QUERY;
 use tessera_protocol::response::OkPacket;
 use tessera_protocol::ProtocolError;
 
@@ -43,68 +41,5 @@ pub trait ShardConn: Send + Sized {
     /// A result set's column definitions end with an EOF packet (no CLIENT_DEPRECATE_EOF).
     fn uses_eof(&self) -> bool {
         self.capabilities() & tessera_protocol::flags::CLIENT_DEPRECATE_EOF == 0
-    }
-}
-
-impl ShardConn for PooledConn {
-    fn queue_query(&mut self, sql: &str) {
-        (**self).begin_command(|b| {
-            b.extend_from_slice(&[COM_QUERY]);
-            b.extend_from_slice(sql.as_bytes());
-        });
-    }
-
-    async fn flush(&mut self) -> Result<(), ProxyError> {
-        (**self).flush().await
-    }
-
-    async fn read_ok(&mut self) -> Result<OkPacket, ProxyError> {
-        (**self).read_ok().await
-    }
-
-    async fn simple_command(&mut self, sql: &str) -> Result<OkPacket, ProxyError> {
-        (**self).simple_command(sql).await
-    }
-
-    async fn query_rows(&mut self, sql: &str) -> Result<TextResult, ProxyError> {
-        (**self).query_rows(sql).await
-    }
-
-    fn broken(&self) -> bool {
-        self.broken
-    }
-
-    fn mark_broken(&mut self) {
-        self.broken = true;
-    }
-
-    fn in_transaction(&self) -> bool {
-        self.in_transaction
-    }
-
-    fn set_in_transaction(&mut self, open: bool) {
-        self.in_transaction = open;
-    }
-
-    fn side(&self) -> impl Future<Output = Result<PooledConn, ProxyError>> + Send {
-        let pool = self.pool().clone();
-        let flavour = (**self).flavour();
-        async move { pool.checkout(flavour, true).await }
-    }
-
-    async fn read_packet(&mut self) -> Result<Bytes, ProxyError> {
-        (**self).read().await
-    }
-
-    fn lost(&mut self, e: ProtocolError) -> ProxyError {
-        (**self).lost(e)
-    }
-
-    fn extended_metadata(&self) -> bool {
-        self.extended_metadata
-    }
-
-    fn capabilities(&self) -> u32 {
-        self.capabilities
     }
 }

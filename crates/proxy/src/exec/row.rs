@@ -19,7 +19,6 @@ use tessera_protocol::resultset::{
     TYPE_NULL, TYPE_SHORT, TYPE_TINY, UNSIGNED_FLAG,
 };
 use tessera_protocol::ProtocolError;
-use thiserror::Error;
 
 /// One field of a decoded row.
 #[derive(Debug, Clone, PartialEq)]
@@ -34,19 +33,7 @@ pub enum Value {
     Bytes(Bytes),
 }
 
-/// Why a row could not be decoded.
-#[derive(Debug, Error)]
-pub enum RowError {
-    #[error("malformed row: {0}")]
-    Malformed(#[from] ProtocolError),
-    #[error("column {column} (`{name}`): {text:?} is not a valid {kind}")]
-    BadValue {
-        column: usize,
-        name: String,
-        kind: &'static str,
-        text: String,
-    },
-}
+pub use crate::error::merge::RowError;
 
 /// How a column's values are typed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -3,7 +3,7 @@
 //! the primary, chosen by weight and health when the statement runs, see
 //! [`crate::cluster::Group::choose_read`]). Sharding adds multi-group plans here.
 
-pub mod shard_fn;
+pub use crate::topology::shard_fn;
 pub mod sharded;
 
 use crate::cluster::Consistency;

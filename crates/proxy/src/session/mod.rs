@@ -26,7 +26,6 @@ pub mod query;
 pub mod restore;
 pub mod rewrite;
 pub mod routing;
-pub mod sequence;
 pub mod shard_txn;
 pub mod sharded;
 pub mod track_set;

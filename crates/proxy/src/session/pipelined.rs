@@ -1,4 +1,4 @@
-//! A prepared statement's execution through a pipelined lane ([`crate::pipeline`]): when the
+//! A prepared statement's execution through a pipelined lane ([`crate::pool::pipeline`]): when the
 //! session holds no connection and no state a lane lacks, and the statement is a pure read.
 
 use super::execute::client_side;
@@ -8,7 +8,7 @@ use crate::error::ProxyError;
 use crate::exec::forward::{forward_from, pass_whole, ReadResponse};
 use crate::exec::Mode;
 use crate::metrics::Metrics;
-use crate::pipeline::{Lane, LaneAnswer, LaneExecute, LaneRequest, LaneSet, LaneSettings, Offer};
+use crate::pool::pipeline::{Lane, LaneAnswer, LaneExecute, LaneRequest, LaneSet, LaneSettings, Offer};
 use crate::route::Target;
 use crate::state::SyncScope;
 use bytes::BytesMut;
@@ -272,6 +272,6 @@ impl Session {
             conn.broken = true;
             return None;
         }
-        set.open(conn, settings, self.ctx.clone())
+        set.open(conn, settings, self.ctx.metrics.clone())
     }
 }

@@ -177,7 +177,7 @@ impl Session {
             ));
         }
         let result = if commit {
-            commit::commit(&commit::Env::of(&self.ctx), gtrid.as_deref(), &mut branches)
+            commit::commit(&self.ctx.commit_env(), gtrid.as_deref(), &mut branches)
                 .await
                 .map(drop)
         } else {

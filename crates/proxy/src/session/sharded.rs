@@ -363,10 +363,10 @@ impl Session {
         }
         let table = p.sequence.rsplit('.').next().unwrap_or_default().to_string();
         let max_key = self.max_key(schema, &table, key).await?;
-        let size = super::sequence::BLOCK.max(n as i128);
+        let size = crate::exec::sequence::BLOCK.max(n as i128);
         let s = &schema.shards[schema.default_shard];
         let mut conn = self.side_conn(s).await?;
-        let first = super::sequence::reserve(&mut conn, schema, &p.sequence, size, max_key).await?;
+        let first = crate::exec::sequence::reserve(&mut conn, schema, &p.sequence, size, max_key).await?;
         self.ctx.sequences.store(&p.sequence, first + n as i128, first + size);
         Ok((first..first + n as i128).collect())
     }
@@ -382,7 +382,7 @@ impl Session {
                 crate::state::quote_ident(&shard.database),
                 crate::state::quote_ident(table)
             );
-            if let Some(v) = first_number::<i128>(&conn.query_rows(&sql).await?) {
+            if let Some(v) = crate::backend::conn::first_number::<i128>(&conn.query_rows(&sql).await?) {
                 max = max.max(v);
             }
         }
@@ -699,12 +699,6 @@ fn logical_database_calls(sql: &str, schema: &str, backslash_escapes: bool) -> O
     super::rewrite::replace_terms(sql, &terms, backslash_escapes)
 }
 
-/// The first value of a result, read as a number.
-pub fn first_number<T: std::str::FromStr>(result: &crate::backend::conn::TextResult) -> Option<T> {
-    let v = result.1.first()?.first()?.as_deref()?;
-    std::str::from_utf8(v).ok()?.parse().ok()
-}
-
 /// The SQL with the logical schema's qualifiers naming shard `shard`'s database.
 fn for_shard<'s>(sql: &'s str, schema: &ShardedSchema, shard: usize) -> std::borrow::Cow<'s, str> {
     use crate::route::sharded::DATABASE_MARKER;
@@ -775,7 +769,8 @@ impl Session {
         fp: &Fingerprint,
         binary: Option<Arc<[bytes::Bytes]>>,
     ) -> Result<Next, ProxyError> {
-        use crate::exec::scatter::{resolve_merge, ScatterRun, TextSink};
+        use crate::exec::scatter::{ScatterRun, TextSink};
+        use crate::route::sharded::resolve::resolve_merge;
         let text = scatter.sql.render(sql, &fp.literals);
         let calc_found_rows = text.to_ascii_uppercase().contains("SQL_CALC_FOUND_ROWS");
         if calc_found_rows && (scatter.merge.aggregate.is_some() || scatter.merge.distinct) {
@@ -878,7 +873,7 @@ impl Session {
             let mut total = 0u64;
             for st in run.states.iter_mut() {
                 match st.conn.query_rows("SELECT FOUND_ROWS()").await {
-                    Ok(result) => total += first_number::<u64>(&result).unwrap_or(0),
+                    Ok(result) => total += crate::backend::conn::first_number::<u64>(&result).unwrap_or(0),
                     Err(_) => st.conn.broken = true,
                 }
             }

@@ -9,7 +9,6 @@ use super::decision::{self, Outcome};
 use super::failpoints::Failpoints;
 use super::xid::Xid;
 use crate::backend::ShardConn;
-use crate::context::Context;
 use crate::error::ProxyError;
 use crate::metrics::Metrics;
 use crate::pool::PooledConn;
@@ -43,20 +42,6 @@ pub struct Env<'a> {
     pub xa_database: String,
     /// `server.cross_shard_lock_wait_s`: how long fencing waits for a `commit` row.
     pub lock_wait_s: u64,
-}
-
-impl<'a> Env<'a> {
-    /// The process's metrics and failpoints and the current generation's settings.
-    pub fn of(ctx: &'a Context) -> Env<'a> {
-        let generation = ctx.generation();
-        let server = &generation.config.server;
-        Env {
-            metrics: &ctx.metrics,
-            failpoints: &ctx.failpoints,
-            xa_database: server.xa_database.clone(),
-            lock_wait_s: server.cross_shard_lock_wait_s,
-        }
-    }
 }
 
 /// Commits the branches; `gtrid` is the transaction's when it has XA branches.

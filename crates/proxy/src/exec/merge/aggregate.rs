@@ -7,9 +7,9 @@
 
 use super::accumulate::Acc;
 use super::budget::Budget;
-use super::error::MergeError;
 use super::key::{column_label, describe_key, describe_keys, equal_on};
 use super::spec::{AggregateSpec, Output, SortBy};
+use super::MergeError;
 use crate::exec::row::{row_size, Value};
 
 /// The aggregate stage.

@@ -6,8 +6,8 @@
 //! 1.5*1.25 = 1.875, 1/0 = NULL, 9223372036854775807+1 and CAST(3 AS UNSIGNED)-5 = error 1690.
 
 use super::decimal::Decimal;
-use super::error::MergeError;
 use super::spec::ArithOp;
+use super::MergeError;
 use crate::exec::row::Value;
 
 /// MariaDB's `div_precision_increment` default.

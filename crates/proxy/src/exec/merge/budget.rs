@@ -1,7 +1,7 @@
 //! Memory accounting for a merge: bytes held by buffered rows and group state, with the cap
 //! checked where a stage could otherwise grow without bound.
 
-use super::error::MergeError;
+use super::MergeError;
 
 /// Bytes held now and at most, against a cap.
 #[derive(Debug)]

@@ -1,8 +1,8 @@
 //! Test doubles: a shard source from a list of rows (optionally failing), counting what was
 //! read, and a sink that collects rows.
 
-use super::error::MergeError;
 use super::source::{RowSink, RowSource};
+use super::MergeError;
 use crate::exec::row::Value;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -3,9 +3,9 @@
 //! stably (ties keep the merged order).
 
 use super::budget::Budget;
-use super::error::MergeError;
 use super::key::{compare_rows, describe_keys};
 use super::spec::SortKey;
+use super::MergeError;
 use crate::exec::row::{row_size, Value};
 
 /// The final-sort stage.

@@ -3,9 +3,9 @@
 //! bytewise, and anything compared with NULL is unknown, which drops the row.
 
 use super::arith;
-use super::error::MergeError;
 use super::key::{cell, column_label};
 use super::spec::{CmpOp, Filter, Operand};
+use super::MergeError;
 use crate::exec::row::{compare, Value};
 use std::cmp::Ordering;
 use std::fmt::Write;

@@ -2,8 +2,8 @@
 //! and how keys read in EXPLAIN.
 
 use super::spec::{SortBy, SortKey};
+use super::HIDDEN_BASE;
 use crate::exec::row::{compare, Value};
-use crate::route::sharded::select::HIDDEN_BASE;
 use std::cmp::Ordering;
 
 static NULL: Value = Value::Null;

@@ -18,7 +18,6 @@ mod arith;
 mod budget;
 pub mod decimal;
 mod distinct;
-mod error;
 mod final_sort;
 pub mod float;
 mod group_concat;
@@ -36,10 +35,10 @@ pub(crate) mod fake;
 #[cfg(test)]
 mod tests;
 
+pub use crate::error::merge::MergeError;
 pub use decimal::Decimal;
-pub use error::MergeError;
 pub use pipeline::{run, MergeStats};
 pub use source::{RowSink, RowSource};
 pub use spec::{
-    AggregateSpec, ArithOp, CmpOp, Filter, MergeSpec, Operand, Output, SortBy, SortKey, DEFAULT_MEMORY_CAP,
+    AggregateSpec, ArithOp, CmpOp, Filter, MergeSpec, Operand, Output, SortBy, SortKey, DEFAULT_MEMORY_CAP, HIDDEN_BASE,
 };

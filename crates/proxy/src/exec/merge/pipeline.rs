@@ -5,13 +5,13 @@
 use super::aggregate::Aggregate;
 use super::budget::Budget;
 use super::distinct::Distinct;
-use super::error::MergeError;
 use super::final_sort::FinalSort;
 use super::having::Having;
 use super::limit::Limit;
 use super::sort::SortMerge;
 use super::source::{RowSink, RowSource};
 use super::spec::MergeSpec;
+use super::MergeError;
 use crate::exec::row::Value;
 
 /// What a merge did.

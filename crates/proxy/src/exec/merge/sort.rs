@@ -2,10 +2,10 @@
 //! ties the lower shard index), and a shard is read again only when its row has been taken.
 
 use super::budget::Budget;
-use super::error::MergeError;
 use super::key::{compare_rows, describe_keys};
 use super::source::RowSource;
 use super::spec::SortKey;
+use super::MergeError;
 use crate::exec::row::{row_size, Value};
 
 /// Merge state over shard sources that are passed to [`SortMerge::next`].

@@ -1,7 +1,7 @@
 //! Where merged rows come from and go: one [`RowSource`] per shard, one [`RowSink`] for the
 //! client.
 
-use super::error::MergeError;
+use super::MergeError;
 use crate::exec::row::Value;
 use std::future::Future;
 

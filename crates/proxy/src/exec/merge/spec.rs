@@ -1,7 +1,7 @@
 //! What a merge does: the [`MergeSpec`] a sharding plan builds, its keys, aggregate outputs and
 //! HAVING filter, with the checks that keep every column index in range.
 
-use super::error::MergeError;
+use super::MergeError;
 use crate::exec::row::Value;
 
 /// Bytes of buffered rows a merge may hold unless the plan says otherwise.
@@ -32,6 +32,10 @@ pub struct MergeSpec {
     /// Bytes of buffered rows and group state allowed; more is [`MergeError::MemoryCap`].
     pub memory_cap: usize,
 }
+
+/// Marks hidden column indices in a plan's merge spec until the shard column count is known:
+/// the planner numbers the columns it appends to the shards' select list from here on.
+pub const HIDDEN_BASE: usize = 1 << 20;
 
 /// One sort key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -581,7 +581,7 @@ fn describe_names_every_stage() {
 /// large (issue 43: the 64 MiB byte limit read "up to h66060288 bytes").
 #[test]
 fn describe_names_hidden_columns_and_keeps_large_numbers() {
-    let hidden = |n: usize| crate::route::sharded::select::HIDDEN_BASE + n;
+    let hidden = |n: usize| super::HIDDEN_BASE + n;
     let mut spec = aggregate(
         2,
         vec![SortKey::asc(0)],

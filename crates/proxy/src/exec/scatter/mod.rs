@@ -4,11 +4,8 @@
 //! stage buffers (bounded by the merge's cap). Generic over [`ShardConn`], so every way a
 //! shard can fail is unit-tested against scripted fake servers (`tests.rs`).
 
-mod resolve;
 #[cfg(test)]
 mod tests;
-
-pub use resolve::resolve_merge;
 
 use crate::backend::shard_conn::ShardConn;
 use crate::error::{ProxyError, ServerError};

@@ -39,9 +39,7 @@ pub enum KeyExpr {
     OneShard(Box<KeyExpr>),
 }
 
-/// The error of a [`KeyExpr::OneShard`] statement whose key values are on several shards.
-pub const VALUES_ON_SEVERAL_SHARDS: &str = "Tessera: a join of sharded tables whose shard-key values are on \
-     different shards (not an equality on their shard keys) is not supported";
+pub use crate::error::plan::VALUES_ON_SEVERAL_SHARDS;
 
 impl KeyExpr {
     /// The shards that may hold matching rows; None = all.

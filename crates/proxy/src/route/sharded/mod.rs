@@ -7,9 +7,11 @@
 //! - [`select`]: reads, their per-shard rewrite and merge. [`write`](mod@write): INSERT/UPDATE/DELETE/DDL.
 //! - [`values`]: literal text and bound parameters -> shard-key values.
 //! - [`cache`]: the plan cache.
+//! - [`resolve`]: a scatter's merge resolved against the columns the shards described.
 
 pub mod cache;
 pub mod keys;
+pub mod resolve;
 pub mod select;
 pub mod values;
 pub mod write;
@@ -22,44 +24,7 @@ use tessera_sql::SqlTemplate;
 
 pub use keys::{KeyExpr, ValueSource};
 
-/// Why a plan's values pick no shard, or the planner gives no plan.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum PlanError {
-    /// A construct the planner refuses (the text names it).
-    #[error("Tessera: {0} is not supported")]
-    Refused(String),
-    /// Tables joined by their key values, whose values are on several shards.
-    #[error("{}", keys::VALUES_ON_SEVERAL_SHARDS)]
-    ValuesOnSeveralShards,
-    /// A key value no shard takes, or not of the key's type.
-    #[error(transparent)]
-    Key(#[from] crate::route::shard_fn::ShardError),
-    /// A value the plan reads is not there (an unbound parameter, a lost literal).
-    #[error("Tessera: {0}")]
-    MissingValue(String),
-}
-
-impl From<String> for PlanError {
-    fn from(reason: String) -> PlanError {
-        PlanError::Refused(reason)
-    }
-}
-
-impl From<&str> for PlanError {
-    fn from(reason: &str) -> PlanError {
-        PlanError::Refused(reason.to_string())
-    }
-}
-
-impl PlanError {
-    /// The reason alone, as EXPLAIN ROUTE prints it.
-    pub fn detail(&self) -> String {
-        match self {
-            PlanError::Refused(m) | PlanError::MissingValue(m) => m.clone(),
-            other => other.to_string(),
-        }
-    }
-}
+pub use crate::error::plan::PlanError;
 
 /// The marker a template carries where a shard's physical database name goes.
 pub const DATABASE_MARKER: &str = "\u{1}tessera-db\u{1}";

@@ -836,8 +836,7 @@ pub fn col_of(i: usize) -> Col {
     }
 }
 
-/// Marks hidden column indices in a plan's merge spec until the shard column count is known.
-pub const HIDDEN_BASE: usize = 1 << 20;
+pub use crate::exec::merge::HIDDEN_BASE;
 
 /// Same expression text, ignoring case and spaces.
 pub fn same_text(a: &str, b: &str) -> bool {

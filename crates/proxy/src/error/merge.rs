@@ -1,8 +1,8 @@
-//! The merge's error enum: shard and client failures passed through, and the merge's own
-//! limits and plan errors.
+//! The merge's error enum: shard and client failures passed through, the merge's own limits
+//! and plan errors, and why a shard's row could not be decoded.
 
-use crate::exec::row::RowError;
 use tessera_protocol::response::ErrPacket;
+use tessera_protocol::ProtocolError;
 use thiserror::Error;
 
 /// Everything that can stop a merge.
@@ -37,4 +37,18 @@ pub enum MergeError {
     /// Integer arithmetic in HAVING overflowed, as MariaDB's error 1690.
     #[error("{0} value is out of range")]
     OutOfRange(&'static str),
+}
+
+/// Why a row could not be decoded.
+#[derive(Debug, Error)]
+pub enum RowError {
+    #[error("malformed row: {0}")]
+    Malformed(#[from] ProtocolError),
+    #[error("column {column} (`{name}`): {text:?} is not a valid {kind}")]
+    BadValue {
+        column: usize,
+        name: String,
+        kind: &'static str,
+        text: String,
+    },
 }

@@ -9,7 +9,6 @@
 
 use crate::backend::stmt_cache::SqlText;
 use crate::backend::ServerRef;
-use crate::context::Context;
 use crate::error::ProxyError;
 use crate::metrics::Metrics;
 use crate::pool::{Flavour, PooledConn};
@@ -186,7 +185,7 @@ impl LaneSet {
     }
 
     /// The connection keeps its pool slot while the lane lives.
-    pub fn open(&self, conn: PooledConn, settings: LaneSettings, ctx: Arc<Context>) -> Option<Lane> {
+    pub fn open(&self, conn: PooledConn, settings: LaneSettings, metrics: Arc<Metrics>) -> Option<Lane> {
         let (tx, rx) = mpsc::channel(settings.depth);
         let lane = Lane {
             at: (conn.server.clone(), conn.thread_id),
@@ -207,7 +206,7 @@ impl LaneSet {
             queued: lane.queued.clone(),
             alive: lane.alive.clone(),
             depth: settings.depth,
-            ctx,
+            metrics,
         };
         tokio::spawn(task.run());
         Some(lane)
@@ -234,7 +233,7 @@ struct LaneTask {
     queued: Arc<AtomicUsize>,
     alive: Arc<AtomicBool>,
     depth: usize,
-    ctx: Arc<Context>,
+    metrics: Arc<Metrics>,
 }
 
 impl LaneTask {
@@ -333,7 +332,7 @@ impl LaneTask {
 
     async fn flush(&mut self) -> Result<(), ProxyError> {
         self.conn.flush().await?;
-        Metrics::inc(&self.ctx.metrics.pipeline_writes);
+        Metrics::inc(&self.metrics.pipeline_writes);
         Ok(())
     }
 

@@ -43,6 +43,7 @@
 //!   (`'0000-00-00'`, `'2024-00-10'`), two-digit years and other separators are refused with
 //!   error 1292. `TO_DAYS` is MariaDB's (`TO_DAYS('0000-01-01')` = 1, year 0 is no leap year).
 
+pub use crate::error::plan::ShardError;
 use std::collections::HashMap;
 use std::fmt;
 use std::ops::Bound;
@@ -107,46 +108,6 @@ impl fmt::Display for CanonicalKey {
         match self {
             CanonicalKey::Int(i) => write!(f, "{i}"),
             CanonicalKey::Str(s) => write!(f, "'{s}'"),
-        }
-    }
-}
-
-/// Why a key value cannot be placed; each maps to the MySQL error a server would give.
-#[derive(Debug, Clone, PartialEq, Eq, Error)]
-pub enum ShardError {
-    /// A `list` function has no shard for the value (MySQL 1526).
-    #[error("Table has no partition for value {value}")]
-    NoPartition { value: String },
-    /// Not an integer (or not an integral one) for an int key (MySQL 1366).
-    #[error("Incorrect integer value: '{value}' for the shard key")]
-    IncorrectInteger { value: String },
-    /// An integer outside the BIGINT range (MySQL 1264).
-    #[error("Out of range value for the shard key: {value}")]
-    OutOfRange { value: String },
-    /// Not a date Tessera reads for a date key (MySQL 1292).
-    #[error("Incorrect date value: '{value}' for the shard key")]
-    IncorrectDate { value: String },
-    /// Not UTF-8, or a double, for a string key (MySQL 1366).
-    #[error("Incorrect string value: '{value}' for the shard key")]
-    IncorrectString { value: String },
-    /// The function does not fit the schema's shard count (a topology bug, never a client's).
-    #[error("the shard function does not fit a schema of {shards} shards")]
-    ShardCount { shards: usize },
-}
-
-impl ShardError {
-    /// The error message MySQL would give for the key column `column`.
-    pub fn mysql_message(&self, column: &str) -> String {
-        match self {
-            ShardError::IncorrectInteger { value } => {
-                format!("Incorrect integer value: '{value}' for column `{column}`")
-            }
-            ShardError::OutOfRange { .. } => format!("Out of range value for column '{column}'"),
-            ShardError::IncorrectDate { value } => format!("Incorrect date value: '{value}' for column `{column}`"),
-            ShardError::IncorrectString { value } => {
-                format!("Incorrect string value: '{value}' for column `{column}`")
-            }
-            ShardError::NoPartition { .. } | ShardError::ShardCount { .. } => self.to_string(),
         }
     }
 }

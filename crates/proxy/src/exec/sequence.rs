@@ -68,7 +68,7 @@ pub async fn reserve(
     ))
     .await?;
     let result = conn.query_rows("SELECT LAST_INSERT_ID()").await?;
-    let end: i128 = super::sharded::first_number(&result)
+    let end: i128 = crate::backend::conn::first_number(&result)
         .ok_or_else(|| ProxyError::Sharding(format!("the sequence {name} gave no value")))?;
     Ok(end - size)
 }

@@ -1,10 +1,10 @@
 //! A scatter's merge resolved against the columns the shards described: hidden columns after
 //! the visible ones, collation weights for non-binary strings, AVG's scale and type.
 
+use super::{Col, Scatter};
 use crate::error::ProxyError;
+use crate::exec::merge::HIDDEN_BASE;
 use crate::exec::merge::{MergeSpec, Output, SortBy, SortKey};
-use crate::route::sharded::select::HIDDEN_BASE;
-use crate::route::sharded::{Col, Scatter};
 use tessera_protocol::resultset::ColumnDefinition;
 
 /// The plan's merge with its column references resolved now that the shards described their

@@ -1,9 +1,12 @@
 //! The proxy layer's error enum, and the one place where every error becomes a MySQL error
-//! number and SQLSTATE for the client.
+//! number and SQLSTATE for the client. The layers' own enums live beside it ([`merge`],
+//! [`plan`]), so that this module depends on no layer and every layer can use it.
 
-use crate::exec::merge::MergeError;
-use crate::route::shard_fn::ShardError;
-use crate::route::sharded::PlanError;
+pub mod merge;
+pub mod plan;
+
+use merge::MergeError;
+use plan::{PlanError, ShardError};
 use tessera_protocol::response::ErrPacket;
 use tessera_protocol::ProtocolError;
 use thiserror::Error;

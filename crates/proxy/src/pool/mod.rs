@@ -3,6 +3,8 @@
 //! connection), dead servers are retried with exponential backoff, and a maintenance task
 //! keeps `min_idle` and closes connections past their idle timeout or lifetime.
 
+pub mod pipeline;
+
 use crate::alloc::in_heap;
 use crate::backend::connect::{connect, ConnectOptions};
 use crate::backend::{BackendConn, ServerRef};
@@ -14,23 +16,7 @@ use std::time::{Duration, Instant};
 use tessera_config::PoolConfig;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-/// The connection-level flags a backend connection is opened with; sessions borrow only
-/// connections of their own flavour.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Flavour {
-    /// CLIENT_FOUND_ROWS: affected rows count matched rows (JDBC's default).
-    pub found_rows: bool,
-    /// MariaDB extended column metadata.
-    pub extended_metadata: bool,
-}
-
-impl Flavour {
-    pub const COUNT: usize = 4;
-
-    pub fn index(self) -> usize {
-        usize::from(self.found_rows) | usize::from(self.extended_metadata) << 1
-    }
-}
+pub use crate::backend::Flavour;
 
 /// Counters exported as metrics.
 #[derive(Debug, Default)]
@@ -66,8 +52,8 @@ pub struct Pool {
     pub stats: PoolStats,
     version: OnceLock<String>,
     extended: OnceLock<u32>,
-    /// Pipelined lanes on this server (see [`crate::pipeline`]).
-    pub lanes: crate::pipeline::Lanes,
+    /// Pipelined lanes on this server (see [`crate::pool::pipeline`]).
+    pub lanes: crate::pool::pipeline::Lanes,
     /// Wakes [`Pool::settle`] when an idle connection carries a queued COMMIT/ROLLBACK.
     queued_ends: tokio::sync::Notify,
     /// Backend threads a KILL may reach (see [`Pool::mark_killed`]).
@@ -609,6 +595,74 @@ impl Drop for PooledConn {
             self.pool.give_back(conn, detached);
         }
         drop(self.permit.take());
+    }
+}
+
+/// A pooled connection is a shard's connection for the scatter executor and the transaction
+/// protocol.
+impl crate::backend::ShardConn for PooledConn {
+    fn queue_query(&mut self, sql: &str) {
+        (**self).begin_command(|b| {
+            b.extend_from_slice(&[tessera_protocol::command::COM_QUERY]);
+            b.extend_from_slice(sql.as_bytes());
+        });
+    }
+
+    async fn flush(&mut self) -> Result<(), crate::error::ProxyError> {
+        (**self).flush().await
+    }
+
+    async fn read_ok(&mut self) -> Result<tessera_protocol::response::OkPacket, crate::error::ProxyError> {
+        (**self).read_ok().await
+    }
+
+    async fn simple_command(
+        &mut self,
+        sql: &str,
+    ) -> Result<tessera_protocol::response::OkPacket, crate::error::ProxyError> {
+        (**self).simple_command(sql).await
+    }
+
+    async fn query_rows(&mut self, sql: &str) -> Result<crate::backend::conn::TextResult, crate::error::ProxyError> {
+        (**self).query_rows(sql).await
+    }
+
+    fn broken(&self) -> bool {
+        self.broken
+    }
+
+    fn mark_broken(&mut self) {
+        self.broken = true;
+    }
+
+    fn in_transaction(&self) -> bool {
+        self.in_transaction
+    }
+
+    fn set_in_transaction(&mut self, open: bool) {
+        self.in_transaction = open;
+    }
+
+    fn side(&self) -> impl std::future::Future<Output = Result<PooledConn, crate::error::ProxyError>> + Send {
+        let pool = self.pool().clone();
+        let flavour = (**self).flavour();
+        async move { pool.checkout(flavour, true).await }
+    }
+
+    async fn read_packet(&mut self) -> Result<bytes::Bytes, crate::error::ProxyError> {
+        (**self).read().await
+    }
+
+    fn lost(&mut self, e: tessera_protocol::ProtocolError) -> crate::error::ProxyError {
+        (**self).lost(e)
+    }
+
+    fn extended_metadata(&self) -> bool {
+        self.extended_metadata
+    }
+
+    fn capabilities(&self) -> u32 {
+        self.capabilities
     }
 }
 
