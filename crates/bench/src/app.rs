@@ -178,6 +178,14 @@ fn header(opts: &BenchOptions, argv: &[String], machine: &MachineInfo, tessera: 
         program_version(&tessera.bin.to_string_lossy(), &["--version"]),
     );
     let _ = writeln!(h, "- command: `tessera-bench {}`", argv.join(" "));
+    for (name, bin) in &opts.compare_bins {
+        let _ = writeln!(
+            h,
+            "- target `{name}`: {} ({}), configured as Tessera",
+            bin.display(),
+            program_version(&bin.to_string_lossy(), &["--version"])
+        );
+    }
     let _ = writeln!(
         h,
         "- Tessera: worker_threads = {}, pool.max_size = {}; proxy CPU sampled from /proc every 0.5 s",

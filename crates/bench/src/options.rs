@@ -50,6 +50,9 @@ Targets (interleaved for every workload and thread count):
   --mysql HOST:PORT          use this server instead of a sandbox (single topology only)
   --mysql-user U, --mysql-password P   its account (default root / empty)
   --tessera-bin PATH         the tessera binary (default: next to tessera-bench)
+  --compare-bin NAME=PATH    also measure another tessera build (say the previous commit's) as
+                             target NAME: the kit starts it beside its Tessera with the same
+                             generated config (any topology) and interleaves it with the others
   --tessera-workers N        Tessera's worker_threads (default 1; 0 = one per core)
   --pool-max N               Tessera's pool.max_size (default 64)
   --consistency LEVEL        the client user's read_consistency: global (Tessera's default),
@@ -118,6 +121,8 @@ pub struct BenchOptions {
     pub leg_floor: bool,
     pub mysql: Option<Endpoint>,
     pub tessera_bin: Option<PathBuf>,
+    /// `--compare-bin`: other Tessera builds measured beside it, as (target name, binary).
+    pub compare_bins: Vec<(String, PathBuf)>,
     pub tessera_workers: u32,
     pub pool_max: u32,
     /// The client user's `read_consistency` (None: Tessera's default).
@@ -154,6 +159,7 @@ impl BenchOptions {
             leg_floor: false,
             mysql: None,
             tessera_bin: None,
+            compare_bins: Vec::new(),
             tessera_workers: 1,
             pool_max: 64,
             consistency: None,
@@ -277,6 +283,7 @@ fn apply(opts: &mut BenchOptions, flag: &str, value: &mut dyn FnMut() -> Result<
         "--mysql-user" => mysql_mut(opts).user = value()?,
         "--mysql-password" => mysql_mut(opts).password = value()?,
         "--tessera-bin" => opts.tessera_bin = Some(value()?.into()),
+        "--compare-bin" => opts.compare_bins.push(parse_compare_bin(&value()?)?),
         "--tessera-workers" => opts.tessera_workers = num(&value()?, flag)?,
         "--pool-max" => opts.pool_max = num(&value()?, flag)?,
         "--consistency" => opts.consistency = Some(consistency(&value()?)?),
@@ -335,6 +342,18 @@ fn validate(opts: &BenchOptions) -> Result<()> {
         (
             opts.relay && opts.externals.iter().any(|t| t.name == RELAY_TARGET),
             "--relay names its target `relay`: give the --target another name",
+        ),
+        (
+            !opts.compare_bins.is_empty() && !opts.tessera,
+            "--compare-bin measures beside the kit's Tessera: drop --no-tessera",
+        ),
+        (
+            opts.compare_bins.iter().any(|(n, _)| {
+                n == RELAY_TARGET
+                    || opts.externals.iter().any(|t| &t.name == n)
+                    || opts.compare_bins.iter().filter(|(m, _)| m == n).count() > 1
+            }),
+            "--compare-bin names must differ from each other, `relay` and the --target names",
         ),
         (
             opts.mysql.as_ref().is_some_and(|m| m.port == 0),
@@ -433,6 +452,21 @@ fn parse_mysql(text: &str, previous: Option<Endpoint>) -> Result<Endpoint> {
 }
 
 /// `NAME=HOST:PORT[,user=U][,password=P][,pid=N]`
+/// `--compare-bin NAME=PATH`: a target name and a tessera binary that exists.
+pub fn parse_compare_bin(text: &str) -> Result<(String, PathBuf)> {
+    let (name, path) = text
+        .split_once('=')
+        .ok_or_else(|| BenchError::Usage(format!("--compare-bin {text:?}: expected NAME=PATH")))?;
+    let name = name.trim();
+    if name.is_empty() || name.contains(['"', '|', ' ', ',']) || ["direct", "tessera"].contains(&name) {
+        return Err(BenchError::Usage(format!(
+            "--compare-bin: name {name:?} is empty, reserved or has a space, comma, quote or bar"
+        )));
+    }
+    let bin = crate::tessera::locate_binary(Some(std::path::Path::new(path)))?;
+    Ok((name.to_string(), bin))
+}
+
 pub fn parse_target(text: &str) -> Result<ExternalTarget> {
     let (name, rest) = text
         .split_once('=')
@@ -560,6 +594,21 @@ mod tests {
         assert!(!BenchOptions::full().leg_floor);
         assert!(parse(&args("--leg-floor --relay")).unwrap().leg_floor);
         assert!(USAGE.contains("--leg-floor"));
+    }
+
+    #[test]
+    fn compare_bins_need_an_existing_binary_a_free_name_and_tessera() {
+        let bin = std::env::current_exe().unwrap();
+        let arg = |name: &str| format!("--compare-bin {name}={}", bin.display());
+        let o = parse(&args(&arg("old"))).unwrap();
+        assert_eq!(o.compare_bins, [("old".to_string(), bin.clone())]);
+        assert!(parse(&args("--compare-bin old=/nonexistent/tessera")).is_err());
+        assert!(parse(&args(&arg("tessera"))).is_err(), "reserved");
+        assert!(
+            parse(&args(&format!("{} {}", arg("old"), arg("old")))).is_err(),
+            "twice"
+        );
+        assert!(parse(&args(&format!("{} --no-tessera", arg("old")))).is_err());
     }
 
     #[test]

@@ -94,8 +94,25 @@ impl MatrixEnv<'_> {
     fn target_count(&self, topology: Topology) -> usize {
         usize::from(self.opts.direct)
             + usize::from(self.opts.tessera)
+            + self.compared().len()
             + usize::from(self.has_relay(topology))
             + self.opts.externals.len()
+    }
+
+    /// `--compare-bin`: the other builds, each configured as the kit's Tessera (none without it).
+    fn compared(&self) -> Vec<(&str, TesseraSettings)> {
+        let Some(settings) = self.tessera else {
+            return Vec::new();
+        };
+        self.opts
+            .compare_bins
+            .iter()
+            .map(|(name, bin)| {
+                let mut other = settings.clone();
+                other.bin = bin.clone();
+                (name.as_str(), other)
+            })
+            .collect()
     }
 
     /// Steps and planned seconds of `topology`'s matrix.
@@ -162,11 +179,20 @@ fn run_topology(
         eprintln!("{line}");
         outcome.failures.push(line.clone());
     }
+    // Other builds read the data the kit's Tessera loaded, through the same generated config.
+    let mut compared = Vec::new();
+    for (name, settings) in env.compared() {
+        let label = format!("{}-{name}", topology.name());
+        compared.push((
+            name,
+            TesseraProcess::start(&settings, &deployment.backends, env.out_dir, &label)?,
+        ));
+    }
     let relay = start_relay(env, &deployment, outcome)?;
     if let Some(cap) = env.opts.cpu_cap {
         outcome.notes.extend(deployment.cap_cpu(cap)?);
     }
-    let targets = targets_for(env.opts, &deployment, tessera.as_ref(), relay.as_ref());
+    let targets = targets_for(env.opts, &deployment, tessera.as_ref(), &compared, relay.as_ref());
     if let Some(pin) = &env.pinning {
         pin_processes(pin, &deployment, &targets)?;
     }
@@ -181,6 +207,7 @@ fn run_topology(
         matrix.run_workload(workload, progress, outcome)?;
     }
     drop(relay);
+    drop(compared);
     drop(tessera);
     Ok(())
 }
@@ -314,6 +341,7 @@ fn targets_for(
     opts: &BenchOptions,
     deployment: &Deployment,
     tessera: Option<&TesseraProcess>,
+    compared: &[(&str, TesseraProcess)],
     relay: Option<&RelayProcess>,
 ) -> Vec<Target> {
     let mut targets = Vec::new();
@@ -328,6 +356,14 @@ fn targets_for(
     if let Some(t) = tessera {
         targets.push(Target {
             name: "tessera".into(),
+            endpoint: t.endpoint.clone(),
+            pid: Some(t.pid()),
+            proxy: true,
+        });
+    }
+    for (name, t) in compared {
+        targets.push(Target {
+            name: name.to_string(),
             endpoint: t.endpoint.clone(),
             pid: Some(t.pid()),
             proxy: true,
