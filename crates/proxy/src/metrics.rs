@@ -22,7 +22,7 @@ pub const PIN_REASONS: [&str; 15] = [
     "unseen_state",
 ];
 
-/// Process-wide counters (owned by the [`Context`], not global).
+/// Process-wide counters (owned by the process context, not global).
 #[derive(Debug, Default)]
 pub struct Metrics {
     pub client_connections: AtomicU64,
