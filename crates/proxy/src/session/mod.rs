@@ -7,6 +7,7 @@
 //! - [`pins`], [`uservars`], [`rewrite`]: session state that needs special care.
 
 pub mod auth;
+pub mod binding;
 pub mod commands;
 pub mod diagnostics;
 pub mod execute;
@@ -14,7 +15,6 @@ pub mod found_rows;
 pub mod get_diagnostics;
 pub mod info;
 pub mod last_insert_id;
-pub mod load_data;
 pub mod logical_names;
 pub mod metadata;
 pub mod params;

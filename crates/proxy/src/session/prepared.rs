@@ -585,13 +585,15 @@ impl Session {
         if !Self::is_sharded_kind(&class.kind) {
             return Ok(None);
         }
-        let fp = tessera_sql::fingerprint(text);
         let backslash_escapes = self.state.backslash_escapes();
         let tables = self.schema_tables(&topology.schemas[schema]).await?;
-        let plan = self
-            .gen
-            .plans
-            .get(text, &fp, &topology.schemas[schema], backslash_escapes, &tables);
+        let (fp, plan) = crate::route::sharded::routed::planned(
+            text,
+            &topology.schemas[schema],
+            &tables,
+            &self.gen.plans,
+            backslash_escapes,
+        );
         if let crate::route::sharded::ShardPlan::Reject(m) = &*plan {
             return Err(ProxyError::NotSharded(m.clone()));
         }

@@ -12,6 +12,7 @@
 pub mod cache;
 pub mod keys;
 pub mod resolve;
+pub mod routed;
 pub mod select;
 pub mod values;
 pub mod write;
@@ -27,7 +28,7 @@ pub use keys::{KeyExpr, ValueSource};
 pub use crate::error::plan::PlanError;
 
 /// The marker a template carries where a shard's physical database name goes.
-pub const DATABASE_MARKER: &str = "\u{1}tessera-db\u{1}";
+pub use crate::exec::sharded::DATABASE_MARKER;
 
 /// Which shards a statement runs on.
 #[derive(Debug, Clone, PartialEq)]

@@ -138,7 +138,7 @@ fn check_branch(p: &Planner, s: &Select) -> Result<(), PlanError> {
 
 /// Replaced by `1=1` on the first shard of a scatter and `1=0` on the others: a broadcast
 /// table's branch answers once.
-pub const ONCE_MARKER: &str = "\u{1}tessera-once\u{1}";
+pub use crate::exec::sharded::ONCE_MARKER;
 
 /// A branch over a broadcast table reads it on one shard only: the table becomes
 /// `(SELECT * FROM t WHERE <once>) AS t`.

@@ -3,7 +3,7 @@
 //! BY), and each record goes, unchanged, to the LOAD DATA of the shard its key places it on.
 //! The shards load in transactions committed only when every shard succeeded.
 
-use crate::route::shard_fn::KeyValue;
+use crate::topology::shard_fn::KeyValue;
 use tessera_sql::{Lexer, TokenKind};
 
 /// What a LOAD DATA statement says about its file and table.
