@@ -57,7 +57,7 @@ impl Session {
             ctx,
             gen,
             pins: Default::default(),
-            held: None,
+            binding: Default::default(),
             stmts: Default::default(),
             last: LastStatement::default(),
             handle,
@@ -70,8 +70,6 @@ impl Session {
             tracking_later: None,
             scramble: authed.scramble,
             diagnostics: Default::default(),
-            held_shard: None,
-            shard_held: Default::default(),
             catalog: None,
             user_locks_published: false,
             target_schema: None,
@@ -145,7 +143,7 @@ impl Session {
 
     /// A command forwarded as-is whose answer is an OK/ERR or a result (INIT_DB, FIELD_LIST).
     async fn forward_command(&mut self, payload: &[u8], mode: Mode) -> Result<Next, ProxyError> {
-        let was_held = self.held.is_some();
+        let was_held = self.binding.held().is_some();
         let mut conn = self.acquire(Target::primary(0), SyncScope::default()).await?;
         conn.begin_command(|b| b.extend_from_slice(payload));
         let outcome = match self.forward(&mut conn, mode).await {
@@ -170,7 +168,7 @@ impl Session {
 
     /// COM_STATISTICS answers with one raw string packet.
     pub async fn statistics(&mut self, payload: &[u8]) -> Result<Next, ProxyError> {
-        let was_held = self.held.is_some();
+        let was_held = self.binding.held().is_some();
         let mut conn = self.acquire(Target::primary(0), SyncScope::default()).await?;
         conn.begin_command(|b| b.extend_from_slice(payload));
         let answer = match conn.flush().await {
@@ -213,14 +211,14 @@ impl Session {
         if self.txn.is_open() {
             self.abort_sharded_txn().await;
         }
-        for (_, mut conn) in std::mem::take(&mut self.shard_held) {
+        for (_, mut conn) in self.binding.take_others() {
             conn.broken |= conn.in_transaction;
         }
         self.client_xa = None;
         self.client_xa_shard = None;
         self.begin_deferred = false;
         self.txn_reads_only = false;
-        if let Some(mut conn) = self.held.take() {
+        if let Some(mut conn) = self.binding.take_held() {
             if conn.reset().await.is_err() {
                 conn.broken = true;
             }
@@ -317,7 +315,7 @@ impl Session {
         let values = self.session_info();
         let text =
             super::rewrite::replace_terms(&text, &values.terms(), self.state.backslash_escapes()).unwrap_or(text);
-        let was_held = self.held.is_some();
+        let was_held = self.binding.held().is_some();
         let before = self.pins.active();
         let mut conn = self.acquire(Target::primary(0), SyncScope::default()).await?;
         let answer = conn.query_rows(&text).await;

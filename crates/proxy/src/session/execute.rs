@@ -49,7 +49,7 @@ impl Session {
     ) -> Result<(PooledConn, bool), ProxyError> {
         let group = self.gen.group_checked(target.group)?.clone();
         self.routing.partial_response = false;
-        let held = match self.held.take() {
+        let held = match self.binding.take_held() {
             Some(mut c) if self.must_leave_held(&group, &c, target) => {
                 if self.pins.holds_diagnostics() {
                     in_heap(|| self.keep_diagnostics_of(&mut c)).await;
@@ -140,7 +140,7 @@ impl Session {
         match self.gen.topology.schema(name) {
             Some(s) => s
                 .shards
-                .get(self.held_shard.unwrap_or(s.default_shard))
+                .get(self.binding.shard().unwrap_or(s.default_shard))
                 .map(|d| d.database.as_str()),
             None => Some(name),
         }
@@ -602,9 +602,9 @@ impl Session {
                 tracing::debug!(session = self.id, reason, "session pinned to its backend connection");
             }
             conn.detach();
-            self.held = Some(conn);
+            self.binding.set_held(Some(conn));
         } else if conn.in_transaction {
-            self.held = Some(conn);
+            self.binding.set_held(Some(conn));
         }
     }
 }

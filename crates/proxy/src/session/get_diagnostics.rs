@@ -37,7 +37,7 @@ impl Session {
     /// The conditions of the area on the held connection, read with SHOW COUNT(*) WARNINGS (a
     /// diagnostics statement: it leaves the area as it is).
     async fn count_conditions_on_held(&mut self) -> Option<usize> {
-        let conn = self.held.as_mut()?;
+        let conn = self.binding.held_mut()?;
         match conn.query_rows("SHOW COUNT(*) WARNINGS").await {
             Ok((_, rows)) => {
                 let value = rows.first()?.first()?.as_deref()?;

@@ -66,7 +66,7 @@ impl Session {
     /// connection: none held or pinned, no transaction (a deferred BEGIN included), autocommit,
     /// no sharded schema (its keys come from Tessera's sequences).
     fn knows_last_insert_id_alone(&self) -> bool {
-        self.held.is_none()
+        self.binding.held().is_none()
             && !self.pins.is_pinned()
             && !self.last_insert_id_dirty
             && !self.begin_deferred

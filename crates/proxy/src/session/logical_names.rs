@@ -157,7 +157,7 @@ impl Session {
         if let Some(why) = outside_table(sql, name) {
             return Err(mixed(name, &why));
         }
-        if self.in_transaction() || self.held.is_some() || self.pins.is_pinned() || !self.autocommit() {
+        if self.in_transaction() || self.binding.held().is_some() || self.pins.is_pinned() || !self.autocommit() {
             return Err(mixed(
                 name,
                 "the session has a transaction or pinned state on its own database",

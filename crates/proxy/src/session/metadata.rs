@@ -53,13 +53,13 @@ impl Session {
     pub async fn metadata_query(&mut self, schema: &ShardedSchema, sql: &str) -> Result<Next, ProxyError> {
         let shard = &schema.shards[schema.default_shard];
         let text = to_physical(sql, &schema.name, &shard.database, self.state.backslash_escapes());
-        let held = self.held.take();
+        let held = self.binding.take_held();
         self.target_schema = Some(shard.database.clone());
         let acquired = self
             .acquire(Target::primary(shard.group), crate::state::SyncScope::default())
             .await;
         self.target_schema = None;
-        self.held = held;
+        self.binding.set_held(held);
         let mut conn = acquired?;
         self.handle.set_running(None);
         let result = conn.query_rows(&text).await;

@@ -81,8 +81,9 @@ pub struct Session {
     /// The state the client believes its session has.
     pub state: SessionVars,
     pub pins: Pins,
-    /// Backend connection kept across statements (open transaction or pin).
-    pub held: Option<PooledConn>,
+    /// The backend connections kept across statements (open transaction or pin): none, one,
+    /// or one per shard on a logical schema.
+    pub binding: binding::Binding,
     /// The configuration generation this session's statements run on (see
     /// [`Session::follow_generation`]).
     pub gen: Arc<crate::generation::Generation>,
@@ -115,10 +116,6 @@ pub struct Session {
     pub scramble: Vec<u8>,
     /// The client's diagnostics area, when it outlived the connection that produced it.
     pub diagnostics: diagnostics::Diagnostics,
-    /// On a sharded schema: the shard `held` belongs to.
-    pub held_shard: Option<usize>,
-    /// On a sharded schema: the other shards' connections of an open transaction.
-    pub shard_held: std::collections::BTreeMap<usize, PooledConn>,
     /// The registry knows this session holds user locks (see `publish_user_locks`).
     pub user_locks_published: bool,
     /// The last table metadata snapshot this session read (see [`crate::catalog`]).
@@ -165,22 +162,22 @@ impl Session {
     async fn run(&mut self) {
         self.handle.set_db(self.state.schema.as_deref());
         loop {
-            let short_pin = self.held.as_ref().is_some_and(|c| !c.in_transaction) && self.pins.only_short_lived();
+            let short_pin = self.binding.held().is_some_and(|c| !c.in_transaction) && self.pins.only_short_lived();
             let mut release_timer = short_pin.then(|| Box::pin(tokio::time::sleep(SHORT_PIN_IDLE)));
             // The read is never cancelled (that could lose a half-read packet); the timer runs beside it.
             let read = {
                 let read_next = self.client.read_packet_with_seq();
                 tokio::pin!(read_next);
                 loop {
-                    let watch_held = self.held.as_ref().is_some_and(watchable_while_idle);
+                    let watch_held = self.binding.held().is_some_and(watchable_while_idle);
                     // Biased: the read first (no random start per poll); a kill is also seen
                     // after every command, a busy client needs no idle timer.
                     tokio::select! {
                         biased;
                         r = &mut read_next => break r,
                         _ = self.handle.killed() => return,
-                        _ = held_input(self.held.as_mut()), if watch_held => {
-                            if held_ended_while_idle(&mut self.held, &mut self.pins, &self.ctx.metrics, self.id) {
+                        _ = held_input(self.binding.held_mut()), if watch_held => {
+                            if held_ended_while_idle(self.binding.take_held(), &mut self.pins, &self.ctx.metrics, self.id) {
                                 self.fatal = true;
                                 return;
                             }
@@ -189,7 +186,7 @@ impl Session {
                             // An idle session gives back a connection kept only for one more
                             // statement (its diagnostics area read first, to be recreated).
                             release_timer = None;
-                            let mut kept = self.held.take();
+                            let mut kept = self.binding.take_held();
                             let release = match kept.as_mut() {
                                 Some(conn) if self.pins.holds_diagnostics() => {
                                     in_heap(|| diagnostics::keep_area_on_release(conn, &mut self.diagnostics)).await
@@ -210,7 +207,7 @@ impl Session {
                             if release {
                                 self.pins.end_short_lived();
                             } else {
-                                self.held = kept;
+                                self.binding.set_held(kept);
                             }
                         }
                     }
@@ -358,8 +355,8 @@ impl Session {
     /// prepared on). What names servers or schemas by index is forgotten on the way.
     pub fn follow_generation(&mut self) {
         if self.ctx.generation_number() == self.gen.number
-            || self.held.is_some()
-            || !self.shard_held.is_empty()
+            || self.binding.held().is_some()
+            || self.binding.has_others()
             || self.pins.is_pinned()
             || self.in_transaction()
             || self.client_xa.is_some()
@@ -380,9 +377,9 @@ impl Session {
 
     pub fn in_transaction(&self) -> bool {
         self.begin_deferred
-            || self.held.as_ref().is_some_and(|c| c.in_transaction)
+            || self.binding.held().is_some_and(|c| c.in_transaction)
             || self.txn.is_open()
-            || self.shard_held.values().any(|c| c.in_transaction)
+            || self.binding.others().any(|(_, c)| c.in_transaction)
     }
 
     /// Returns held backend state to a clean slate and unregisters the session.
@@ -390,7 +387,7 @@ impl Session {
         if self.txn.is_open() {
             self.abort_sharded_txn().await;
         }
-        for (_, mut conn) in std::mem::take(&mut self.shard_held) {
+        for (_, mut conn) in self.binding.take_others() {
             // A transaction or XA branch left open ends with its connection; pinned state
             // (a shard's table locks, temporary tables) is reset before it goes back.
             conn.broken |= conn.in_transaction;
@@ -398,7 +395,7 @@ impl Session {
                 conn.broken = true;
             }
         }
-        if let Some(mut conn) = self.held.take() {
+        if let Some(mut conn) = self.binding.take_held() {
             // The client's own XA transaction (prepared, or still open) is left as a MariaDB
             // client leaves it: its connection closes, so other connections can finish it.
             if self.pins.in_xa() || conn.reset().await.is_err() {
@@ -430,8 +427,8 @@ async fn held_input(held: Option<&mut PooledConn>) {
 /// long-lived pinned state went with it, so the client's connection closes too, as the
 /// server would close it (the client's next statement gets 2006/2013, never an answer
 /// outside the transaction it thinks it is in). Returns whether the session ends.
-fn held_ended_while_idle(held: &mut Option<PooledConn>, pins: &mut Pins, metrics: &Metrics, id: u32) -> bool {
-    let Some(mut conn) = held.take() else {
+fn held_ended_while_idle(held: Option<PooledConn>, pins: &mut Pins, metrics: &Metrics, id: u32) -> bool {
+    let Some(mut conn) = held else {
         return false;
     };
     conn.broken = true;

@@ -74,10 +74,10 @@ impl Session {
     /// connection, autocommit, plain schema, no statement time limit of its own, and an empty
     /// diagnostics area.
     fn may_pipeline(&self) -> bool {
-        self.held.is_none()
+        self.binding.held().is_none()
             && !self.begin_deferred
             && !self.pins.is_pinned()
-            && self.shard_held.is_empty()
+            && !self.binding.has_others()
             && self.client_xa.is_none()
             && self.target_schema.is_none()
             && self.autocommit()

@@ -222,7 +222,7 @@ impl Session {
         }]);
         let sharded = self.plan_prepared(text, &class).await?;
         let (target, backend_sql) = self.prepare_target(text, &class, sharded.as_deref(), &sql).await?;
-        let was_held = self.held.is_some();
+        let was_held = self.binding.held().is_some();
         let acquired = self.acquire(target, scope).await;
         self.target_schema = None;
         let mut conn = acquired?;
@@ -365,7 +365,7 @@ impl Session {
         }
         let mut exclude = None;
         loop {
-            let was_held = self.held.is_some();
+            let was_held = self.binding.held().is_some();
             match self.execute_on(target, exclude, stmt_id, &run, &stmts).await {
                 Ok(()) => return Ok(Next::Continue),
                 Err(e) => exclude = Some(self.retry_or_fail(target, was_held, exclude, e)?),
@@ -394,7 +394,7 @@ impl Session {
                 _ => {}
             }
         }
-        let shard = self.held_shard.unwrap_or(schema.default_shard);
+        let shard = self.binding.shard().unwrap_or(schema.default_shard);
         if let Err(e) = self.bind_shard(schema, shard).await {
             return Err(self.lost_in_txn(shard, e).await);
         }
@@ -621,7 +621,7 @@ impl Session {
             return Ok((self.plan_target([(text, class)]), sql.clone()));
         };
         let schema = &topology.schemas[index];
-        let shard = self.held_shard.unwrap_or(schema.default_shard);
+        let shard = self.binding.shard().unwrap_or(schema.default_shard);
         self.bind_shard_idle(shard);
         let s = &schema.shards[shard];
         self.target_schema = Some(s.database.clone());
@@ -731,7 +731,7 @@ impl Session {
         let mut exclude = None;
         loop {
             self.target_schema = Some(database.to_string());
-            let was_held = self.held.is_some();
+            let was_held = self.binding.held().is_some();
             self.last_error = None;
             let result = self.execute_on(target, exclude, stmt_id, run, stmts).await;
             self.target_schema = None;
@@ -801,7 +801,7 @@ impl Session {
     async fn close_backend_cursor(&mut self, stmt_id: u32) {
         self.pins.close_cursor(stmt_id);
         let sql = self.stmts.stmts.get(&stmt_id).map(|s| s.plan.sql.clone());
-        let Some(mut conn) = self.held.take() else {
+        let Some(mut conn) = self.binding.take_held() else {
             return;
         };
         let backend_id = sql.and_then(|s| {
@@ -831,9 +831,9 @@ impl Session {
         if !self.pins.has_cursor(stmt_id) {
             return Err(no_cursor());
         }
-        let mut conn = self.held.take().ok_or_else(no_cursor)?;
+        let mut conn = self.binding.take_held().ok_or_else(no_cursor)?;
         let Some(backend) = conn.stmts.get(&sql) else {
-            self.held = Some(conn);
+            self.binding.set_held(Some(conn));
             return Err(no_cursor());
         };
         conn.begin_command(|b| {

@@ -232,9 +232,9 @@ impl Session {
             return self.query_text(text.as_bytes(), false).await;
         }
         // SHOW PROCESSLIST leaves FOUND_ROWS() as it was; the SELECT standing in for it does not.
-        if let Some(mut conn) = self.held.take() {
+        if let Some(mut conn) = self.binding.take_held() {
             self.learn_found_rows_before_release(&mut conn).await;
-            self.held = Some(conn);
+            self.binding.set_held(Some(conn));
         }
         let found_rows = self.last.found_rows;
         let answered = self.query_text(text.as_bytes(), false).await;

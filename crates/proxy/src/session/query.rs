@@ -113,7 +113,7 @@ impl Session {
         let sql: &[u8] = rewritten.as_deref().map_or(raw, str::as_bytes);
         let mut exclude = None;
         loop {
-            let was_held = self.held.is_some();
+            let was_held = self.binding.held().is_some();
             match self.run_query(target, exclude, sql, &stmts).await {
                 Ok(()) => return Ok(Next::Continue),
                 Err(e) => exclude = Some(self.retry_or_fail(target, was_held, exclude, e)?),
@@ -178,7 +178,7 @@ impl Session {
     ) -> Result<(), ProxyError> {
         let mut exclude = None;
         loop {
-            let was_held = self.held.is_some();
+            let was_held = self.binding.held().is_some();
             match self.run_query(target, exclude, sql, stmts).await {
                 Ok(()) => return Ok(()),
                 Err(e) => exclude = Some(self.retry_or_fail(target, was_held, exclude, e)?),
@@ -333,7 +333,7 @@ impl Session {
     /// The server a user-lock function runs on: the held connection's, else the primary of
     /// the default group (where statements of an unpinned session go).
     fn lock_server_address(&self) -> String {
-        match &self.held {
+        match self.binding.held() {
             Some(conn) => conn.server.address.clone(),
             None => self.gen.default_group().primary().address.clone(),
         }

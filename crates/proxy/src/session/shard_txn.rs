@@ -85,7 +85,7 @@ impl Session {
         class: &Classification,
         error: Option<u16>,
     ) -> Result<(), ProxyError> {
-        let held_in_txn = self.held.as_ref().is_some_and(|c| c.in_transaction);
+        let held_in_txn = self.binding.held().is_some_and(|c| c.in_transaction);
         if held_in_txn
             && self.txn.coordinator.is_none()
             && !self.txn.branches.contains_key(&shard)
@@ -130,8 +130,9 @@ impl Session {
 
     /// Every branch of the session's transaction, taken from the session.
     fn take_branches(&mut self) -> Vec<Branch> {
-        let mut conns: Vec<(usize, PooledConn)> = std::mem::take(&mut self.shard_held).into_iter().collect();
-        if let (Some(shard), Some(conn)) = (self.held_shard, self.held.take()) {
+        let mut conns: Vec<(usize, PooledConn)> = self.binding.take_others().into_iter().collect();
+        let (current, held) = (self.binding.shard(), self.binding.take_held());
+        if let (Some(shard), Some(conn)) = (current, held) {
             conns.push((shard, conn));
         }
         let mut out = Vec::new();
@@ -156,8 +157,8 @@ impl Session {
     /// Gives the connections back (the current shard's stays held while the session is pinned).
     fn release_branches(&mut self, branches: Vec<Branch>) {
         for b in branches {
-            if !b.conn.broken && self.held_shard == Some(b.shard) && self.pins.is_pinned() && self.held.is_none() {
-                self.held = Some(b.conn);
+            if !b.conn.broken && self.binding.shard() == Some(b.shard) && self.pins.is_pinned() && self.binding.held().is_none() {
+                self.binding.set_held(Some(b.conn));
             }
         }
     }

@@ -4,8 +4,8 @@
 //! through the executor in `exec::sharded` (scatter reads, atomic writes, DDL, LOAD DATA),
 //! with the session's transaction begun and ended around them.
 //!
-//! The session binds one backend connection per shard: `held` is the current shard's,
-//! `shard_held` keeps the others of an open transaction.
+//! The session binds one backend connection per shard (see `session::binding`): the current
+//! shard's, and the others an open transaction or a pin keeps.
 
 use super::execute::Stmt;
 use super::{Next, Session};
@@ -177,7 +177,7 @@ impl Session {
             }
             _ => {}
         }
-        let shard = self.held_shard.unwrap_or(schema.default_shard);
+        let shard = self.binding.shard().unwrap_or(schema.default_shard);
         let role = self.plan_target([(stmt.sql, &*stmt.class)]).role;
         self.on_shard(schema, shard, role, sql, stmt).await
     }
@@ -196,7 +196,7 @@ impl Session {
             sql: &sql,
             class: std::borrow::Cow::Owned(tessera_sql::classify(&sql)),
         }];
-        self.held_shard = None;
+        self.binding.leave_shard();
         let group = 0;
         let result = self.run_on_target(Target::primary(group), sql.as_bytes(), &stmts).await;
         result.map(|()| Next::Continue)
@@ -246,14 +246,15 @@ impl Session {
     /// across shards, so the wait is bounded (server.cross_shard_lock_wait_s).
     pub fn cross_shard_lock_bound(&self, class: &tessera_sql::Classification) -> Option<String> {
         let locks = class.kind.writes() || class.flags.contains(tessera_sql::Flags::LOCKING_READ);
-        if !locks || self.shard_held.is_empty() {
+        if !locks || !self.binding.has_others() {
             return None;
         }
         let bound = self.gen.config.server.cross_shard_lock_wait_s.max(1);
         Some(format!("SET STATEMENT innodb_lock_wait_timeout = {bound} FOR "))
     }
 
-    /// Makes `held` the connection of `shard` (parking another shard's in `shard_held`), and
+    /// Makes `shard` the current one (its kept connection the held one, another shard's kept
+    /// among the others while it is needed), and
     /// opens the client's transaction there when it has one open elsewhere.
     pub async fn bind_shard(&mut self, schema: &ShardedSchema, shard: usize) -> Result<(), ProxyError> {
         self.bind_shard_idle(shard);
@@ -261,7 +262,7 @@ impl Session {
             return Ok(());
         }
         // A connection kept for this shard outside the transaction (a pin) joins it first.
-        let conn = match self.held.take() {
+        let conn = match self.binding.take_held() {
             Some(mut conn) => {
                 if !conn.in_transaction {
                     self.open_branch(schema, shard, &mut conn).await?;
@@ -270,23 +271,19 @@ impl Session {
             }
             None => self.shard_conn(schema, shard).await?,
         };
-        self.held = Some(conn);
+        self.binding.set_held(Some(conn));
         Ok(())
     }
 
-    /// Makes `held` the connection of `shard` without opening a transaction there (PREPARE).
+    /// Makes `shard` the current one without opening a transaction there (PREPARE).
     pub fn bind_shard_idle(&mut self, shard: usize) {
-        if self.held_shard == Some(shard) {
+        if self.binding.shard() == Some(shard) {
             return;
         }
-        if let (Some(conn), Some(prev)) = (self.held.take(), self.held_shard) {
-            // Kept while it holds a transaction or long-lived session state; else given back.
-            if conn.in_transaction || (self.pins.is_pinned() && !self.pins.only_short_lived()) {
-                self.shard_held.insert(prev, conn);
-            }
-        }
-        self.held = self.shard_held.remove(&shard);
-        self.held_shard = Some(shard);
+        // The current connection is kept while it holds a transaction or long-lived session
+        // state; else given back.
+        let pinned = self.pins.is_pinned() && !self.pins.only_short_lived();
+        self.binding.switch_to(shard, |conn| conn.in_transaction || pinned);
     }
 
     /// Whether a shard touched now joins a transaction: one is open, the client's XA waits for
@@ -299,8 +296,8 @@ impl Session {
     /// shard, also implicitly with autocommit off).
     pub fn sharded_transaction_open(&self) -> bool {
         self.txn.is_open()
-            || self.shard_held.values().any(|c| c.in_transaction)
-            || self.held.as_ref().is_some_and(|c| c.in_transaction)
+            || self.binding.others().any(|(_, c)| c.in_transaction)
+            || self.binding.held().is_some_and(|c| c.in_transaction)
     }
 
     /// A write on several shards in one step: inside the client's transaction under a
@@ -369,11 +366,11 @@ impl Session {
 
     /// A connection for `shard` with the session's state (the one held for it, or a new one).
     pub async fn shard_conn(&mut self, schema: &ShardedSchema, shard: usize) -> Result<PooledConn, ProxyError> {
-        let kept = match self.held_shard == Some(shard) {
-            true => self.held.take(),
+        let kept = match self.binding.shard() == Some(shard) {
+            true => self.binding.take_held(),
             false => None,
         };
-        let mut conn = match kept.or_else(|| self.shard_held.remove(&shard)) {
+        let mut conn = match kept.or_else(|| self.binding.take_other(shard)) {
             Some(c) => c,
             None => {
                 self.target_schema = Some(schema.shards[shard].database.clone());
@@ -390,9 +387,9 @@ impl Session {
 
     /// A checkout for `target` that leaves the connection held for another shard alone.
     async fn acquire_fresh(&mut self, target: Target) -> Result<PooledConn, ProxyError> {
-        let held = self.held.take();
+        let held = self.binding.take_held();
         let result = self.acquire(target, crate::state::SyncScope::default()).await;
-        self.held = held;
+        self.binding.set_held(held);
         result
     }
 
@@ -402,10 +399,10 @@ impl Session {
             return;
         }
         if keep || conn.in_transaction || conn.pinned_state {
-            if self.held_shard == Some(shard) && self.held.is_none() {
-                self.held = Some(conn);
+            if self.binding.shard() == Some(shard) && self.binding.held().is_none() {
+                self.binding.set_held(Some(conn));
             } else {
-                self.shard_held.insert(shard, conn);
+                self.binding.keep_other(shard, conn);
             }
         }
     }
@@ -570,7 +567,7 @@ impl Session {
                     let (fp, plan) = route::sharded::routed::planned(statement, schema, &tables, &self.gen.plans, escapes);
                     explain::rows(&plan, schema, &group_names, statement, &fp, escapes)
                 } else {
-                    let shard = self.held_shard.unwrap_or(schema.default_shard);
+                    let shard = self.binding.shard().unwrap_or(schema.default_shard);
                     vec![[
                         Some("route".into()),
                         Some(shard.to_string()),

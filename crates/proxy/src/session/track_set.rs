@@ -238,7 +238,7 @@ impl Session {
 
     /// The rows `sql` answers, read on the held connection when there is one.
     async fn backend_rows(&mut self, sql: &str) -> Result<Vec<Vec<Option<Vec<u8>>>>, ProxyError> {
-        let (_, rows) = match self.held.as_mut() {
+        let (_, rows) = match self.binding.held_mut() {
             Some(conn) => conn.query_rows(sql).await?,
             None => {
                 let pool = self.gen.groups[0].primary().pool_for(&self.user).clone();

@@ -25,14 +25,14 @@ impl Session {
     /// (a sync decision, so the statements that are no edge pay no future for it).
     pub(super) fn defer_transaction_edge(&mut self, s: &Stmt<'_>) -> bool {
         let edge = match s.class.kind {
-            StatementKind::Begin => self.held.is_none(),
+            StatementKind::Begin => self.binding.held().is_none(),
             StatementKind::Commit | StatementKind::Rollback => {
                 (self.begin_deferred || self.ends_reads_only()) && self.completion_is_plain()
             }
             _ => false,
         };
         let free = edge
-            && self.shard_held.is_empty()
+            && !self.binding.has_others()
             && !self.pins.is_pinned()
             && self.client_xa.is_none()
             && self.diagnostics.is_empty()
@@ -93,7 +93,7 @@ impl Session {
         self.txn_reads_only
             && !self.last_insert_id_dirty
             && !self.txn.is_open()
-            && self.held.as_ref().is_some_and(|c| c.in_transaction && !c.is_detached())
+            && self.binding.held().is_some_and(|c| c.in_transaction && !c.is_detached())
     }
 
     fn end_transaction_here(&mut self, commit: bool) {
@@ -101,7 +101,7 @@ impl Session {
             return;
         }
         self.txn_reads_only = false;
-        if let Some(mut conn) = self.held.take() {
+        if let Some(mut conn) = self.binding.take_held() {
             conn.queue_end_of_reads(commit);
             Metrics::inc(&self.ctx.metrics.queued_transaction_ends);
         }
