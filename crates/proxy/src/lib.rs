@@ -3,10 +3,13 @@
 //! # Layout
 //! - [`server`]: listener, connection limit, graceful shutdown. [`admin`]: HTTP /metrics,
 //!   /health, /status, POST /reload, and their rendering. [`metrics`]: the counters.
-//! - [`session`]: one task per client; commands, session state, pins, prepared statements.
+//! - [`session`]: one task per client; commands, session state, pins, prepared statements,
+//!   its connections (one binding: none, one, one per shard) and its transaction state.
 //! - [`route`]: where a statement runs (a [`route::Plan`]; the sharding planner in
-//!   [`route::sharded`]); [`exec`]: forwarding backend responses to clients without decoding
-//!   rows, scatter reads and merging shard results, AUTO_INCREMENT sequences of sharded tables;
+//!   [`route::sharded`], whose `routed` gives a statement's whole route); [`exec`]: forwarding
+//!   backend responses to clients without decoding rows, scatter reads and merging shard
+//!   results, the sharded executor (`exec::sharded`: reads, writes, DDL, LOAD DATA through the
+//!   session's shard connections), AUTO_INCREMENT sequences of sharded tables;
 //!   [`catalog`]: the logical tables' columns; [`topology`]: logical schemas, their shards,
 //!   table rules and shard functions.
 //! - [`cluster`]: a group's servers, their health and read weights; [`monitor`]: checks them

@@ -208,7 +208,7 @@ impl ShardSession for Session {
     }
 
     fn wrote(&mut self, shard: usize) {
-        self.txn.wrote.insert(shard);
+        self.txn.shards_mut().wrote.insert(shard);
     }
 
     async fn abort_transaction(&mut self) {

@@ -74,11 +74,7 @@ impl Session {
             user_locks_published: false,
             target_schema: None,
             txn: Default::default(),
-            client_xa: None,
-            client_xa_shard: None,
             last_error: None,
-            begin_deferred: false,
-            txn_reads_only: false,
             statement_reads_only: false,
         };
         match session.enter_schema(authed.database).await {
@@ -208,16 +204,13 @@ impl Session {
 
     async fn reset_session_state(&mut self) {
         // A reset rolls back the open transaction on every shard, as MariaDB rolls back its own.
-        if self.txn.is_open() {
+        if self.txn.shards().is_open() {
             self.abort_sharded_txn().await;
         }
         for (_, mut conn) in self.binding.take_others() {
             conn.broken |= conn.in_transaction;
         }
-        self.client_xa = None;
-        self.client_xa_shard = None;
-        self.begin_deferred = false;
-        self.txn_reads_only = false;
+        self.txn = Default::default();
         if let Some(mut conn) = self.binding.take_held() {
             if conn.reset().await.is_err() {
                 conn.broken = true;

@@ -2,6 +2,7 @@
 //! checkout), bring its session state to the client's (one pipelined batch), forward the
 //! response, learn from the outcome, then keep the connection (transaction, pin) or release it.
 
+use super::txn_state::TxnState;
 use super::Session;
 use crate::alloc::in_heap;
 use crate::error::ProxyError;
@@ -94,14 +95,20 @@ impl Session {
             return Err(e);
         }
         let reads_only = std::mem::take(&mut self.statement_reads_only);
-        if std::mem::take(&mut self.begin_deferred) && !conn.in_transaction {
-            if conn.queue_begin() {
-                Metrics::inc(&self.ctx.metrics.transaction_ends_folded);
+        match self.txn {
+            TxnState::BeginDeferred if !conn.in_transaction => {
+                if conn.queue_begin() {
+                    Metrics::inc(&self.ctx.metrics.transaction_ends_folded);
+                }
+                self.txn = match reads_only {
+                    true => TxnState::ReadsOnly,
+                    false => TxnState::None,
+                };
             }
-            self.txn_reads_only = reads_only;
-        } else {
             // Anything but a pure read (or a command of Tessera's own) ends the claim.
-            self.txn_reads_only &= reads_only;
+            TxnState::BeginDeferred => self.txn = TxnState::None,
+            TxnState::ReadsOnly if !reads_only => self.txn = TxnState::None,
+            _ => {}
         }
         if let Some(value) = last_insert_id.filter(|v| *v != conn.state.last_insert_id) {
             conn.queue_last_insert_id_set(value);

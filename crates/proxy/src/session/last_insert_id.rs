@@ -69,7 +69,7 @@ impl Session {
         self.binding.held().is_none()
             && !self.pins.is_pinned()
             && !self.last_insert_id_dirty
-            && !self.begin_deferred
+            && !self.txn.begin_deferred()
             && !self.in_transaction()
             && self.state.autocommit()
             && self.logical_schema().is_none()

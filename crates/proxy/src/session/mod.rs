@@ -30,6 +30,7 @@ pub mod shard_txn;
 pub mod sharded;
 pub mod track_set;
 mod txn_edges;
+pub mod txn_state;
 mod unseen_state;
 pub mod uservars;
 
@@ -122,20 +123,11 @@ pub struct Session {
     pub catalog: Option<std::sync::Arc<crate::catalog::SchemaTables>>,
     /// The database the next checkout must select (a shard's), instead of the client's.
     pub target_schema: Option<String>,
-    /// On a sharded schema: the open transaction's shards (coordinator and XA branches).
-    pub txn: crate::txn::ShardTxn,
-    /// The client's XA START, until its first statement picks the shard.
-    pub client_xa: Option<String>,
-    /// The shard the client's own XA transaction runs on.
-    pub client_xa_shard: Option<usize>,
+    /// The session's transaction: a deferred BEGIN, a reads-only one, or on a logical schema
+    /// the shards of Tessera's transaction and the client's own XA.
+    pub txn: txn_state::TxnState,
     /// The error number of the last statement forwarded, if it failed.
     pub last_error: Option<u16>,
-    /// The client's plain BEGIN, answered here and not sent yet: it travels with the next
-    /// statement (see `Session::defer_transaction_edge`).
-    pub begin_deferred: bool,
-    /// The open transaction began with a deferred BEGIN and ran only pure reads since: its
-    /// plain COMMIT or ROLLBACK may travel with the connection's next command.
-    pub txn_reads_only: bool,
     /// Set just before a checkout for a statement that is a pure read (read by the checkout).
     pub statement_reads_only: bool,
 }
@@ -359,7 +351,7 @@ impl Session {
             || self.binding.has_others()
             || self.pins.is_pinned()
             || self.in_transaction()
-            || self.client_xa.is_some()
+            || self.txn.xa_starting().is_some()
             || self.stmts.any_sharded()
         {
             return;
@@ -376,15 +368,15 @@ impl Session {
     }
 
     pub fn in_transaction(&self) -> bool {
-        self.begin_deferred
+        self.txn.begin_deferred()
             || self.binding.held().is_some_and(|c| c.in_transaction)
-            || self.txn.is_open()
+            || self.txn.shards().is_open()
             || self.binding.others().any(|(_, c)| c.in_transaction)
     }
 
     /// Returns held backend state to a clean slate and unregisters the session.
     async fn close(&mut self) {
-        if self.txn.is_open() {
+        if self.txn.shards().is_open() {
             self.abort_sharded_txn().await;
         }
         for (_, mut conn) in self.binding.take_others() {

@@ -75,10 +75,10 @@ impl Session {
     /// diagnostics area.
     fn may_pipeline(&self) -> bool {
         self.binding.held().is_none()
-            && !self.begin_deferred
+            && !self.txn.begin_deferred()
             && !self.pins.is_pinned()
             && !self.binding.has_others()
-            && self.client_xa.is_none()
+            && self.txn.xa_starting().is_none()
             && self.target_schema.is_none()
             && self.autocommit()
             && self.diagnostics.is_empty()

@@ -69,7 +69,7 @@ impl Session {
         let group = self.gen.default_group();
         let read_only_procedure = |name: &str| group.procedure_is_read_only(name);
         let input = RouteInput {
-            split: self.routing.split && self.autocommit() && !self.begin_deferred,
+            split: self.routing.split && self.autocommit() && !self.txn.begin_deferred(),
             consistency: self.routing.consistency,
             read_only_procedure: &read_only_procedure,
         };

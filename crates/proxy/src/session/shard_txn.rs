@@ -4,6 +4,7 @@
 //! lost shard in a transaction that spans shards ends it on every shard. An XA transaction the
 //! client opens itself stays on the one shard its first statement picks.
 
+use super::txn_state::ClientXa;
 use super::{Next, Session};
 use crate::error::{ProxyError, ServerError};
 use crate::pool::PooledConn;
@@ -31,26 +32,27 @@ impl Session {
         shard: usize,
         conn: &mut PooledConn,
     ) -> Result<(), ProxyError> {
-        if let Some(xa) = self.client_xa.clone() {
+        if let Some(xa) = self.txn.xa_starting().map(str::to_string) {
             return self.open_client_xa(shard, conn, &xa).await;
         }
-        let first = self.txn.coordinator.is_none() && self.txn.branches.is_empty();
+        let first = self.txn.shards().coordinator.is_none() && self.txn.shards().branches.is_empty();
         if first {
             let begin = self
                 .txn
+                .shards_mut()
                 .pending_begin
                 .take()
                 .unwrap_or_else(|| "START TRANSACTION".into());
             conn.simple_command(&begin).await?;
-            self.txn.coordinator = Some(shard);
+            self.txn.shards_mut().coordinator = Some(shard);
         } else {
-            let gtrid = match &self.txn.gtrid {
+            let gtrid = match &self.txn.shards().gtrid {
                 Some(g) => g.clone(),
                 None => {
-                    let coordinator = self.txn.coordinator.unwrap_or(shard);
+                    let coordinator = self.txn.shards().coordinator.unwrap_or(shard);
                     let group = schema.shards[coordinator].group;
                     let g = self.ctx.new_gtrid(&self.gen.group_checked(group)?.name)?;
-                    self.txn.gtrid = Some(g.clone());
+                    self.txn.shards_mut().gtrid = Some(g.clone());
                     g
                 }
             };
@@ -70,7 +72,7 @@ impl Session {
                     r?;
                 }
             }
-            self.txn.branches.insert(shard, xid);
+            self.txn.shards_mut().branches.insert(shard, xid);
         }
         conn.in_transaction = true;
         Ok(())
@@ -87,23 +89,23 @@ impl Session {
     ) -> Result<(), ProxyError> {
         let held_in_txn = self.binding.held().is_some_and(|c| c.in_transaction);
         if held_in_txn
-            && self.txn.coordinator.is_none()
-            && !self.txn.branches.contains_key(&shard)
-            && self.client_xa.is_none()
+            && self.txn.shards().coordinator.is_none()
+            && !self.txn.shards().branches.contains_key(&shard)
+            && self.txn.xa_starting().is_none()
         {
-            self.txn.coordinator = Some(shard);
+            self.txn.shards_mut().coordinator = Some(shard);
         }
-        if self.txn.coordinator.is_some() || self.txn.branches.contains_key(&shard) {
+        if self.txn.shards().coordinator.is_some() || self.txn.shards().branches.contains_key(&shard) {
             if may_write(class) {
-                self.txn.wrote.insert(shard);
+                self.txn.shards_mut().wrote.insert(shard);
             }
-            if !held_in_txn && !self.txn.spans_shards() && self.txn.coordinator == Some(shard) {
+            if !held_in_txn && !self.txn.shards().spans_shards() && self.txn.shards().coordinator == Some(shard) {
                 // The only branch ended on its own (a deadlock, an implicit commit).
-                self.txn.clear();
+                self.txn.end_shards();
             }
         }
         if let Some(code) = error {
-            if self.txn.spans_shards() && (code == 1213 || code == 1205) {
+            if self.txn.shards().spans_shards() && (code == 1213 || code == 1205) {
                 tracing::info!(
                     session = self.id,
                     code,
@@ -119,7 +121,8 @@ impl Session {
     /// A shard's connection was lost inside a transaction that spans shards: the others roll
     /// back and the client learns why (the session goes on).
     pub async fn lost_in_txn(&mut self, shard: usize, e: ProxyError) -> ProxyError {
-        let spans = self.txn.spans_shards() || (self.txn.coordinator.is_some() && self.txn.coordinator != Some(shard));
+        let spans = self.txn.shards().spans_shards()
+            || (self.txn.shards().coordinator.is_some() && self.txn.shards().coordinator != Some(shard));
         if !spans {
             return e;
         }
@@ -137,15 +140,15 @@ impl Session {
         }
         let mut out = Vec::new();
         for (shard, conn) in conns {
-            let xid = self.txn.branches.get(&shard).cloned();
-            let member = xid.is_some() || self.txn.coordinator == Some(shard);
+            let xid = self.txn.shards().branches.get(&shard).cloned();
+            let member = xid.is_some() || self.txn.shards().coordinator == Some(shard);
             if !member {
                 self.park_shard(shard, conn, false);
                 continue;
             }
             out.push(Branch {
                 shard,
-                wrote: self.txn.wrote.contains(&shard),
+                wrote: self.txn.shards().wrote.contains(&shard),
                 xid,
                 conn,
             });
@@ -157,7 +160,11 @@ impl Session {
     /// Gives the connections back (the current shard's stays held while the session is pinned).
     fn release_branches(&mut self, branches: Vec<Branch>) {
         for b in branches {
-            if !b.conn.broken && self.binding.shard() == Some(b.shard) && self.pins.is_pinned() && self.binding.held().is_none() {
+            if !b.conn.broken
+                && self.binding.shard() == Some(b.shard)
+                && self.pins.is_pinned()
+                && self.binding.held().is_none()
+            {
                 self.binding.set_held(Some(b.conn));
             }
         }
@@ -165,10 +172,10 @@ impl Session {
 
     /// COMMIT (`commit`) or ROLLBACK of the session's sharded transaction.
     pub async fn end_sharded_txn(&mut self, commit: bool) -> Result<(), ProxyError> {
-        let gtrid = self.txn.gtrid.clone();
-        let members = self.txn.branches.len() + usize::from(self.txn.coordinator.is_some());
+        let gtrid = self.txn.shards().gtrid.clone();
+        let members = self.txn.shards().branches.len() + usize::from(self.txn.shards().coordinator.is_some());
         let mut branches = self.take_branches();
-        self.txn.clear();
+        self.txn.end_shards();
         if commit && branches.len() < members {
             // A branch's connection is gone: its work is lost, so nothing may commit.
             commit::rollback(&mut branches).await;
@@ -192,7 +199,7 @@ impl Session {
     /// Rolls back every branch (the error that ended the transaction was already reported).
     pub async fn abort_sharded_txn(&mut self) {
         let mut branches = self.take_branches();
-        self.txn.clear();
+        self.txn.end_shards();
         commit::rollback(&mut branches).await;
         self.release_branches(branches);
     }
@@ -202,7 +209,7 @@ impl Session {
         let result = self.end_sharded_txn(commit).await;
         let (chain, release) = self.transaction_end(sql);
         if chain {
-            self.txn.pending_begin = Some("START TRANSACTION".into());
+            self.txn.shards_mut().pending_begin = Some("START TRANSACTION".into());
         }
         result?;
         self.released = release;
@@ -212,13 +219,13 @@ impl Session {
     /// The client's BEGIN / START TRANSACTION: commits an open transaction (as MariaDB does),
     /// then waits for the first shard.
     pub async fn client_begins_txn(&mut self, sql: &str) -> Result<Next, ProxyError> {
-        if self.client_xa.is_some() || self.pins.in_xa() {
+        if self.txn.xa_starting().is_some() || self.pins.in_xa() {
             return Err(xa_outside());
         }
         if self.sharded_transaction_open() {
             self.end_sharded_txn(true).await?;
         }
-        self.txn.pending_begin = Some(sql.to_string());
+        self.txn.shards_mut().pending_begin = Some(sql.to_string());
         self.ok_with(0, 0, 0).await
     }
 
@@ -232,15 +239,15 @@ impl Session {
             .map(|t| t.text.to_ascii_lowercase());
         match verb.as_deref() {
             Some("start") | Some("begin") => {
-                if self.sharded_transaction_open() || self.client_xa.is_some() || self.pins.in_xa() {
+                if self.sharded_transaction_open() || self.txn.xa_starting().is_some() || self.pins.in_xa() {
                     return Err(xa_outside());
                 }
-                self.client_xa = Some(sql.to_string());
+                self.txn.set_client_xa(ClientXa::Starting(sql.to_string()));
                 self.ok_with(0, 0, 0).await.map(Some)
             }
-            Some("end") | Some("prepare") | Some("commit") | Some("rollback") if self.client_xa.is_some() => {
+            Some("end") | Some("prepare") | Some("commit") | Some("rollback") if self.txn.xa_starting().is_some() => {
                 // XA START never reached a shard: nothing ran in the XA transaction.
-                self.client_xa = None;
+                self.txn.set_client_xa(ClientXa::None);
                 Err(ServerError::XaUnknownXid.into())
             }
             Some("commit") | Some("rollback") if !self.pins.in_xa() => {
@@ -253,8 +260,7 @@ impl Session {
     async fn open_client_xa(&mut self, shard: usize, conn: &mut PooledConn, start: &str) -> Result<(), ProxyError> {
         conn.simple_command(start).await?;
         conn.in_transaction = true;
-        self.client_xa = None;
-        self.client_xa_shard = Some(shard);
+        self.txn.set_client_xa(ClientXa::On(shard));
         let class = tessera_sql::classify(start);
         self.pins.after_statement(start, &class, true, true);
         self.ctx.metrics.pinned("xa");
@@ -278,10 +284,12 @@ impl Session {
     /// Refuses a statement on another shard than the client's XA transaction's.
     pub fn check_client_xa_shard(&mut self, shard: usize) -> Result<(), ProxyError> {
         if !self.pins.in_xa() {
-            self.client_xa_shard = None;
+            if self.txn.xa_shard().is_some() {
+                self.txn.set_client_xa(ClientXa::None);
+            }
             return Ok(());
         }
-        match self.client_xa_shard {
+        match self.txn.xa_shard() {
             Some(s) if s != shard => Err(ProxyError::NotSharded(format!(
                 "a statement on shard {shard} inside the client's XA transaction on shard {s} (an XA transaction \
                  opened by the client stays on one shard; Tessera's own transactions span shards with XA)"

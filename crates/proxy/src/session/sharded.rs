@@ -140,7 +140,7 @@ impl Session {
             StatementKind::Use(db) => return self.use_schema(db).await,
             // A DROP of the session's own temporary tables runs on its shard only.
             StatementKind::DropTable(names) if names.iter().all(|n| self.pins.has_temp_table(n)) => {}
-            StatementKind::Ddl | StatementKind::DropTable(_) if self.txn.is_open() => {
+            StatementKind::Ddl | StatementKind::DropTable(_) if self.txn.shards().is_open() => {
                 // DDL commits the open transaction first, as on one server.
                 self.end_sharded_txn(true).await?;
                 return self.run_sharded(sql, stmt, index).await;
@@ -149,7 +149,7 @@ impl Session {
             StatementKind::Begin | StatementKind::StartTransactionReadOnly if !self.pins.in_xa() => {
                 return self.client_begins_txn(sql).await
             }
-            StatementKind::Set(_) if self.txn.is_open() && super::shard_txn::sets_autocommit_on(sql) => {
+            StatementKind::Set(_) if self.txn.shards().is_open() && super::shard_txn::sets_autocommit_on(sql) => {
                 // Switching autocommit on commits the open transaction, as on one server.
                 self.end_sharded_txn(true).await?;
             }
@@ -159,7 +159,7 @@ impl Session {
                 if let Some(next) = self.client_xa_statement(schema, sql).await? {
                     return Ok(next);
                 }
-                let shard = self.client_xa_shard.unwrap_or(schema.default_shard);
+                let shard = self.txn.xa_shard().unwrap_or(schema.default_shard);
                 let role = Role::Primary;
                 return self.on_shard(schema, shard, role, sql, stmt).await;
             }
@@ -289,13 +289,13 @@ impl Session {
     /// Whether a shard touched now joins a transaction: one is open, the client's XA waits for
     /// its shard, or autocommit is off (every statement is in a transaction).
     pub fn branch_needed(&self) -> bool {
-        self.sharded_transaction_open() || self.client_xa.is_some() || !self.autocommit()
+        self.sharded_transaction_open() || self.txn.xa_starting().is_some() || !self.autocommit()
     }
 
     /// Whether the session has a transaction open on a sharded schema (begun, or holding a
     /// shard, also implicitly with autocommit off).
     pub fn sharded_transaction_open(&self) -> bool {
-        self.txn.is_open()
+        self.txn.shards().is_open()
             || self.binding.others().any(|(_, c)| c.in_transaction)
             || self.binding.held().is_some_and(|c| c.in_transaction)
     }
@@ -314,7 +314,7 @@ impl Session {
         let implicit = !self.sharded_transaction_open() && self.autocommit();
         if implicit {
             // An autocommit statement on several shards is a transaction of its own.
-            self.txn.pending_begin = Some("START TRANSACTION".into());
+            self.txn.shards_mut().pending_begin = Some("START TRANSACTION".into());
         }
         let result = crate::exec::sharded::write::each_shard(self, schema, per_shard, replicated, implicit).await;
         let mut sum = match (result, implicit) {
@@ -343,7 +343,9 @@ impl Session {
     /// rows split by them, written atomically.
     async fn insert_generated(&mut self, schema: &ShardedSchema, routed: &Routed) -> Result<Next, ProxyError> {
         let ShardPlan::Insert(p) = &*routed.plan else {
-            return Err(ProxyError::Sharding("a generated key for a statement that is not an INSERT".into()));
+            return Err(ProxyError::Sharding(
+                "a generated key for a statement that is not an INSERT".into(),
+            ));
         };
         let key = p.generated_key.as_deref().unwrap_or_default();
         let source = crate::exec::sharded::write::KeySource {
@@ -564,7 +566,8 @@ impl Session {
                 if Self::is_sharded_kind(&class.kind) {
                     let escapes = self.state.backslash_escapes();
                     let tables = self.schema_tables(schema).await?;
-                    let (fp, plan) = route::sharded::routed::planned(statement, schema, &tables, &self.gen.plans, escapes);
+                    let (fp, plan) =
+                        route::sharded::routed::planned(statement, schema, &tables, &self.gen.plans, escapes);
                     explain::rows(&plan, schema, &group_names, statement, &fp, escapes)
                 } else {
                     let shard = self.binding.shard().unwrap_or(schema.default_shard);
@@ -637,7 +640,7 @@ impl Session {
         let implicit = !self.sharded_transaction_open() && self.autocommit();
         if implicit {
             // An autocommit LOAD DATA is a transaction of its own across the shards.
-            self.txn.pending_begin = Some("START TRANSACTION".into());
+            self.txn.shards_mut().pending_begin = Some("START TRANSACTION".into());
         }
         let job = ShardLoad {
             schema,

@@ -3,6 +3,7 @@
 //! that ran only pure reads travels with the connection's next command.
 
 use super::execute::Stmt;
+use super::txn_state::TxnState;
 use super::Session;
 use crate::metrics::Metrics;
 use tessera_sql::StatementKind;
@@ -27,14 +28,14 @@ impl Session {
         let edge = match s.class.kind {
             StatementKind::Begin => self.binding.held().is_none(),
             StatementKind::Commit | StatementKind::Rollback => {
-                (self.begin_deferred || self.ends_reads_only()) && self.completion_is_plain()
+                (self.txn.begin_deferred() || self.ends_reads_only()) && self.completion_is_plain()
             }
             _ => false,
         };
         let free = edge
             && !self.binding.has_others()
             && !self.pins.is_pinned()
-            && self.client_xa.is_none()
+            && !self.txn.on_shards()
             && self.diagnostics.is_empty()
             && self.logical_schema().is_none();
         if !free {
@@ -43,7 +44,7 @@ impl Session {
         let plain = |forms: &[&str]| tessera_sql::is_plain_words(s.sql, forms);
         let commit = match s.class.kind {
             StatementKind::Begin if plain(&["begin", "begin work", "start transaction"]) => {
-                self.begin_deferred = true;
+                self.txn = TxnState::BeginDeferred;
                 None
             }
             StatementKind::Commit if plain(&["commit", "commit work"]) => Some(true),
@@ -90,17 +91,23 @@ impl Session {
     /// The held transaction began deferred and ran only pure reads, with nothing else the
     /// connection must keep for the session.
     fn ends_reads_only(&self) -> bool {
-        self.txn_reads_only
+        self.txn.reads_only()
             && !self.last_insert_id_dirty
-            && !self.txn.is_open()
-            && self.binding.held().is_some_and(|c| c.in_transaction && !c.is_detached())
+            && !self.txn.shards().is_open()
+            && self
+                .binding
+                .held()
+                .is_some_and(|c| c.in_transaction && !c.is_detached())
     }
 
     fn end_transaction_here(&mut self, commit: bool) {
-        if std::mem::take(&mut self.begin_deferred) {
+        let deferred = self.txn.begin_deferred();
+        if !self.txn.on_shards() {
+            self.txn = TxnState::None;
+        }
+        if deferred {
             return;
         }
-        self.txn_reads_only = false;
         if let Some(mut conn) = self.binding.take_held() {
             conn.queue_end_of_reads(commit);
             Metrics::inc(&self.ctx.metrics.queued_transaction_ends);

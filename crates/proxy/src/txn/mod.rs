@@ -31,6 +31,20 @@ pub struct ShardTxn {
 }
 
 impl ShardTxn {
+    /// No transaction.
+    pub const EMPTY: ShardTxn = ShardTxn {
+        pending_begin: None,
+        coordinator: None,
+        branches: BTreeMap::new(),
+        wrote: BTreeSet::new(),
+        gtrid: None,
+    };
+
+    /// Nothing begun, touched or noted.
+    pub fn is_empty(&self) -> bool {
+        !self.is_open() && self.wrote.is_empty() && self.gtrid.is_none()
+    }
+
     /// A transaction is open (begun, or holding a shard).
     pub fn is_open(&self) -> bool {
         self.pending_begin.is_some() || self.coordinator.is_some() || !self.branches.is_empty()

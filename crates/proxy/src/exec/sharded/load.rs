@@ -79,7 +79,9 @@ async fn open(conn: &mut PooledConn, begin: Option<&str>, sql: &str) -> Result<(
     conn.broken = true;
     match ErrPacket::parse(&answer) {
         Ok(e) if is_err(&answer) => Err(ProxyError::Backend(e)),
-        _ => Err(ProxyError::Sharding("a shard did not ask for the LOAD DATA file".into())),
+        _ => Err(ProxyError::Sharding(
+            "a shard did not ask for the LOAD DATA file".into(),
+        )),
     }
 }
 

@@ -100,7 +100,10 @@ async fn send_all<S: ShardSession>(
             }
         };
         let per_shard = sql
-            .replace(DATABASE_MARKER, &crate::state::quote_ident(&schema.shards[shard].database))
+            .replace(
+                DATABASE_MARKER,
+                &crate::state::quote_ident(&schema.shards[shard].database),
+            )
             .replace(ONCE_MARKER, if i == 0 { "1=1" } else { "1=0" });
         run.send(shard, conn, &per_shard).await?;
     }
@@ -123,7 +126,9 @@ fn described(raw: &[Bytes], prepared: Option<&[Bytes]>, extended_metadata: bool)
     raw.iter()
         .zip(meta.iter())
         .map(|(def, prep)| {
-            let name = ColumnDefinition::parse_with(prep, extended_metadata).map(|d| d.name).ok();
+            let name = ColumnDefinition::parse_with(prep, extended_metadata)
+                .map(|d| d.name)
+                .ok();
             name.and_then(|n| crate::exec::scatter::with_name(def, n.as_bytes()))
                 .unwrap_or_else(|| def.clone())
         })

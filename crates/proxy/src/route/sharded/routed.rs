@@ -153,7 +153,11 @@ fn step(
             match per_shard.len() {
                 1 => {
                     let (shard, sql) = per_shard.remove(0);
-                    Step::One { shard, sql, write: true }
+                    Step::One {
+                        shard,
+                        sql,
+                        write: true,
+                    }
                 }
                 _ => Step::Write {
                     per_shard,
