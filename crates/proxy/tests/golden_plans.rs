@@ -425,3 +425,78 @@ fn a_cached_plan_serves_other_literals_only_where_they_plan_alike() {
         wrong.join("\n")
     );
 }
+
+/// The route of a statement is its golden plan's step: every statement of the file routes
+/// (or fails to) as its plan says, with the plan the cache holds; and a few routes in full.
+#[test]
+fn routes_run_the_steps_their_plans_show() {
+    use tessera_proxy::route::sharded::routed::{route, Reading, Step};
+    use tessera_proxy::route::sharded::ShardPlan;
+    let config = tessera_config::parse_str(CONFIG, "golden").expect("golden config");
+    let topology = Topology::from_config(&config).expect("golden topology");
+    let tables = tables("shop");
+    let schema = topology.schema("shop").expect("golden schema");
+    let cache = PlanCache::default();
+    let text = Reading {
+        backslash_escapes: true,
+        binary: false,
+    };
+    for sql in statements(&std::fs::read_to_string(FILE).expect("golden file")) {
+        let Ok(routed) = route(&sql, schema, &tables, &cache, text) else {
+            continue;
+        };
+        let again = cache.get(&routed.sql, &routed.fp, schema, true, &tables);
+        assert!(std::sync::Arc::ptr_eq(&routed.plan, &again), "{sql}: the cached plan");
+        let agrees = match (&*routed.plan, &routed.step) {
+            (ShardPlan::Reject(m), Step::Refuse(r)) => m == r,
+            (ShardPlan::Read { many, .. }, Step::Refuse(_)) => many.is_err(),
+            (ShardPlan::Read { .. }, Step::One { write, .. }) => !write,
+            (ShardPlan::Read { many, .. }, Step::Scatter { shards }) => many.is_ok() && shards.len() > 1,
+            (ShardPlan::Write { .. } | ShardPlan::Insert(_), Step::One { write, .. }) => *write,
+            (ShardPlan::Write { .. } | ShardPlan::Insert(_), Step::Write { per_shard, .. }) => per_shard.len() != 1,
+            (ShardPlan::Insert(p), Step::InsertGenerated) => p.generated_key.is_some(),
+            (ShardPlan::Ddl { shards, .. }, Step::Ddl { shards: s, .. }) => shards == s,
+            (ShardPlan::CreateDatabase { .. }, Step::CreateDatabase { .. }) => true,
+            _ => false,
+        };
+        assert!(
+            agrees,
+            "{sql}: plan {:?} routed as {:?}",
+            routed.plan.reason(),
+            routed.step
+        );
+    }
+    let step = |sql: &str, binary: bool| {
+        let reading = Reading {
+            backslash_escapes: true,
+            binary,
+        };
+        route(sql, schema, &tables, &cache, reading).map(|r| r.step)
+    };
+    let one = step("SELECT name FROM shop.customers WHERE id = 7", false).expect("a key read");
+    assert!(
+        matches!(&one, Step::One { write: false, sql, .. } if !sql.contains("shop.")),
+        "{one:?}"
+    );
+    let Ok(Step::Scatter { shards }) = step("SELECT name FROM customers WHERE id = 7", true) else {
+        panic!("a prepared read goes through the merge even from one shard");
+    };
+    assert_eq!(shards.len(), 1);
+    assert_eq!(
+        step("SELECT COUNT(*) FROM customers", false).ok(),
+        Some(Step::Scatter {
+            shards: vec![0, 1, 2, 3]
+        })
+    );
+    let Ok(Step::Write { per_shard, replicated }) = step("UPDATE customers SET tier = 2", false) else {
+        panic!("an update of every row writes every shard");
+    };
+    assert!(per_shard.len() == 4 && !replicated);
+    let Ok(Step::Write { replicated: true, .. }) = step("UPDATE products SET name = 'x'", false) else {
+        panic!("a broadcast table's write is replicated");
+    };
+    assert!(
+        step("SELECT SQL_CALC_FOUND_ROWS DISTINCT city FROM customers", false).is_err(),
+        "SQL_CALC_FOUND_ROWS over a DISTINCT merge is refused"
+    );
+}
