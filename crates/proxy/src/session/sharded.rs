@@ -20,7 +20,6 @@ use crate::route::sharded::ShardPlan;
 use crate::route::{Role, Target};
 use crate::topology::ShardedSchema;
 use std::sync::Arc;
-use tessera_protocol::response::OkPacket;
 use tessera_sql::StatementKind;
 
 impl Session {
@@ -83,7 +82,7 @@ impl Session {
     async fn run_routed(
         &mut self,
         schema: &ShardedSchema,
-        routed: &Routed,
+        routed: &Routed<'_>,
         stmt: &Stmt<'_>,
         binary: Option<Arc<[bytes::Bytes]>>,
         tables: &crate::catalog::SchemaTables,
@@ -97,7 +96,7 @@ impl Session {
                 };
                 self.on_shard(schema, *shard, role, sql, stmt).await
             }
-            Step::Scatter { shards } => self.scatter_read(schema, shards, routed, binary).await,
+            Step::Scatter { shards, sql } => self.scatter_read(schema, shards, sql, routed, binary).await,
             Step::Write { per_shard, replicated } => self.atomic_write(schema, per_shard, None, *replicated).await,
             Step::InsertGenerated => self.insert_generated(schema, routed).await,
             Step::Ddl { shards, sql } => self.ddl_on_shards(schema, shards, sql).await,
@@ -341,7 +340,7 @@ impl Session {
 
     /// An INSERT whose AUTO_INCREMENT shard key Tessera generates: the keys first, then the
     /// rows split by them, written atomically.
-    async fn insert_generated(&mut self, schema: &ShardedSchema, routed: &Routed) -> Result<Next, ProxyError> {
+    async fn insert_generated(&mut self, schema: &ShardedSchema, routed: &Routed<'_>) -> Result<Next, ProxyError> {
         let ShardPlan::Insert(p) = &*routed.plan else {
             return Err(ProxyError::Sharding(
                 "a generated key for a statement that is not an INSERT".into(),
@@ -462,15 +461,12 @@ impl Session {
 
     /// An OK packet with these counts.
     pub async fn ok_with(&mut self, affected: u64, insert_id: u64, warnings: u16) -> Result<Next, ProxyError> {
-        let ok = OkPacket {
-            affected_rows: affected,
-            last_insert_id: insert_id,
-            status: self.status_flags(),
+        let sum = crate::exec::sharded::Summed {
+            affected,
             warnings,
-            ..Default::default()
+            insert_id,
         };
-        self.client.write_with(|b| ok.encode(b, self.capabilities));
-        self.client.flush().await?;
+        crate::exec::sharded::write_ok(self, sum, Vec::new()).await?;
         Ok(Next::Continue)
     }
 }
@@ -517,7 +513,8 @@ impl Session {
         &mut self,
         schema: &ShardedSchema,
         shards: &[usize],
-        routed: &Routed,
+        sql: &str,
+        routed: &Routed<'_>,
         binary: Option<Arc<[bytes::Bytes]>>,
     ) -> Result<Next, ProxyError> {
         let ShardPlan::Read { many: Ok(scatter), .. } = &*routed.plan else {
@@ -538,7 +535,7 @@ impl Session {
         let read = crate::exec::sharded::read::ScatterRead {
             schema,
             shards,
-            sql: scatter.sql.render(&routed.sql, &routed.fp.literals),
+            sql,
             resolve,
             deadline: self.gen.config.server.scatter_deadline(),
             binary,

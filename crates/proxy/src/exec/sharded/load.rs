@@ -71,7 +71,7 @@ async fn open(conn: &mut PooledConn, begin: Option<&str>, sql: &str) -> Result<(
         conn.simple_command(begin).await?;
     }
     conn.queue_query(sql);
-    (**conn).flush().await?;
+    conn.flush().await?;
     let answer = conn.read().await?;
     if answer.first() == Some(&LOCAL_INFILE_HEADER) {
         return Ok(());

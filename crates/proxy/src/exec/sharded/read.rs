@@ -17,7 +17,7 @@ pub struct ScatterRead<'a, R> {
     pub schema: &'a ShardedSchema,
     pub shards: &'a [usize],
     /// The shard statement (database and once markers still in).
-    pub sql: String,
+    pub sql: &'a str,
     /// The merge for the columns the first shard described (the planner's, resolved).
     pub resolve: R,
     /// How long the shards may take to describe their results.
@@ -34,7 +34,7 @@ where
     R: FnOnce(&[ColumnDefinition]) -> Result<MergeSpec, ProxyError>,
 {
     let calc_found_rows = read.sql.to_ascii_uppercase().contains("SQL_CALC_FOUND_ROWS");
-    let mut run = send_all(s, read.schema, read.shards, &read.sql).await?;
+    let mut run = send_all(s, read.schema, read.shards, read.sql).await?;
     let raw = match run
         .headers(read.deadline, crate::exec::forward::client_left(s.client()))
         .await

@@ -11,13 +11,14 @@ use super::{Scatter, ShardPlan};
 use crate::catalog::SchemaTables;
 use crate::error::ProxyError;
 use crate::topology::ShardedSchema;
+use std::borrow::Cow;
 use std::sync::Arc;
 use tessera_sql::Fingerprint;
 
 /// One statement's route: what it is and what runs where.
-pub struct Routed {
+pub struct Routed<'a> {
     /// The statement as the shards read it (the logical schema's `db.` qualifiers dropped).
-    pub sql: String,
+    pub sql: Cow<'a, str>,
     pub fp: Fingerprint,
     pub plan: Arc<ShardPlan>,
     pub step: Step,
@@ -32,8 +33,9 @@ pub enum Step {
     /// One shard runs `sql` and its answer passes through. `write`: the shard's primary
     /// (else the read/write split decides).
     One { shard: usize, sql: String, write: bool },
-    /// A read on several shards, merged (the plan's `many`).
-    Scatter { shards: Vec<usize> },
+    /// A read on several shards, merged (the plan's `many`); `sql`: the shards' statement
+    /// (database and once markers still in).
+    Scatter { shards: Vec<usize>, sql: String },
     /// A write on several shards, all or none; `replicated`: a broadcast table's copies, whose
     /// counts are reported once.
     Write {
@@ -61,17 +63,17 @@ pub struct Reading {
 
 /// Routes `sql` on `schema`: the plan from `cache` (planned with `tables` on a miss), then the
 /// step with its shards.
-pub fn route(
-    sql: &str,
+pub fn route<'a>(
+    sql: &'a str,
     schema: &ShardedSchema,
     tables: &SchemaTables,
     cache: &PlanCache,
     reading: Reading,
-) -> Result<Routed, ProxyError> {
+) -> Result<Routed<'a>, ProxyError> {
     let escapes = reading.backslash_escapes;
     let sql = match tessera_sql::drop_database_qualifier(sql, &schema.name, escapes) {
-        Some(unqualified) => unqualified,
-        None => sql.to_string(),
+        Some(unqualified) => Cow::Owned(unqualified),
+        None => Cow::Borrowed(sql),
     };
     let (fp, plan) = planned(&sql, schema, tables, cache, escapes);
     let step = step(&sql, &fp, &plan, schema, reading)?;
@@ -117,8 +119,9 @@ fn step(
                     write: false,
                 },
                 (_, _, Ok(scatter)) => {
-                    refuse_found_rows_merge(scatter, sql, fp)?;
-                    Step::Scatter { shards }
+                    let sql = scatter.sql.render(sql, &fp.literals);
+                    refuse_found_rows_merge(scatter, &sql)?;
+                    Step::Scatter { shards, sql }
                 }
                 (_, _, Err(m)) => Step::Refuse(m.detail()),
             }
@@ -178,8 +181,8 @@ fn step(
 }
 
 /// SQL_CALC_FOUND_ROWS counts rows before grouping, which the shards' counts cannot give.
-fn refuse_found_rows_merge(scatter: &Scatter, sql: &str, fp: &Fingerprint) -> Result<(), ProxyError> {
-    let text = scatter.sql.render(sql, &fp.literals);
+/// `text`: the scatter's shard statement.
+fn refuse_found_rows_merge(scatter: &Scatter, text: &str) -> Result<(), ProxyError> {
     let calc_found_rows = text.to_ascii_uppercase().contains("SQL_CALC_FOUND_ROWS");
     if calc_found_rows && (scatter.merge.aggregate.is_some() || scatter.merge.distinct) {
         return Err(ProxyError::NotSharded(
