@@ -92,6 +92,13 @@ step_mariadb() {
     check_apt_pkg mariadb-test
 }
 
+# The fleet: etcd (v3 API; `tessera --etcd`, `tessera ctl`, the fleet tests and the cluster
+# demo start their own) and HAProxy (the load balancer the fleet tests and demo put in front).
+step_fleet() {
+    check_apt_pkg etcd-server
+    check_apt_pkg haproxy
+}
+
 # Load generator for the benchmark kit, a font for its charts, taskset (util-linux) for --pin,
 # and valgrind for scripts/bench-instructions.sh.
 step_bench() {
@@ -127,6 +134,8 @@ step_verify_programs() {
     check_program mariadb
     check_program mariadb-install-db
     check_program sysbench
+    check_program etcd
+    check_program haproxy
 }
 
 # Python drivers for the compat suite tests/compat/python (PyMySQL, mysql-connector-python,
@@ -238,6 +247,7 @@ install_php_compat() {
 main() {
     step_mariadb
     step_bench
+    step_fleet
     # ---------------------------------------------------------------------------
     # Add further steps here (each a step_* function above that queues apt
     # packages with check_apt_pkg or checks/installs something itself), e.g. the

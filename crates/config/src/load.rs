@@ -39,6 +39,11 @@ pub fn parse_str(text: &str, origin: &str) -> Result<Config, ConfigError> {
         path: origin.to_string(),
         message: e.to_string(),
     })?;
+    validated(config, origin)
+}
+
+/// Validates a configuration parsed from `origin`.
+pub(crate) fn validated(config: Config, origin: &str) -> Result<Config, ConfigError> {
     validate(&config).map_err(|(key, problem, fix)| ConfigError::Invalid {
         path: origin.to_string(),
         key,

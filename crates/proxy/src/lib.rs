@@ -24,6 +24,8 @@
 //!   registry, metrics, io_uring); [`generation`]: one configuration generation (groups and
 //!   pools, accounts, topology, plan cache); [`reload`]: the next generation from the file;
 //!   [`registry`]: live sessions by id, for KILL and the process list.
+//! - [`fleet`]: many proxies as one service: the shared configuration's versions in etcd,
+//!   following the head as the next generation, membership under a lease, `tessera ctl`.
 //! - [`error`]: the proxy's errors, the merge's and the planner's, and their MySQL error
 //!   numbers (the one mapping).
 //! - [`txn`]: transactions across shards: XA two-phase commit, the decision log, recovery
@@ -46,6 +48,7 @@ pub mod demo;
 pub mod error;
 pub mod exec;
 pub mod fasthash;
+pub mod fleet;
 pub mod generation;
 pub mod gtid;
 pub mod metrics;

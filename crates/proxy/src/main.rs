@@ -10,6 +10,15 @@ static ALLOCATOR: tessera_proxy::alloc::MiMalloc = tessera_proxy::alloc::MiMallo
 const USAGE: &str = "\
 usage:
   tessera --config PATH            serve with the configuration file PATH
+  tessera --etcd URLS --cluster NAME [--name NAME] [--listen ADDR] [--admin-listen ADDR]
+          [--workers N] [--local PATH]
+                                   serve as a member of fleet NAME: the shared configuration
+                                   comes from etcd (and is followed as it is published); the
+                                   options and the --local file set this process's own sockets,
+                                   threads and TLS files
+  tessera ctl --etcd URLS --cluster NAME COMMAND
+                                   publish, rollback, diff, history, show, status
+                                   (`tessera ctl --help`)
   tessera check-config PATH        validate a configuration file and exit
   tessera demo [--listen ADDR] [--pool-max N] [--auth-plugin P] [--prepared-cache N] [--env-file PATH]
                [--replicas N]   (default 1)  [--workers N]   (worker threads; default 0, one per core)
@@ -27,6 +36,8 @@ usage:
 
 enum Cli {
     Serve(PathBuf),
+    Fleet(Box<tessera_proxy::fleet::FleetOptions>),
+    Ctl(Vec<String>),
     Check(PathBuf),
     Demo(tessera_proxy::demo::DemoOptions),
     Sandbox(usize, bool),
@@ -40,6 +51,18 @@ enum Cli {
 fn known_options(command: &str) -> (&'static [&'static str], &'static [&'static str]) {
     match command {
         "--config" | "serve" => (&["--config"], &[]),
+        "--etcd" => (
+            &[
+                "--etcd",
+                "--cluster",
+                "--name",
+                "--listen",
+                "--admin-listen",
+                "--workers",
+                "--local",
+            ],
+            &[],
+        ),
         "demo" => (
             &[
                 "--listen",
@@ -79,12 +102,15 @@ fn parse_args(args: &[String]) -> Result<Cli, String> {
             .and_then(|i| args.get(i + 1))
             .cloned()
     };
+    if args.first().map(String::as_str) == Some("ctl") {
+        return Ok(Cli::Ctl(args[1..].to_vec()));
+    }
     if args.iter().any(|a| matches!(a.as_str(), "--help" | "-h" | "help")) {
         return Ok(Cli::Help);
     }
     match args.first().map(String::as_str) {
-        Some(command @ ("--config" | "serve" | "demo" | "sandbox" | "status" | "reload")) => {
-            let rest = if command == "--config" { args } else { &args[1..] };
+        Some(command @ ("--config" | "--etcd" | "serve" | "demo" | "sandbox" | "status" | "reload")) => {
+            let rest = if command.starts_with("--") { args } else { &args[1..] };
             check_options(command, rest)?;
         }
         Some("check-config") if args.len() > 2 => return Err("check-config takes one PATH".into()),
@@ -94,6 +120,7 @@ fn parse_args(args: &[String]) -> Result<Cli, String> {
         Some("--config") | Some("serve") => flag("--config")
             .map(|p| Cli::Serve(p.into()))
             .ok_or_else(|| "missing --config PATH".into()),
+        Some("--etcd") => fleet_options(&flag).map(|o| Cli::Fleet(Box::new(o))),
         Some("check-config") => args
             .get(1)
             .map(|p| Cli::Check(p.into()))
@@ -126,6 +153,34 @@ fn status_address(flag: &dyn Fn(&str) -> Option<String>) -> Result<String, Strin
         )),
         addr => Ok(addr.to_string()),
     }
+}
+
+/// A fleet member's options: etcd, its cluster and name, and its per-process settings.
+fn fleet_options(flag: &dyn Fn(&str) -> Option<String>) -> Result<tessera_proxy::fleet::FleetOptions, String> {
+    use tessera_config::fleet::LocalSettings;
+    let mut local = match flag("--local") {
+        Some(path) => {
+            let text = std::fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?;
+            LocalSettings::parse(&text, &path).map_err(|e| e.to_string())?
+        }
+        None => LocalSettings::default(),
+    };
+    if let Some(addr) = flag("--listen") {
+        local.set("server", "listen", toml::Value::String(addr));
+    }
+    if let Some(addr) = flag("--admin-listen") {
+        local.set("admin", "http_listen", toml::Value::String(addr));
+    }
+    if let Some(n) = flag("--workers") {
+        let n: i64 = n.parse().map_err(|_| format!("--workers: `{n}` is not a number"))?;
+        local.set("server", "worker_threads", toml::Value::Integer(n));
+    }
+    Ok(tessera_proxy::fleet::FleetOptions {
+        etcd: flag("--etcd").ok_or("missing --etcd URLS")?,
+        cluster: flag("--cluster").ok_or("--etcd needs --cluster NAME")?,
+        name: flag("--name"),
+        local,
+    })
 }
 
 fn demo_options(flag: &dyn Fn(&str) -> Option<String>) -> Result<tessera_proxy::demo::DemoOptions, String> {
@@ -180,6 +235,46 @@ fn runtime(workers: usize) -> Result<(tokio::runtime::Runtime, ParkHook), String
     tessera_proxy::uring::runtime_with_park(workers).map_err(|e| e.to_string())
 }
 
+/// Serves as a fleet member: the configuration from etcd, then followed.
+fn serve_fleet(opts: tessera_proxy::fleet::FleetOptions) -> Result<(), String> {
+    use tessera_proxy::fleet::{follow, Fleet};
+    let fleet = Fleet::new(opts).map_err(|e| e.to_string())?;
+    let (first, _) = runtime(1)?;
+    let start = first.block_on(fleet.start()).map_err(|e| e.to_string())?;
+    drop(first);
+    let (rt, park) = runtime(start.config.server.worker_threads)?;
+    rt.block_on(async {
+        let config = start.config.clone();
+        let running = tessera_proxy::server::start_with_park(config, Some(park))
+            .await
+            .map_err(|e| e.to_string())?;
+        let member = follow::join(fleet, &running, start).await.map_err(|e| e.to_string())?;
+        tessera_proxy::server::wait_for_signal().await;
+        tracing::info!("shutting down: draining sessions");
+        member.update(|m| m.state = "draining".into()).await;
+        running.shutdown().await;
+        member.leave().await;
+        Ok(())
+    })
+}
+
+/// `tessera ctl`: its output, and a failure exit when it did not do what was asked.
+fn ctl(args: &[String]) -> Result<(), String> {
+    use tessera_proxy::fleet::ctl;
+    if args.is_empty() || args.iter().any(|a| matches!(a.as_str(), "--help" | "-h" | "help")) {
+        println!("{}", ctl::USAGE);
+        return Ok(());
+    }
+    let (rt, _) = runtime(1)?;
+    let outcome = rt.block_on(ctl::run(args)).map_err(|e| e.to_string())?;
+    print!("{}", outcome.text);
+    if outcome.ok {
+        Ok(())
+    } else {
+        Err("not every live proxy runs it (see above)".into())
+    }
+}
+
 fn run(cli: Cli) -> Result<(), String> {
     match cli {
         Cli::Version => {
@@ -210,6 +305,8 @@ fn run(cli: Cli) -> Result<(), String> {
                 Ok(())
             })
         }
+        Cli::Fleet(opts) => serve_fleet(*opts),
+        Cli::Ctl(args) => ctl(&args),
         Cli::Demo(opts) => {
             let (rt, park) = runtime(opts.workers)?;
             rt.block_on(tessera_proxy::demo::run_demo(opts, Some(park)))

@@ -21,7 +21,7 @@ pub enum ReloadError {
     #[error("{key} cannot change while Tessera runs (running: {running}, file: {file}); restart Tessera to apply it, or set it back")]
     NeedsRestart { key: String, running: String, file: String },
     /// The process was started without a configuration file to read again.
-    #[error("this process was not started with --config, so there is no file to reload")]
+    #[error("this process was not started with --config, so there is no file to reload (a fleet member follows etcd: publish a version with `tessera ctl publish`)")]
     NoFile,
     /// Building the new generation failed (e.g. the backend TLS setup).
     #[error("{0}")]

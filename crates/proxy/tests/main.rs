@@ -13,6 +13,7 @@ mod cli;
 mod client_view;
 mod commands;
 mod faults;
+mod fleet;
 mod golden_plans;
 mod park_sends;
 mod pipeline;

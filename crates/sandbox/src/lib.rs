@@ -1,4 +1,5 @@
-//! Local MariaDB sandboxes: servers with their own data dirs on free ports, for demo, tests and benchmarks.
+//! Local MariaDB sandboxes: servers with their own data dirs on free ports, for demo, tests and
+//! benchmarks; and an etcd server ([`EtcdServer`]) for the fleet.
 //!
 //! ```no_run
 //! use tessera_sandbox::{Sandbox, SandboxOptions};
@@ -60,6 +61,7 @@
 mod args;
 mod client;
 mod error;
+mod etcd;
 mod options;
 mod ports;
 mod replication;
@@ -70,6 +72,7 @@ mod template;
 mod tools;
 
 pub use error::SandboxError;
+pub use etcd::EtcdServer;
 pub use options::SandboxOptions;
 pub use ports::free_port;
 pub use replication::{ReplicaStatus, REPL_PASSWORD, REPL_USER};

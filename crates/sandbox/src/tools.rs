@@ -38,6 +38,12 @@ pub(crate) fn tools() -> Result<&'static Tools> {
     }))
 }
 
+/// A program other than MariaDB's (etcd, haproxy), from PATH or the usual system dirs;
+/// `TESSERA_<NAME>` overrides it.
+pub(crate) fn find_program(name: &str) -> Result<PathBuf> {
+    locate(&format!("TESSERA_{}", name.to_ascii_uppercase()), &[name])
+}
+
 fn locate(env_var: &str, names: &[&str]) -> Result<PathBuf> {
     if let Some(p) = std::env::var_os(env_var) {
         return Ok(PathBuf::from(p));

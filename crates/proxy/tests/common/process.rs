@@ -1,6 +1,7 @@
 //! The real `tessera` binary as a child process, so a test can kill or abort it and start
 //! another: configuration file and log in a temp dir, free ports, extra environment (e.g.
-//! `TESSERA_FAILPOINTS`), readiness, exit status, and the admin endpoint's /metrics.
+//! `TESSERA_FAILPOINTS`), readiness, exit status, and the admin endpoint's /metrics. A process
+//! reads a configuration file, or is a fleet member reading etcd.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -24,6 +25,14 @@ pub const SIGABRT: i32 = 6;
 
 static COUNTER: AtomicU32 = AtomicU32::new(0);
 
+/// How a process gets its configuration.
+enum Launch<'a> {
+    /// A file written from this template.
+    File(&'a str),
+    /// A fleet's etcd.
+    Member { etcd: &'a str, cluster: &'a str },
+}
+
 /// A running (or exited) `tessera --config` child. Dropping it SIGKILLs the process; its
 /// directory is removed unless the thread is panicking (then its path is printed).
 pub struct TesseraProcess {
@@ -42,8 +51,18 @@ impl TesseraProcess {
     /// a fresh temp dir, starts the binary with `env` added to its environment, and waits until
     /// it accepts clients and serves /metrics. Panics with the log's tail if it does not.
     pub fn start(name: &str, template: &str, env: &[(&str, &str)]) -> TesseraProcess {
+        TesseraProcess::start_with(name, env, &Launch::File(template))
+    }
+
+    /// Starts `tessera --etcd URL --cluster CLUSTER` as fleet member `name` on free ports
+    /// (given with --listen and --admin-listen), and waits until it serves.
+    pub fn start_member(name: &str, etcd: &str, cluster: &str, env: &[(&str, &str)]) -> TesseraProcess {
+        TesseraProcess::start_with(name, env, &Launch::Member { etcd, cluster })
+    }
+
+    fn start_with(name: &str, env: &[(&str, &str)], launch: &Launch) -> TesseraProcess {
         for _ in 0..PORT_ATTEMPTS {
-            let mut process = TesseraProcess::spawn(name, template, env);
+            let mut process = TesseraProcess::spawn(name, launch, env);
             match process.wait_ready() {
                 Ok(()) => return process,
                 Err(log) if log.contains("cannot listen") => continue,
@@ -53,21 +72,39 @@ impl TesseraProcess {
         panic!("tessera {name}: no free ports after {PORT_ATTEMPTS} attempts");
     }
 
-    fn spawn(name: &str, template: &str, env: &[(&str, &str)]) -> TesseraProcess {
+    fn spawn(name: &str, launch: &Launch, env: &[(&str, &str)]) -> TesseraProcess {
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
         let dir = std::env::temp_dir().join(format!("tessera-proc-{}-{n}-{name}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("process dir");
         let port = free_port();
         let admin: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().expect("addr");
-        let config = template
-            .replace(LISTEN, &format!("127.0.0.1:{port}"))
-            .replace(ADMIN, &admin.to_string());
-        let config_path = dir.join("tessera.toml");
-        std::fs::write(&config_path, config).expect("write config");
+        let args: Vec<String> = match launch {
+            Launch::File(template) => {
+                let config = template
+                    .replace(LISTEN, &format!("127.0.0.1:{port}"))
+                    .replace(ADMIN, &admin.to_string());
+                let config_path = dir.join("tessera.toml");
+                std::fs::write(&config_path, config).expect("write config");
+                vec!["--config".into(), config_path.display().to_string()]
+            }
+            Launch::Member { etcd, cluster } => [
+                "--etcd",
+                etcd,
+                "--cluster",
+                cluster,
+                "--name",
+                name,
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "--admin-listen",
+                &admin.to_string(),
+            ]
+            .map(String::from)
+            .to_vec(),
+        };
         let log = std::fs::File::create(dir.join("tessera.log")).expect("log file");
         let child = Command::new(env!("CARGO_BIN_EXE_tessera"))
-            .arg("--config")
-            .arg(&config_path)
+            .args(&args)
             .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("log handle"))
@@ -133,6 +170,16 @@ impl TesseraProcess {
             .expect("kill runs");
         assert!(sent.success() || self.try_exit().is_some(), "kill -ABRT failed");
         self.wait_exit(Duration::from_secs(10)).expect("exits after SIGABRT")
+    }
+
+    /// SIGTERM (a graceful shutdown) and wait up to `timeout` for the exit.
+    pub fn terminate(&mut self, timeout: Duration) -> Option<ExitStatus> {
+        if self.try_exit().is_none() {
+            let _ = Command::new("kill")
+                .args(["-TERM", &self.child.id().to_string()])
+                .status();
+        }
+        self.wait_exit(timeout)
     }
 
     /// SIGKILL and wait (no-op once exited).
