@@ -369,7 +369,7 @@ mod tests {
         let old = "a\nb\nc\nd\ne\nf\ng\nh\nj\nk\n";
         let new = "a\nb\nc\nD\ne\nf\ng\nh\nj\nk\ni\n";
         let d = diff(old, new, "v1", "v2");
-        assert_eq!(d, "--- v1\n+++ v2\n b\n c\n-d\n+D\n e\n f\n...\n j\n k\n+i\n");
+        assert_eq!(d, "--- v1\n+++ v2\n...\n b\n c\n-d\n+D\n e\n f\n...\n j\n k\n+i\n");
         assert_eq!(diff(old, old, "v1", "v1"), "");
     }
 
