@@ -249,6 +249,8 @@ fn serve_fleet(opts: tessera_proxy::fleet::FleetOptions) -> Result<(), String> {
             .await
             .map_err(|e| e.to_string())?;
         let member = follow::join(fleet, &running, start).await.map_err(|e| e.to_string())?;
+        // SIGHUP is caught (not left to end the process); it says there is no file to read.
+        tessera_proxy::reload::on_sighup(running.ctx.clone());
         tessera_proxy::server::wait_for_signal().await;
         tracing::info!("shutting down: draining sessions");
         member.update(|m| m.state = "draining".into()).await;

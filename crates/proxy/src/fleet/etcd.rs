@@ -15,6 +15,8 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 pub enum EtcdError {
     #[error("etcd at {endpoints}: unreachable ({reason})")]
     Unreachable { endpoints: String, reason: String },
+    #[error("etcd connection failed mid-request: {0}")]
+    Connection(String),
     #[error("etcd answered {status}: {body}")]
     Refused { status: String, body: String },
     #[error("etcd answered something that is not the v3 JSON gateway's: {0}")]
@@ -344,10 +346,7 @@ async fn read_chunk(reader: &mut BufReader<TcpStream>) -> Result<Vec<u8>, EtcdEr
 }
 
 fn io_error(e: std::io::Error) -> EtcdError {
-    EtcdError::Unreachable {
-        endpoints: String::new(),
-        reason: e.to_string(),
-    }
+    EtcdError::Connection(e.to_string())
 }
 
 fn malformed(answer: &Value) -> EtcdError {

@@ -34,7 +34,7 @@ pub async fn join(fleet: Fleet, running: &Running, start: Start) -> Result<Regis
     };
     let registration = Registration::join(fleet.etcd.clone(), fleet.keys.clone(), record).await?;
     tracing::info!(id = registration.id(), version = start.version, "joined the fleet");
-    tokio::spawn(registration.clone().keep_alive(running.ctx.shutdown.clone()));
+    tokio::spawn(registration.clone().keep_alive());
     tokio::spawn(follow(running.ctx.clone(), fleet, registration.clone(), start.version));
     Ok(registration)
 }

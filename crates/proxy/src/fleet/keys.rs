@@ -7,6 +7,7 @@ pub const MAX_PROXIES: u16 = 255;
 /// The key layout of one cluster.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Keys {
+    cluster: String,
     root: String,
 }
 
@@ -20,8 +21,14 @@ impl Keys {
             ));
         }
         Ok(Keys {
+            cluster: name.to_string(),
             root: format!("/tessera/{name}/"),
         })
+    }
+
+    /// The cluster's name.
+    pub fn cluster(&self) -> &str {
+        &self.cluster
     }
 
     /// The number of the version every proxy should run (decimal text).

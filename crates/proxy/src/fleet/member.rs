@@ -58,6 +58,8 @@ struct Inner {
     record: Mutex<Member>,
     /// The record changed and its write did not reach etcd yet.
     unwritten: std::sync::atomic::AtomicBool,
+    /// The proxy left (its lease is ended; no more keep-alives).
+    left: std::sync::atomic::AtomicBool,
 }
 
 impl Registration {
@@ -72,6 +74,7 @@ impl Registration {
                 lease: Mutex::new(lease),
                 record: Mutex::new(record),
                 unwritten: Default::default(),
+                left: Default::default(),
             }),
         })
     }
@@ -108,15 +111,17 @@ impl Registration {
         Ok(())
     }
 
-    /// Keeps the lease alive until `shutdown`, then ends it. When etcd was away long enough
-    /// for the lease to end, a new lease is taken and the record written again, under the
-    /// same id when it is still free.
-    pub async fn keep_alive(self, mut shutdown: tokio::sync::watch::Receiver<bool>) {
+    /// Keeps the lease alive until [`Registration::leave`] (through a shutdown's drain, so
+    /// the record shows `draining` meanwhile). When etcd was away long enough for the lease
+    /// to end, a new lease is taken and the record written again, under the same id when it
+    /// is still free.
+    pub async fn keep_alive(self) {
+        use std::sync::atomic::Ordering;
         let period = Duration::from_secs((LEASE_TTL_S / 3).max(1) as u64);
         loop {
-            tokio::select! {
-                _ = tokio::time::sleep(period) => {}
-                _ = shutdown.changed() => break,
+            tokio::time::sleep(period).await;
+            if self.inner.left.load(Ordering::Relaxed) {
+                return;
             }
             let lease = *self.inner.lease.lock().unwrap_or_else(|p| p.into_inner());
             let renewed = match self.inner.etcd.keep_alive(lease).await {
@@ -124,12 +129,11 @@ impl Registration {
                 Ok(_) => self.rejoin().await,
                 Err(e) => Err(e),
             };
-            let rewrite = renewed.is_ok() && self.inner.unwritten.load(std::sync::atomic::Ordering::Relaxed);
+            let rewrite = renewed.is_ok() && self.inner.unwritten.load(Ordering::Relaxed);
             if let Err(e) = if rewrite { self.write().await } else { renewed } {
                 tracing::debug!(error = %e, "etcd keep-alive failed; the proxy goes on serving");
             }
         }
-        self.leave().await;
     }
 
     /// After the lease ended: a new lease, and the record again.
@@ -152,8 +156,9 @@ impl Registration {
         Ok(())
     }
 
-    /// Ends the lease now (the record goes with it).
+    /// Ends the lease now (the record goes with it) and the keep-alive with it.
     pub async fn leave(&self) {
+        self.inner.left.store(true, std::sync::atomic::Ordering::Relaxed);
         let lease = *self.inner.lease.lock().unwrap_or_else(|p| p.into_inner());
         if let Err(e) = self.inner.etcd.revoke(lease).await {
             tracing::warn!(error = %e, "could not end this proxy's lease; its record ends with the TTL");

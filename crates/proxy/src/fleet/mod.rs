@@ -91,7 +91,7 @@ impl Fleet {
     pub async fn start(&self) -> Result<Start, FleetError> {
         let (head, _) = versions::head(&self.etcd, &self.keys)
             .await?
-            .ok_or_else(|| FleetError::NothingPublished(self.cluster_name()))?;
+            .ok_or_else(|| FleetError::NothingPublished(self.keys.cluster().to_string()))?;
         let mut refused = Vec::new();
         for n in (head.saturating_sub(START_LOOKBACK - 1).max(1)..=head).rev() {
             match self.compose(n).await {
@@ -116,14 +116,5 @@ impl Fleet {
             "none of the last {START_LOOKBACK} published versions runs here; the head's error: {}",
             refused.first().map_or("", |r| r.error.as_str())
         )))
-    }
-
-    /// The cluster's name (for messages).
-    pub fn cluster_name(&self) -> String {
-        self.keys
-            .head()
-            .trim_start_matches("/tessera/")
-            .trim_end_matches("/config/head")
-            .to_string()
     }
 }
