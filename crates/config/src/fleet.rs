@@ -7,8 +7,9 @@ use crate::model::Config;
 
 /// The settings each proxy of a fleet keeps for itself: `(table, key, how to set it)`. The
 /// shared document may not set them (one value cannot fit every process).
-pub const PER_PROCESS_KEYS: [(&str, &str, &str); 6] = [
+pub const PER_PROCESS_KEYS: [(&str, &str, &str); 7] = [
     ("server", "listen", "--listen ADDR"),
+    ("server", "reuse_port", "its --local file"),
     ("server", "worker_threads", "--workers N"),
     ("server", "io", "its --local file"),
     ("server", "tls_cert", "its --local file"),
@@ -40,7 +41,7 @@ impl LocalSettings {
                         format!("{section}.{key}").trim_end_matches('.'),
                         "is shared by the fleet, not set per process",
                         "publish it with `tessera ctl publish`; a --local file holds only server.listen, \
-                         server.worker_threads, server.io, server.tls_cert, server.tls_key and admin.http_listen",
+                         server.reuse_port, server.worker_threads, server.io, server.tls_cert, server.tls_key and admin.http_listen",
                     ));
                 }
             }

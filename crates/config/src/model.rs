@@ -33,7 +33,18 @@ pub struct ServerConfig {
     pub max_connections: usize,
     pub max_allowed_packet: usize,
     pub handshake_timeout_ms: u64,
+    /// On SIGTERM, sessions end at their first moment outside a transaction (running
+    /// statements and transactions finish) within this; the rest are then closed.
     pub shutdown_timeout_ms: u64,
+    /// On SIGTERM the health endpoint answers 503 at once and new clients are still taken
+    /// until it has answered this many health checks (the load balancer's `fall` count), so
+    /// the balancer stops sending clients before the listener closes.
+    pub drain_checks: u64,
+    /// ...but no longer than this. A proxy whose health nobody checked within this long
+    /// closes its listener at once.
+    pub drain_wait_ms: u64,
+    /// Bind the client port with SO_REUSEPORT, so that several processes on one host share it.
+    pub reuse_port: bool,
     /// A client that does not take a result within this is disconnected (its backend
     /// connection is discarded), like MySQL's net_write_timeout.
     pub net_write_timeout_ms: u64,
@@ -106,6 +117,9 @@ impl Default for ServerConfig {
             max_allowed_packet: 64 << 20,
             handshake_timeout_ms: 10_000,
             shutdown_timeout_ms: 30_000,
+            drain_checks: 3,
+            drain_wait_ms: 10_000,
+            reuse_port: false,
             net_write_timeout_ms: 60_000,
             default_auth_plugin: "mysql_native_password".into(),
             tls_cert: None,
@@ -133,6 +147,9 @@ impl ServerConfig {
     }
     pub fn shutdown_timeout(&self) -> Duration {
         Duration::from_millis(self.shutdown_timeout_ms)
+    }
+    pub fn drain_wait(&self) -> Duration {
+        Duration::from_millis(self.drain_wait_ms)
     }
     pub fn scatter_deadline(&self) -> Duration {
         Duration::from_millis(self.scatter_deadline_ms.max(1))

@@ -55,10 +55,7 @@ async fn answer(ctx: Arc<Context>, mut tcp: TcpStream) {
         "/reload" => ("405 Method Not Allowed", "POST /reload\n".to_string()),
         "/metrics" => ("200 OK", exposition::render(&ctx)),
         "/status" => ("200 OK", exposition::render_status(&ctx)),
-        "/health" if ctx.generation().groups.iter().all(|g| !g.primary().pool.is_down()) => {
-            ("200 OK", "ok\n".to_string())
-        }
-        "/health" => ("503 Service Unavailable", "backend down\n".to_string()),
+        "/health" => health(&ctx),
         _ => ("404 Not Found", "not found\n".to_string()),
     };
     let response = format!(
@@ -66,6 +63,18 @@ async fn answer(ctx: Arc<Context>, mut tcp: TcpStream) {
         body.len()
     );
     let _ = tcp.write_all(response.as_bytes()).await;
+}
+
+/// `/health`: unhealthy while the process drains (counted: the drain waits for the balancer
+/// to have seen it) or while a group's primary is down.
+fn health(ctx: &Context) -> (&'static str, String) {
+    if ctx.drain.health_checked() {
+        ("503 Service Unavailable", "draining\n".to_string())
+    } else if ctx.generation().groups.iter().any(|g| g.primary().pool.is_down()) {
+        ("503 Service Unavailable", "backend down\n".to_string())
+    } else {
+        ("200 OK", "ok\n".to_string())
+    }
 }
 
 /// Reads until the end of the request head (or 4 KiB, or 5 s); None when the peer gave up.

@@ -27,6 +27,8 @@ pub struct Context {
     pub sessions: SessionRegistry,
     pub metrics: Arc<Metrics>,
     pub shutdown: watch::Receiver<bool>,
+    /// The drain before an exit (health, then the listener, then sessions).
+    pub drain: crate::drain::Drain,
     /// Blocks of AUTO_INCREMENT shard keys this process holds.
     pub sequences: crate::exec::sequence::Sequences,
     /// This process's id in the XIDs of its transactions (random at start).
@@ -79,6 +81,7 @@ impl Context {
             sessions: SessionRegistry::default(),
             metrics: Arc::default(),
             shutdown,
+            drain: Default::default(),
             sequences: Default::default(),
             instance: rand::random(),
             xa_sequence: Default::default(),

@@ -45,6 +45,7 @@ pub mod cluster;
 pub mod collations;
 pub mod context;
 pub mod demo;
+pub mod drain;
 pub mod error;
 pub mod exec;
 pub mod fasthash;

@@ -38,6 +38,8 @@ pub struct SessionHandle {
     recorded_server: AtomicPtr<crate::backend::ServerInfo>,
     recorded_thread: AtomicU32,
     killed: AtomicBool,
+    /// The process drains: the session ends at its first moment outside a transaction.
+    draining: AtomicBool,
     /// The backend connection (server address, thread id) the session holds user locks on
     /// (GET_LOCK), so that IS_USED_LOCK() can answer the holder's Tessera connection id.
     user_lock_conn: Mutex<Option<(String, u32)>>,
@@ -183,10 +185,25 @@ impl SessionHandle {
         }
     }
 
-    /// Resolves once the session is killed.
-    pub fn killed(&self) -> impl Future<Output = ()> + '_ {
+    /// Asks the session to end at its first moment outside a transaction (a drain): at once
+    /// when it waits for a command outside one.
+    pub fn drain(&self) {
+        self.draining.store(true, Ordering::SeqCst);
+        let waker = self.stop_waker.lock().ok().and_then(|mut w| w.take());
+        if let Some(w) = waker {
+            w.wake();
+        }
+    }
+
+    pub fn is_draining(&self) -> bool {
+        self.draining.load(Ordering::SeqCst)
+    }
+
+    /// Resolves once the session is killed, or drained while `between_transactions`.
+    pub fn stopped(&self, between_transactions: bool) -> impl Future<Output = ()> + '_ {
+        let stop = move || self.is_killed() || (between_transactions && self.is_draining());
         std::future::poll_fn(move |cx| {
-            if self.is_killed() {
+            if stop() {
                 return Poll::Ready(());
             }
             if let Ok(mut w) = self.stop_waker.lock() {
@@ -196,7 +213,7 @@ impl SessionHandle {
                 }
             }
             // A kill between the first check and the registration finds the waker or is seen here.
-            match self.is_killed() {
+            match stop() {
                 true => Poll::Ready(()),
                 false => Poll::Pending,
             }
@@ -251,6 +268,8 @@ pub struct SessionRegistry {
     sessions: Mutex<HashMap<u32, Arc<SessionHandle>>>,
     /// Set by [`SessionRegistry::kill_all`]: sessions registered later start killed.
     closing: AtomicBool,
+    /// Set by [`SessionRegistry::drain_all`]: sessions registered later start drained.
+    draining: AtomicBool,
 }
 
 impl SessionRegistry {
@@ -267,6 +286,7 @@ impl SessionRegistry {
             recorded_server: AtomicPtr::new(std::ptr::null_mut()),
             recorded_thread: AtomicU32::new(0),
             killed: AtomicBool::new(false),
+            draining: AtomicBool::new(false),
             user_lock_conn: Mutex::new(None),
             kill_requests: AtomicU64::new(0),
             stop_waker: Mutex::new(None),
@@ -274,6 +294,9 @@ impl SessionRegistry {
         if let Ok(mut s) = self.sessions.lock() {
             if self.closing.load(Ordering::SeqCst) {
                 handle.kill();
+            }
+            if self.draining.load(Ordering::SeqCst) {
+                handle.drain();
             }
             s.insert(id, handle.clone());
         }
@@ -285,6 +308,14 @@ impl SessionRegistry {
         if let Ok(s) = self.sessions.lock() {
             self.closing.store(true, Ordering::SeqCst);
             s.values().for_each(|h| h.kill());
+        }
+    }
+
+    /// A drain: every session ends at its first moment outside a transaction.
+    pub fn drain_all(&self) {
+        if let Ok(s) = self.sessions.lock() {
+            self.draining.store(true, Ordering::SeqCst);
+            s.values().for_each(|h| h.drain());
         }
     }
 

@@ -1,5 +1,6 @@
-//! The client listener: connection limit, one task per client, and graceful shutdown (stop
-//! accepting, let running statements finish up to a deadline, then close).
+//! The client listener: connection limit, one task per client, and graceful shutdown (health
+//! unhealthy, the balancer's checks seen, stop accepting, sessions end between transactions
+//! up to a deadline, then close; see [`crate::drain`]).
 
 use crate::context::Context;
 use crate::error::ProxyError;
@@ -19,6 +20,7 @@ pub struct Running {
     pub admin_addr: Option<SocketAddr>,
     pub ctx: Arc<Context>,
     shutdown: watch::Sender<bool>,
+    stop_accepting: watch::Sender<bool>,
     accept_task: tokio::task::JoinHandle<()>,
 }
 
@@ -33,7 +35,7 @@ pub async fn start_with_park(config: Config, park: Option<crate::uring::ParkHook
     let (tx, rx) = watch::channel(false);
     let listen = config.server.listen.clone();
     let ctx = Arc::new(Context::new(Arc::new(config), rx.clone(), park.as_ref())?);
-    let listener = TcpListener::bind(&listen)
+    let listener = bind(&listen, ctx.generation().config.server.reuse_port)
         .await
         .map_err(|e| ProxyError::Config(format!("cannot listen on {listen}: {e}")))?;
     let addr = listener.local_addr().map_err(|e| ProxyError::Config(e.to_string()))?;
@@ -50,15 +52,36 @@ pub async fn start_with_park(config: Config, park: Option<crate::uring::ParkHook
     crate::monitor::spawn(&ctx);
     crate::context::spawn_recovery(&ctx);
     let admin_addr = crate::admin::spawn_http(ctx.clone()).await?;
-    let accept_task = tokio::spawn(accept_loop(ctx.clone(), listener, rx));
+    let (stop_accepting, accepting) = watch::channel(false);
+    let accept_task = tokio::spawn(accept_loop(ctx.clone(), listener, accepting));
     tracing::info!(%addr, "tessera listening");
     Ok(Running {
         addr,
         admin_addr,
         ctx,
         shutdown: tx,
+        stop_accepting,
         accept_task,
     })
+}
+
+/// The client listener, sharing its port with other processes when `reuse_port`.
+async fn bind(listen: &str, reuse_port: bool) -> std::io::Result<TcpListener> {
+    if !reuse_port {
+        return TcpListener::bind(listen).await;
+    }
+    let addr = tokio::net::lookup_host(listen)
+        .await?
+        .next()
+        .ok_or_else(|| std::io::Error::other("the address does not resolve"))?;
+    let socket = match addr {
+        SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
+        SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
+    };
+    socket.set_reuseaddr(true)?;
+    socket.set_reuseport(true)?;
+    socket.bind(addr)?;
+    socket.listen(1024)
 }
 
 async fn accept_loop(ctx: Arc<Context>, listener: TcpListener, mut shutdown: watch::Receiver<bool>) {
@@ -101,23 +124,36 @@ async fn refuse(mut tcp: TcpStream, err: ErrPacket) {
 }
 
 impl Running {
-    /// Stops accepting, waits for sessions to finish (up to the shutdown timeout), then returns.
+    /// Drains, then returns: `/health` turns unhealthy, new clients are still taken until the
+    /// balancer has seen that, then the listener closes and each session ends at its first
+    /// moment outside a transaction. Sessions still open after `server.shutdown_timeout_ms`
+    /// are closed once their running statement has answered.
     pub async fn shutdown(self) {
-        let _ = self.shutdown.send(true);
+        let server = self.ctx.generation().config.server.clone();
+        let drain = &self.ctx.drain;
+        drain.begin();
+        let noticed = drain.wait_for_balancer(server.drain_checks, server.drain_wait()).await;
+        tracing::info!(
+            balancer_noticed = noticed,
+            health_checks = drain.unhealthy_answers(),
+            "draining: the listener closes"
+        );
+        let _ = self.stop_accepting.send(true);
         let _ = self.accept_task.await;
-        self.ctx.sessions.kill_all();
-        let deadline = tokio::time::Instant::now() + self.ctx.generation().config.server.shutdown_timeout();
-        while self.ctx.metrics.client_connections.load(Ordering::Relaxed) > 0 {
-            if tokio::time::Instant::now() >= deadline {
-                tracing::warn!(
-                    sessions = self.ctx.metrics.client_connections.load(Ordering::Relaxed),
-                    "shutdown deadline reached; closing remaining sessions"
-                );
-                return;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        self.ctx.sessions.drain_all();
+        let sessions = || self.ctx.metrics.client_connections.load(Ordering::SeqCst);
+        let deadline = tokio::time::Instant::now() + server.shutdown_timeout();
+        if !drain.wait_until(|| sessions() == 0, deadline).await {
+            tracing::warn!(
+                sessions = sessions(),
+                "shutdown deadline reached; closing the sessions left once their statement answers"
+            );
+            self.ctx.sessions.kill_all();
+            let grace = tokio::time::Instant::now() + std::time::Duration::from_secs(1);
+            drain.wait_until(|| sessions() == 0, grace).await;
         }
-        tracing::info!("all sessions closed; bye");
+        let _ = self.shutdown.send(true);
+        tracing::info!(sessions = sessions(), "drained; bye");
     }
 }
 

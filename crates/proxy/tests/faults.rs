@@ -209,6 +209,116 @@ async fn shutdown_lets_running_statements_finish() {
     );
 }
 
+/// The status line of `GET /health` on `admin` (a balancer's check).
+async fn health(admin: &str) -> String {
+    let admin = admin.to_string();
+    tokio::task::spawn_blocking(move || match tessera_proxy::admin::fetch(&admin, "/health") {
+        Ok(body) => body.trim().to_string(),
+        Err(e) => e.to_string(),
+    })
+    .await
+    .expect("health check")
+}
+
+/// A drain behind a balancer: `/health` turns unhealthy first while new clients are still
+/// taken; once the balancer (here a check every 300 ms) has had `drain_checks` unhealthy
+/// answers the listener closes; a session between transactions ends at once, one inside a
+/// transaction finishes it (its COMMIT lands) and ends after.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drain_turns_health_first_then_ends_sessions_between_transactions() {
+    let mut env = Env::start("shutdown_timeout_ms = 60000\ndrain_checks = 3", "").await;
+    let port = env.port();
+    let admin = env
+        .proxy
+        .as_ref()
+        .and_then(|p| p.admin_addr)
+        .expect("admin")
+        .to_string();
+    let mut idle = env.client().await;
+    let mut busy = env.client().await;
+    busy.query("CREATE TABLE test.drained (id INT PRIMARY KEY)")
+        .await
+        .expect("table");
+    busy.query("BEGIN").await.expect("begin");
+    busy.query("INSERT INTO test.drained VALUES (1)")
+        .await
+        .expect("first row");
+    let answers = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let balancer = tokio::spawn({
+        let (admin, answers) = (admin.clone(), answers.clone());
+        async move {
+            let mut every = tokio::time::interval(Duration::from_millis(300));
+            loop {
+                every.tick().await;
+                let answer = health(&admin).await;
+                answers.lock().expect("answers").push(answer);
+            }
+        }
+    });
+    let seen = |n: usize| {
+        let answers = answers.clone();
+        move || answers.lock().expect("answers").len() >= n
+    };
+    common::wait_for("two healthy checks", seen(2)).await;
+    assert!(
+        answers.lock().expect("answers").iter().all(|a| a == "ok"),
+        "{answers:?}"
+    );
+    let proxy = env.proxy.take().expect("running");
+    let drain = tokio::spawn(proxy.shutdown());
+    let unhealthy = {
+        let answers = answers.clone();
+        move || answers.lock().expect("answers").iter().any(|a| a.contains("503"))
+    };
+    common::wait_for("an unhealthy answer", unhealthy).await;
+    assert!(
+        answers
+            .lock()
+            .expect("answers")
+            .last()
+            .is_some_and(|a| a.contains("draining")),
+        "{answers:?}"
+    );
+    let mut late = Client::connect(port, "app", "app", None)
+        .await
+        .expect("a client the balancer sent before it noticed is still taken");
+    assert_eq!(late.value("SELECT 'late'").await.as_deref(), Some("late"));
+    for _ in 0..600 {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_err() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let draining = answers
+        .lock()
+        .expect("answers")
+        .iter()
+        .filter(|a| a.contains("draining"))
+        .count();
+    assert!(
+        draining >= 3,
+        "the listener closed after 3 unhealthy answers: {answers:?}"
+    );
+    assert!(idle.try_query("SELECT 1").await.is_err(), "an idle session ended");
+    assert!(late.try_query("SELECT 1").await.is_err(), "so did the late one");
+    busy.query("INSERT INTO test.drained VALUES (2)")
+        .await
+        .expect("the transaction goes on");
+    busy.query("COMMIT").await.expect("and commits");
+    assert!(busy.try_query("SELECT 1").await.is_err(), "then the session ends");
+    tokio::time::timeout(Duration::from_secs(30), drain)
+        .await
+        .expect("the drain completes")
+        .expect("join");
+    balancer.abort();
+    let rows = env
+        .sandbox
+        .server(0)
+        .sql("SELECT COUNT(*) FROM test.drained")
+        .expect("count");
+    assert_eq!(rows.trim(), "2", "both rows committed");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn client_that_stops_reading_cannot_hold_a_backend_connection() {
     let env = Env::start(

@@ -14,6 +14,7 @@ mod client_view;
 mod commands;
 mod faults;
 mod fleet;
+mod fleet_lb;
 mod golden_plans;
 mod park_sends;
 mod pipeline;

@@ -1,5 +1,5 @@
 //! Local MariaDB sandboxes: servers with their own data dirs on free ports, for demo, tests and
-//! benchmarks; and an etcd server ([`EtcdServer`]) for the fleet.
+//! benchmarks; an etcd server ([`EtcdServer`]) and an HAProxy ([`HaProxy`]) for the fleet.
 //!
 //! ```no_run
 //! use tessera_sandbox::{Sandbox, SandboxOptions};
@@ -62,6 +62,7 @@ mod args;
 mod client;
 mod error;
 mod etcd;
+pub mod haproxy;
 mod options;
 mod ports;
 mod replication;
@@ -73,6 +74,7 @@ mod tools;
 
 pub use error::SandboxError;
 pub use etcd::EtcdServer;
+pub use haproxy::HaProxy;
 pub use options::SandboxOptions;
 pub use ports::free_port;
 pub use replication::{ReplicaStatus, REPL_PASSWORD, REPL_USER};

@@ -31,6 +31,20 @@ pub fn render(ctx: &Context) -> String {
     );
     line(
         &mut out,
+        "tessera_health_checks_total",
+        "Requests of /health answered (a load balancer's checks).",
+        "counter",
+        ctx.drain.checks(),
+    );
+    line(
+        &mut out,
+        "tessera_draining",
+        "1 while the process drains before it exits (/health answers 503).",
+        "gauge",
+        u64::from(ctx.drain.is_draining()),
+    );
+    line(
+        &mut out,
         "tessera_client_auth_failures_total",
         "Failed client logins.",
         "counter",

@@ -148,6 +148,7 @@ pub async fn serve(ctx: Arc<Context>, tcp: TcpStream, host: String) {
     ctx.metrics
         .client_connections
         .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    ctx.drain.session_ended();
 }
 
 impl Session {
@@ -156,6 +157,7 @@ impl Session {
         loop {
             let short_pin = self.binding.held().is_some_and(|c| !c.in_transaction) && self.pins.only_short_lived();
             let mut release_timer = short_pin.then(|| Box::pin(tokio::time::sleep(SHORT_PIN_IDLE)));
+            let between_transactions = self.between_transactions();
             // The read is never cancelled (that could lose a half-read packet); the timer runs beside it.
             let read = {
                 let read_next = self.client.read_packet_with_seq();
@@ -167,7 +169,7 @@ impl Session {
                     tokio::select! {
                         biased;
                         r = &mut read_next => break r,
-                        _ = self.handle.killed() => return,
+                        _ = self.handle.stopped(between_transactions) => return,
                         _ = held_input(self.binding.held_mut()), if watch_held => {
                             if held_ended_while_idle(self.binding.take_held(), &mut self.pins, &self.ctx.metrics, self.id) {
                                 self.fatal = true;
@@ -237,6 +239,8 @@ impl Session {
                 // KILL CONNECTION from another session: the statement it interrupted has
                 // answered; the connection closes now, as MariaDB closes it.
                 _ if self.handle.is_killed() => return,
+                // A drain: the session ends once outside a transaction.
+                Ok(Next::Continue) if self.handle.is_draining() && self.between_transactions() => return,
                 Ok(Next::Continue) if !self.fatal && !self.released => {}
                 Ok(_) => return,
                 Err(e) => {
@@ -372,6 +376,11 @@ impl Session {
             || self.binding.held().is_some_and(|c| c.in_transaction)
             || self.txn.shards().is_open()
             || self.binding.others().any(|(_, c)| c.in_transaction)
+    }
+
+    /// Neither Tessera's transaction nor the client's XA is open: a drain may end the session.
+    fn between_transactions(&self) -> bool {
+        !self.in_transaction() && self.txn.xa_starting().is_none()
     }
 
     /// Returns held backend state to a clean slate and unregisters the session.

@@ -33,6 +33,23 @@ enum Launch<'a> {
     Member { etcd: &'a str, cluster: &'a str },
 }
 
+/// Starts the binary in `dir` with `args`, logging to `dir/tessera.log` (appended).
+fn launch_binary(dir: &std::path::Path, args: &[String], env: &[(String, String)]) -> Child {
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("tessera.log"))
+        .expect("log file");
+    Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().expect("log handle"))
+        .stderr(log)
+        .spawn()
+        .expect("tessera binary starts")
+}
+
 /// A running (or exited) `tessera --config` child. Dropping it SIGKILLs the process; its
 /// directory is removed unless the thread is panicking (then its path is printed).
 pub struct TesseraProcess {
@@ -44,6 +61,9 @@ pub struct TesseraProcess {
     pub port: u16,
     /// The admin endpoint.
     pub admin: SocketAddr,
+    /// What it was started with, for [`TesseraProcess::restart`].
+    args: Vec<String>,
+    env: Vec<(String, String)>,
 }
 
 impl TesseraProcess {
@@ -102,15 +122,8 @@ impl TesseraProcess {
             .map(String::from)
             .to_vec(),
         };
-        let log = std::fs::File::create(dir.join("tessera.log")).expect("log file");
-        let child = Command::new(env!("CARGO_BIN_EXE_tessera"))
-            .args(&args)
-            .envs(env.iter().copied())
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().expect("log handle"))
-            .stderr(log)
-            .spawn()
-            .expect("tessera binary starts");
+        let env: Vec<(String, String)> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let child = launch_binary(&dir, &args, &env);
         TesseraProcess {
             name: name.to_string(),
             child,
@@ -118,6 +131,19 @@ impl TesseraProcess {
             dir,
             port,
             admin,
+            args,
+            env,
+        }
+    }
+
+    /// Starts the process again after it exited, on the same ports, configuration and log
+    /// (appended), and waits until it serves.
+    pub fn restart(&mut self) {
+        assert!(self.try_exit().is_some(), "{} still runs", self.name);
+        self.child = launch_binary(&self.dir, &self.args, &self.env);
+        self.exit = None;
+        if let Err(log) = self.wait_ready() {
+            panic!("tessera {} did not start again:\n{log}", self.name);
         }
     }
 
